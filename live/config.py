@@ -1,0 +1,83 @@
+"""Session configuration: emission mode, bounds, fan-out and reconnect policy."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from google.genai import types
+
+
+class EmitMode(enum.Enum):
+    """How a streaming tool's emissions reach the model.
+
+    FUNCTION_RESPONSE: a FunctionResponse per emission for the call id with
+    ``will_continue=True`` (needs a model with NON_BLOCKING calls).
+    TEXT: user content "Function <name> returned: <dict>" with
+    ``turn_complete=False``, for models with synchronous calls only.
+    """
+
+    FUNCTION_RESPONSE = "function_response"
+    TEXT = "text"
+
+
+PENDING_STATUS = "The function is running asynchronously and the results are pending."
+
+
+@dataclass(frozen=True)
+class StreamBounds:
+    """Limits on one stream; reaching one ends it with a final emission saying which.
+
+    ``None`` means unlimited. ``min_interval_s`` throttles emissions but the
+    latest value is always delivered (trailing edge kept).
+    """
+
+    max_lifetime_s: float | None = None
+    max_emissions: int | None = None
+    min_interval_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class ReconnectPolicy:
+    max_attempts: int = 6
+    initial_backoff_s: float = 0.5
+    max_backoff_s: float = 15.0
+    connect_timeout_s: float = 15.0
+
+    def backoff(self, attempt: int) -> float:
+        """Delay before reconnect attempt ``attempt`` (1-based); the first is immediate."""
+        if attempt <= 1:
+            return 0.0
+        return float(min(self.max_backoff_s, self.initial_backoff_s * 2 ** (attempt - 2)))
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    emit_mode: EmitMode = EmitMode.FUNCTION_RESPONSE
+    scheduling: types.FunctionResponseScheduling = types.FunctionResponseScheduling.WHEN_IDLE
+    system_instruction: str | None = None
+    # Input fan-out: which realtime input tools receive and how much each may queue.
+    tool_input_accept: tuple[str, ...] = ("image/*",)
+    tool_input_maxsize: int = 1
+    # Model lane: frames reach the model only when asked, rate-limited, never in privacy mode.
+    forward_frames: bool = False
+    privacy: bool = False
+    model_frame_interval_s: float = 1.0
+    # Bounds.
+    stream_bounds: StreamBounds = field(default_factory=StreamBounds)
+    session_emission_budget: int | None = None
+    # A second call of a running streaming tool: run both (True) or refuse it explicitly.
+    allow_concurrent_calls: bool = True
+    # How long a stop waits for a tool's cleanup before reporting it as stuck.
+    stop_timeout_s: float = 5.0
+    # Messages kept for the model while it is disconnected.
+    outbox_max: int = 256
+    # At teardown, how long queued answers may take to reach a live connection.
+    flush_timeout_s: float = 1.0
+    reconnect: ReconnectPolicy = field(default_factory=ReconnectPolicy)
+    # Values never to appear in errors, logs or events (API keys).
+    secrets: tuple[str, ...] = ()
+
+    @property
+    def frames_to_model(self) -> bool:
+        return self.forward_frames and not self.privacy

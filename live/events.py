@@ -1,0 +1,191 @@
+"""What a session reports: one dataclass per kind of event.
+
+Every event has a stable ``type`` string and ``t`` (seconds since the session
+started). ``to_dict`` gives the JSON-ready form used by every sink (console,
+JSON lines, SQLite, MQTT); keep field names stable, people parse them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+def jsonable(value: Any) -> Any:
+    """Best-effort conversion to plain JSON types (numpy scalars, tuples, enums)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return jsonable(item())
+        except (TypeError, ValueError):
+            pass
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return jsonable(tolist())
+    enum_value = getattr(value, "value", None)
+    if enum_value is not None and isinstance(enum_value, str | int):
+        return enum_value
+    return str(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    type: ClassVar[str] = "event"
+    t: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type, "t": round(self.t, 4)}
+        for f in dataclasses.fields(self):
+            if f.name == "t" or not f.repr:
+                continue
+            data[f.name] = jsonable(getattr(self, f.name))
+        return data
+
+    @property
+    def call_id(self) -> str | None:
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelText(Event):
+    type: ClassVar[str] = "model_text"
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transcript(Event):
+    type: ClassVar[str] = "transcript"
+    text: str
+    direction: str = "output"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelAudio(Event):
+    """Audio from the model; bytes are kept for a player but never logged."""
+
+    type: ClassVar[str] = "model_audio"
+    mime_type: str
+    size: int
+    data: bytes = field(default=b"", repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnComplete(Event):
+    type: ClassVar[str] = "turn_complete"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interrupted(Event):
+    """The user barged in; the model dropped what it was saying."""
+
+    type: ClassVar[str] = "interrupted"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall(Event):
+    type: ClassVar[str] = "tool_call"
+    id: str
+    name: str
+    args: dict[str, Any]
+
+    @property
+    def call_id(self) -> str | None:
+        return self.id
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResult(Event):
+    """The answer to a call: a regular tool's result, or a streaming call's pending status."""
+
+    type: ClassVar[str] = "tool_result"
+    id: str
+    name: str
+    response: dict[str, Any]
+
+    @property
+    def call_id(self) -> str | None:
+        return self.id
+
+
+@dataclass(frozen=True, kw_only=True)
+class Emission(Event):
+    type: ClassVar[str] = "emission"
+    id: str
+    name: str
+    payload: dict[str, Any]
+    seq: int
+    final: bool = False
+
+    @property
+    def call_id(self) -> str | None:
+        return self.id
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamStarted(Event):
+    type: ClassVar[str] = "stream_started"
+    id: str
+    name: str
+    args: dict[str, Any]
+
+    @property
+    def call_id(self) -> str | None:
+        return self.id
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamStopped(Event):
+    type: ClassVar[str] = "stream_stopped"
+    id: str
+    name: str
+    reason: str
+    emissions: int
+    frames_received: int = 0
+    frames_dropped: int = 0
+
+    @property
+    def call_id(self) -> str | None:
+        return self.id
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConnectionState(Event):
+    """Model connection: connecting, connected, disconnected, reconnecting, failed, closed."""
+
+    type: ClassVar[str] = "connection"
+    state: str
+    attempt: int = 0
+    code: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Usage(Event):
+    type: ClassVar[str] = "usage"
+    prompt_tokens: int = 0
+    response_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorEvent(Event):
+    type: ClassVar[str] = "error"
+    message: str
+    where: str = ""
+    id: str | None = None
+
+    @property
+    def call_id(self) -> str | None:
+        return self.id

@@ -1,0 +1,66 @@
+"""The tool protocol the session dispatches to, and the context a call receives."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from google.genai import types
+
+from live.clock import Clock
+from live.events import Event
+from live.input_stream import InputStream
+
+
+class ToolArgumentError(ValueError):
+    """The model called a tool with arguments it cannot take; the message says why."""
+
+
+@dataclass
+class ToolContext:
+    """Handed to a tool that asks for it (by type annotation, never by name).
+
+    ``publish`` lets a tool report its own events (for example a count change)
+    through the session's event stream and log.
+    """
+
+    call_id: str
+    function_name: str
+    clock: Clock
+    input_stream: InputStream | None = None
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("lookout.tool"))
+    publish: Callable[[Event], None] = field(default=lambda event: None)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool(Protocol):
+    """A callable the model can invoke.
+
+    ``is_streaming`` tools return an async iterator of dict emissions;
+    ``consumes_input`` tools get their own :class:`InputStream`.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def is_streaming(self) -> bool: ...
+
+    @property
+    def consumes_input(self) -> bool: ...
+
+    def declaration(self) -> types.FunctionDeclaration: ...
+
+    def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Checked and converted arguments; raises ToolArgumentError."""
+        ...
+
+    def call(self, args: dict[str, Any], context: ToolContext) -> Awaitable[Any]:
+        """Run a regular tool (its result answers the call)."""
+        ...
+
+    def stream(self, args: dict[str, Any], context: ToolContext) -> AsyncIterator[dict[str, Any]]:
+        """Start a streaming tool; each item is one emission to the model."""
+        ...
