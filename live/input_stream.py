@@ -44,6 +44,8 @@ class InputStream:
         self._latest: LiveRequest | None = None
         self._closed = False
         self._wakeup = anyio.Event()
+        self._waiting = False
+        self._idle = anyio.Event()
 
     def accepts(self, request: LiveRequest) -> bool:
         if request.kind is not RequestKind.REALTIME or request.blob is None:
@@ -80,6 +82,7 @@ class InputStream:
     def close(self) -> None:
         self._closed = True
         self._wakeup.set()
+        self._idle.set()
 
     def get_nowait(self) -> LiveRequest | None:
         if not self._items:
@@ -96,7 +99,27 @@ class InputStream:
             if self._closed:
                 raise anyio.EndOfStream
             self._wakeup = anyio.Event()
-            await self._wakeup.wait()
+            self._waiting = True
+            self._idle.set()
+            try:
+                await self._wakeup.wait()
+            finally:
+                self._waiting = False
+                self._idle = anyio.Event()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and the consumer is waiting for more (it finished its work)."""
+        return self._closed or (not self._items and self._waiting)
+
+    async def wait_idle(self) -> None:
+        """Wait until the consumer has taken everything and asks for more.
+
+        A file replayed "as fast as possible" uses this as back-pressure, so every
+        sampled frame is processed and a replay gives the same results at any pace.
+        """
+        while not self.idle:
+            await self._idle.wait()
 
     async def newest(self) -> LiveRequest:
         """Skip to the newest pending item (dropping older ones), waiting if none."""

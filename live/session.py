@@ -173,6 +173,7 @@ class LiveSession:
         self._events_recv: MemoryObjectReceiveStream[Event]
         self._events_send, self._events_recv = anyio.create_memory_object_stream[Event](4096)
         self._local_ids = itertools.count(1)
+        self._streams_changed = anyio.Event()
 
     # ----------------------------------------------------------------- public
 
@@ -216,6 +217,18 @@ class LiveSession:
     async def wait_finished(self) -> None:
         await self._finished.wait()
 
+    async def wait_input_consumer(self) -> None:
+        """Wait until at least one running call consumes realtime input."""
+        while not self.input_streams():
+            if self._closing:
+                return
+            await self._streams_changed.wait()
+
+    async def wait_inputs_idle(self) -> None:
+        """Wait until every input-consuming call has processed what it was given."""
+        for stream in list(self.input_streams().values()):
+            await stream.wait_idle()
+
     # -------------------------------------------------------------- lifecycle
 
     async def _connect_initial(self) -> LiveConnection:
@@ -248,6 +261,7 @@ class LiveSession:
             await self._finished.wait()
             return
         self._closing = True
+        self._streams_changed.set()
         with anyio.CancelScope(shield=True):
             await self._stop_all("session closed")
             # Give answers already queued a moment to reach a live connection.
@@ -583,6 +597,8 @@ class LiveSession:
             input=stream,
         )
         self._streams[call_id] = handle
+        self._streams_changed.set()
+        self._streams_changed = anyio.Event()
         # Answer at once so the model is never left waiting on a streaming call.
         if self.config.emit_mode is EmitMode.FUNCTION_RESPONSE:
             self._respond(

@@ -115,7 +115,14 @@ def schema_for(annotation: Any, description: str | None = None) -> types.Schema:
     return schema
 
 
+_BUILTIN_NAMES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
+
+
 def _schema_for(annotation: Any) -> types.Schema:
+    if isinstance(annotation, str):
+        # A forward reference nobody could resolve: describe it as text rather than
+        # refusing the whole tool.
+        annotation = _BUILTIN_NAMES.get(annotation.strip(), str)
     origin = get_origin(annotation)
     if annotation is bool:
         return types.Schema(type=types.Type.BOOLEAN)
@@ -225,8 +232,11 @@ class FunctionTool:
         *,
         name: str | None = None,
         description: str | None = None,
+        check: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
+        """``check`` runs after type checking and may raise ToolArgumentError (ranges etc.)."""
         self.func = func
+        self._check = check
         target = _target(func)
         self._name = name or getattr(target, "__name__", None) or type(func).__name__
         self._streaming = inspect.isasyncgenfunction(target)
@@ -318,6 +328,8 @@ class FunctionTool:
                     )
                 except ToolArgumentError as exc:
                     raise ToolArgumentError(f"{self._name}: {exc}") from None
+        if self._check is not None:
+            self._check(checked)
         return checked
 
     def _kwargs(self, args: dict[str, Any], context: ToolContext) -> dict[str, Any]:

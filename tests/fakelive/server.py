@@ -1,0 +1,1172 @@
+"""A scriptable fake of the Gemini Live WebSocket endpoint, served over TLS.
+
+The point is to run the *unmodified* ``google-genai`` SDK against something we control, so the
+fake speaks the wire protocol the SDK speaks (see ``docs/gemini-live-wire.md``) and nothing more:
+
+* it accepts ``/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent``
+  and closes anything else with 1008;
+* it answers the first client message (``setup``) with ``{"setupComplete": {}}`` (or stays
+  silent / closes, for connect-failure tests);
+* it records every client message with its ``time.monotonic()`` arrival time, per connection;
+* the test scripts what the "model" says (tool calls, cancellations, text, transcripts,
+  resumption updates, GoAway, usage, raw JSON) and how the connection ends (1000, 1011, an
+  abrupt drop that the client sees as 1006, ...).
+
+Waiting is event driven: every recorded message, connection, close and server send wakes the
+``wait_*`` helpers, so tests never sleep for a fixed time.
+
+Two ways to run it:
+
+* in the test's own event loop: ``async with FakeLiveServer() as srv: ...``;
+* in a background thread with its own loop, for a client in a subprocess (``lookout run``):
+  ``with FakeLiveServer.run_in_thread() as srv: ...`` gives a :class:`ThreadedFakeLiveServer`
+  whose methods are plain blocking calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import concurrent.futures
+import contextlib
+import itertools
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from google import genai
+from google.genai import types
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from .certs import TestCerts, make_test_certs
+
+__all__ = [
+    "ClientContent",
+    "ClientMessage",
+    "FakeLiveServer",
+    "FunctionResponseRecord",
+    "LiveConnection",
+    "LiveEndpoint",
+    "RealtimeInput",
+    "SentMessage",
+    "ThreadedFakeLiveServer",
+    "ToolCallSpec",
+    "b64decode_any",
+    "client_for",
+    "get_field",
+    "get_path",
+]
+
+T = TypeVar("T")
+
+# Versions the SDK can be configured to use. google-genai 3.6.1 defaults to "v1" for the Gemini
+# API (GOOGLE_AI_API_DEFAULT_VERSION); the public Live docs use "v1beta"; ephemeral tokens need
+# "v1alpha". Accept all three and record which one arrived so tests can assert on it.
+DEFAULT_VERSIONS: tuple[str, ...] = ("v1", "v1alpha", "v1beta")
+DEFAULT_API_VERSION = "v1beta"
+DEFAULT_API_KEY = "fake-live-api-key"
+
+_PATH_RE = re.compile(
+    r"^/ws/google\.ai\.generativelanguage\.(?P<version>[A-Za-z0-9]+)"
+    r"\.GenerativeService\.(?P<method>BidiGenerateContent(?:Constrained)?)$"
+)
+
+# Close codes that may not be sent in a close frame (RFC 6455 §7.4.1); asking for one of them
+# means "drop the TCP connection", which is what the client reports as 1006.
+_ABRUPT_CODES = frozenset({1005, 1006, 1015})
+
+# Environment variables that would make the SDK ignore ours or trust more than our CA.
+_CONFLICTING_ENV = (
+    "GOOGLE_API_KEY",  # takes precedence over GEMINI_API_KEY in the SDK
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_ENTERPRISE",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "SSL_CERT_DIR",  # the SDK passes it as capath, adding the system CAs back
+)
+_PROXY_ENV = frozenset({"http_proxy", "https_proxy", "all_proxy", "ws_proxy", "wss_proxy"})
+
+
+# --------------------------------------------------------------------------------------------
+# Tolerant access to the SDK's mixed snake/camel-case JSON
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def get_field(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj[name]`` accepting either spelling: ``get_field(d, "mime_type")`` finds ``mimeType``.
+
+    The SDK is not consistent (``realtime_input`` next to ``functionResponses``, ``mime_type``
+    inside ``realtime_input`` but ``mimeType`` inside ``setup``), so tests should not care.
+    """
+    if not isinstance(obj, Mapping):
+        return default
+    for key in (name, _camel(name), _snake(name)):
+        if key in obj:
+            return obj[key]
+    return default
+
+
+def get_path(obj: Any, *names: str, default: Any = None) -> Any:
+    """Nested :func:`get_field`: ``get_path(setup, "generation_config", "response_modalities")``."""
+    for name in names:
+        obj = get_field(obj, name, _MISSING)
+        if obj is _MISSING:
+            return default
+    return obj
+
+
+_MISSING: Any = object()
+
+
+def b64decode_any(data: str | bytes) -> bytes:
+    """Decode base64 in either alphabet (the SDK sends URL-safe, protobuf JSON allows both).
+
+    Padding is optional on the wire, so it is restored before decoding.
+    """
+    text = data.decode("ascii") if isinstance(data, bytes) else data
+    text = "".join(text.split()).replace("-", "+").replace("_", "/")
+    text += "=" * (-len(text) % 4)
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"not base64: {text[:40]!r}") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True)
+class RealtimeInput:
+    """One item of a ``realtime_input`` message."""
+
+    connection: int
+    t: float
+    kind: str
+    """``video``, ``audio``, ``media``, ``media_chunks``, ``text``, ``activity_start``,
+    ``activity_end`` or ``audio_stream_end`` (the snake-cased wire key)."""
+    data: bytes | None = None
+    mime_type: str | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class ClientContent:
+    """A ``client_content`` message: turns (raw wire dicts) and ``turn_complete``."""
+
+    connection: int
+    t: float
+    turns: list[dict[str, Any]]
+    turn_complete: bool | None
+
+    def texts(self) -> list[str]:
+        """Every text part of every turn, in order."""
+        out: list[str] = []
+        for turn in self.turns:
+            for part in get_field(turn, "parts", []) or []:
+                text = get_field(part, "text")
+                if isinstance(text, str):
+                    out.append(text)
+        return out
+
+
+@dataclass(frozen=True)
+class FunctionResponseRecord:
+    """One entry of a ``tool_response`` message."""
+
+    connection: int
+    t: float
+    id: str | None
+    name: str | None
+    response: Any
+    will_continue: bool | None
+    scheduling: str | None
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ClientMessage:
+    """One message the client sent, as it arrived."""
+
+    connection: int
+    seq: int
+    """Order of arrival across all connections of the server (0-based)."""
+    t: float
+    """``time.monotonic()`` at arrival."""
+    raw: str | bytes
+    data: Any
+    """Parsed JSON, or ``None`` when the frame was not JSON."""
+
+    @property
+    def kind(self) -> str:
+        """The snake-cased top-level key: ``setup``, ``realtime_input``, ``client_content``,
+        ``tool_response``, ... (``"invalid"`` for non-JSON, ``"empty"`` for ``{}``)."""
+        if not isinstance(self.data, Mapping):
+            return "invalid"
+        if not self.data:
+            return "empty"
+        return _snake(next(iter(self.data)))
+
+    @property
+    def body(self) -> Any:
+        """The value under the top-level key."""
+        if not isinstance(self.data, Mapping) or not self.data:
+            return None
+        return next(iter(self.data.values()))
+
+    def realtime_inputs(self) -> list[RealtimeInput]:
+        if self.kind != "realtime_input" or not isinstance(self.body, Mapping):
+            return []
+        out: list[RealtimeInput] = []
+        for key, value in self.body.items():
+            kind = _snake(key)
+            if kind in ("video", "audio", "media") and isinstance(value, Mapping):
+                out.append(self._blob(kind, value))
+            elif kind == "media_chunks" and isinstance(value, list):
+                out.extend(self._blob(kind, v) for v in value if isinstance(v, Mapping))
+            elif kind == "text":
+                out.append(RealtimeInput(self.connection, self.t, kind, text=str(value)))
+            else:
+                out.append(RealtimeInput(self.connection, self.t, kind))
+        return out
+
+    def _blob(self, kind: str, blob: Mapping[str, Any]) -> RealtimeInput:
+        data = get_field(blob, "data")
+        return RealtimeInput(
+            self.connection,
+            self.t,
+            kind,
+            data=b64decode_any(data) if isinstance(data, str | bytes) else None,
+            mime_type=get_field(blob, "mime_type"),
+        )
+
+    def client_content(self) -> ClientContent | None:
+        if self.kind != "client_content" or not isinstance(self.body, Mapping):
+            return None
+        turns = get_field(self.body, "turns", []) or []
+        return ClientContent(
+            self.connection, self.t, list(turns), get_field(self.body, "turn_complete")
+        )
+
+    def function_responses(self) -> list[FunctionResponseRecord]:
+        if self.kind != "tool_response" or not isinstance(self.body, Mapping):
+            return []
+        return [
+            FunctionResponseRecord(
+                connection=self.connection,
+                t=self.t,
+                id=get_field(r, "id"),
+                name=get_field(r, "name"),
+                response=get_field(r, "response"),
+                will_continue=get_field(r, "will_continue"),
+                scheduling=get_field(r, "scheduling"),
+                raw=dict(r),
+            )
+            for r in get_field(self.body, "function_responses", []) or []
+            if isinstance(r, Mapping)
+        ]
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    """One message the fake sent to the client (for ordering/timing assertions)."""
+
+    connection: int
+    t: float
+    payload: Any
+
+
+@dataclass
+class LiveConnection:
+    """One accepted WebSocket connection and everything that happened on it.
+
+    Mutated only by the server's event loop; from another thread treat it as a snapshot.
+    """
+
+    index: int
+    path: str
+    """The raw request path (query string included)."""
+    version: str
+    method: str
+    headers: dict[str, str]
+    """Request headers, lower-cased names."""
+    opened_at: float
+    messages: list[ClientMessage] = field(default_factory=list)
+    sent: list[SentMessage] = field(default_factory=list)
+    setup: dict[str, Any] | None = None
+    setup_completed: bool = False
+    """True once the fake has sent its ``setupComplete`` answer."""
+    closed_at: float | None = None
+    close_code: int | None = None
+    close_reason: str | None = None
+    _ws: ServerConnection | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def api_key(self) -> str | None:
+        return self.headers.get("x-goog-api-key")
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_at is not None
+
+    @property
+    def resumption_requested(self) -> bool:
+        """The setup carried ``sessionResumption`` (with or without a handle)."""
+        return get_field(self.setup, "session_resumption") is not None
+
+    @property
+    def resumption_handle(self) -> str | None:
+        """``setup.sessionResumption.handle``: set when the client resumes a session."""
+        handle = get_path(self.setup, "session_resumption", "handle")
+        return handle if isinstance(handle, str) else None
+
+    def function_declarations(self) -> list[dict[str, Any]]:
+        """All ``functionDeclarations`` of all tools in the setup (raw wire dicts)."""
+        out: list[dict[str, Any]] = []
+        for tool in get_field(self.setup, "tools", []) or []:
+            out.extend(get_field(tool, "function_declarations", []) or [])
+        return out
+
+    def declaration(self, name: str) -> dict[str, Any] | None:
+        return next((d for d in self.function_declarations() if d.get("name") == name), None)
+
+    def of_kind(self, kind: str) -> list[ClientMessage]:
+        return [m for m in self.messages if m.kind == kind]
+
+    def realtime_inputs(self) -> list[RealtimeInput]:
+        return [r for m in self.messages for r in m.realtime_inputs()]
+
+    def frames(self, mime_prefix: str = "image/") -> list[RealtimeInput]:
+        """Realtime blobs whose MIME type starts with ``mime_prefix`` (video frames by default)."""
+        return [
+            r
+            for r in self.realtime_inputs()
+            if r.data is not None and (r.mime_type or "").startswith(mime_prefix)
+        ]
+
+    def client_contents(self) -> list[ClientContent]:
+        return [c for m in self.messages if (c := m.client_content()) is not None]
+
+    def function_responses(self) -> list[FunctionResponseRecord]:
+        return [r for m in self.messages for r in m.function_responses()]
+
+
+@dataclass(frozen=True)
+class ToolCallSpec:
+    """One function call for :meth:`FakeLiveServer.send_tool_call`; ``id`` is generated if None."""
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# How a client finds the fake
+
+
+@dataclass(frozen=True)
+class LiveEndpoint:
+    """Address and trust material of a running fake; builds SDK settings pointing at it."""
+
+    host: str
+    port: int
+    certs: TestCerts
+
+    @property
+    def base_url(self) -> str:
+        # No trailing slash: the SDK appends "/ws/..." verbatim, so "https://h:p/" would give
+        # a "//ws/..." path.
+        return f"https://{self.host}:{self.port}"
+
+    @property
+    def ca_path(self) -> Path:
+        return self.certs.ca_path
+
+    def http_options(self, api_version: str = DEFAULT_API_VERSION) -> types.HttpOptions:
+        """``types.HttpOptions`` for ``genai.Client``: our base URL, a websocket SSL context that
+        trusts only our CA, and no proxy.
+
+        ``async_client_args`` is where the SDK (3.6.1, ``_ensure_websocket_ssl_ctx``) looks for
+        the websocket's ``ssl`` context; keys that ``websockets.connect`` accepts (``proxy``,
+        ``open_timeout``, ...) are passed through to it, the rest are dropped.
+        """
+        return types.HttpOptions(
+            base_url=self.base_url,
+            api_version=api_version,
+            async_client_args={"ssl": self.certs.client_ssl_context(), "proxy": None},
+        )
+
+    def client(
+        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
+    ) -> genai.Client:
+        """A real ``genai.Client`` pointed at the fake (Gemini API mode, never Vertex)."""
+        return genai.Client(
+            vertexai=False, api_key=api_key, http_options=self.http_options(api_version)
+        )
+
+    def env(
+        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
+    ) -> dict[str, str]:
+        """Environment variables that point a ``genai.Client()`` built from the environment at
+        the fake. They are read when the client is constructed."""
+        no_proxy = "127.0.0.1,localhost,::1"
+        return {
+            "GOOGLE_GEMINI_BASE_URL": self.base_url,
+            "GOOGLE_GENAI_API_VERSION": api_version,
+            "SSL_CERT_FILE": str(self.ca_path),
+            "GEMINI_API_KEY": api_key,
+            # websockets honours the standard proxy variables; keep loopback off any proxy.
+            "NO_PROXY": no_proxy,
+            "no_proxy": no_proxy,
+        }
+
+    def subprocess_env(
+        self,
+        base: Mapping[str, str] | None = None,
+        *,
+        api_version: str = DEFAULT_API_VERSION,
+        api_key: str = DEFAULT_API_KEY,
+    ) -> dict[str, str]:
+        """A full environment for a subprocess: ``base`` (default ``os.environ``) without the
+        variables that would override ours, plus :meth:`env`."""
+        out = dict(os.environ if base is None else base)
+        for name in list(out):
+            # Everything the subprocess talks to is on loopback; a proxy setting can only hurt
+            # (httpx even fails at genai.Client() construction on a SOCKS ALL_PROXY without
+            # socksio installed, before any NO_PROXY matching).
+            if name in _CONFLICTING_ENV or name.lower() in _PROXY_ENV:
+                del out[name]
+        out.update(self.env(api_version=api_version, api_key=api_key))
+        return out
+
+
+def client_for(
+    server: FakeLiveServer | ThreadedFakeLiveServer,
+    *,
+    api_version: str = DEFAULT_API_VERSION,
+    api_key: str = DEFAULT_API_KEY,
+) -> genai.Client:
+    """A real ``genai.Client`` pointed at ``server`` (see :meth:`LiveEndpoint.http_options`)."""
+    return server.endpoint.client(api_version=api_version, api_key=api_key)
+
+
+# --------------------------------------------------------------------------------------------
+# The server
+
+
+class FakeLiveServer:
+    """The fake Live endpoint, running in the current event loop (asyncio).
+
+    Options (attributes, so a test may change them between connections):
+
+    * ``answer_setup``: send ``setup_complete`` after the setup message (default True); False
+      leaves the client waiting forever in ``connect()``.
+    * ``setup_close_code``: if set, close the connection with this code instead of answering the
+      setup (``connect()`` then raises ``APIError`` with that code; 1006 drops the TCP link).
+    * ``setup_complete``: the payload of the answer (default ``{"setupComplete": {}}``).
+    * ``binary_frames``: send JSON in binary frames (default), as the real service does (browser
+      clients get Blobs); the SDK reads both (``recv(decode=False)`` then ``json.loads``).
+      ``send(str)`` always uses a text frame.
+    """
+
+    def __init__(
+        self,
+        *,
+        certs: TestCerts | None = None,
+        host: str = "127.0.0.1",
+        versions: Collection[str] = DEFAULT_VERSIONS,
+        answer_setup: bool = True,
+        setup_close_code: int | None = None,
+        setup_complete: Mapping[str, Any] | None = None,
+        binary_frames: bool = True,
+        max_message_size: int = 16 * 2**20,
+    ) -> None:
+        self._certs = certs
+        self._host = host
+        self.versions = frozenset(versions)
+        self.answer_setup = answer_setup
+        self.setup_close_code = setup_close_code
+        self.setup_complete: Mapping[str, Any] = (
+            setup_complete if setup_complete is not None else {"setupComplete": {}}
+        )
+        self.binary_frames = binary_frames
+        self._max_message_size = max_message_size
+        self.connections: list[LiveConnection] = []
+        self.rejected_paths: list[str] = []
+        self._seq = itertools.count()
+        self._call_ids = itertools.count(1)
+        self._server: Server | None = None
+        self._endpoint: LiveEndpoint | None = None
+        self._own_cert_dir: Path | None = None
+        # Replaced on every change; waiters hold the instance they saw, so none misses a wake-up.
+        self._changed_event = asyncio.Event()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> LiveEndpoint:
+        if self._server is not None:
+            raise RuntimeError("already started")
+        certs = self._certs
+        if certs is None:
+            # Pass certs= (e.g. from a session fixture) to share one set across servers.
+            certs = make_test_certs()
+            self._own_cert_dir = certs.directory
+        self._changed_event = asyncio.Event()
+        self._server = await serve(
+            self._handle,
+            self._host,
+            0,
+            ssl=certs.server_ssl_context(),
+            max_size=self._max_message_size,
+            # Bound teardown when a client (e.g. a killed subprocess) never answers our close.
+            close_timeout=2,
+        )
+        port = self._server.sockets[0].getsockname()[1]
+        self._endpoint = LiveEndpoint(self._host, port, certs)
+        return self._endpoint
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        # 1001 "going away" to whoever is still connected, like a real server shutting down.
+        self._server.close(close_connections=True)
+        await self._server.wait_closed()
+        self._server = None
+        if self._own_cert_dir is not None:
+            shutil.rmtree(self._own_cert_dir, ignore_errors=True)
+            self._own_cert_dir = None
+
+    async def __aenter__(self) -> FakeLiveServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def endpoint(self) -> LiveEndpoint:
+        if self._endpoint is None:
+            raise RuntimeError("server not started")
+        return self._endpoint
+
+    @property
+    def port(self) -> int:
+        return self.endpoint.port
+
+    @property
+    def base_url(self) -> str:
+        return self.endpoint.base_url
+
+    def client(
+        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
+    ) -> genai.Client:
+        return self.endpoint.client(api_version=api_version, api_key=api_key)
+
+    def env(
+        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
+    ) -> dict[str, str]:
+        return self.endpoint.env(api_version=api_version, api_key=api_key)
+
+    @property
+    def messages(self) -> list[ClientMessage]:
+        """Every client message of every connection, in arrival order."""
+        return sorted((m for c in self.connections for m in c.messages), key=lambda m: m.seq)
+
+    @classmethod
+    @contextlib.contextmanager
+    def run_in_thread(cls, **options: Any) -> Iterator[ThreadedFakeLiveServer]:
+        """Run a fake in a background thread with its own event loop (for subprocess clients).
+
+        ``options`` are :class:`FakeLiveServer` constructor arguments.
+        """
+        threaded = ThreadedFakeLiveServer(cls(**options))
+        threaded.start()
+        try:
+            yield threaded
+        finally:
+            threaded.stop()
+
+    # -- connection handling -----------------------------------------------------------------
+
+    def _changed(self) -> None:
+        self._changed_event.set()
+        self._changed_event = asyncio.Event()
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        raw_path = ws.request.path if ws.request is not None else ""
+        # The SDK builds the URL by string concatenation; tolerate "//ws" from a base URL with a
+        # trailing slash (recorded raw in .path so a test can still assert on it).
+        path = re.sub(r"/{2,}", "/", raw_path.split("?", 1)[0])
+        match = _PATH_RE.match(path)
+        if match is None or match["version"] not in self.versions:
+            self.rejected_paths.append(raw_path)
+            self._changed()
+            # Close only after the client's first message: the SDK sends setup right after the
+            # handshake, and closing before that would race its send (ConnectionClosedError)
+            # against its recv (APIError(1008)). Waiting makes the outcome deterministic.
+            with contextlib.suppress(ConnectionClosed):
+                await ws.recv()
+            await ws.close(1008, f"fake live: unknown path {path}")
+            return
+
+        conn = LiveConnection(
+            index=len(self.connections),
+            path=raw_path,
+            version=match["version"],
+            method=match["method"],
+            headers={k.lower(): v for k, v in ws.request.headers.raw_items()}
+            if ws.request is not None
+            else {},
+            opened_at=time.monotonic(),
+            _ws=ws,
+        )
+        self.connections.append(conn)
+        self._changed()
+        try:
+            async for raw in ws:
+                msg = self._record(conn, raw)
+                if len(conn.messages) == 1:
+                    await self._on_first_message(conn, msg)
+        except ConnectionClosed:
+            pass  # how it closed is recorded below
+        finally:
+            conn.closed_at = time.monotonic()
+            conn.close_code = ws.close_code
+            conn.close_reason = ws.close_reason
+            self._changed()
+
+    def _record(self, conn: LiveConnection, raw: str | bytes) -> ClientMessage:
+        try:
+            data: Any = json.loads(raw)
+        except ValueError:
+            data = None
+        msg = ClientMessage(conn.index, next(self._seq), time.monotonic(), raw, data)
+        conn.messages.append(msg)
+        self._changed()
+        return msg
+
+    async def _on_first_message(self, conn: LiveConnection, msg: ClientMessage) -> None:
+        ws = conn._ws
+        assert ws is not None
+        if msg.kind != "setup" or not isinstance(msg.body, Mapping):
+            # The real service requires setup first; refuse like a protocol error would.
+            await ws.close(1007, "fake live: first message must be setup")
+            return
+        conn.setup = dict(msg.body)
+        self._changed()
+        if self.setup_close_code is not None:
+            await self._close(conn, self.setup_close_code, "fake live: setup refused")
+        elif self.answer_setup:
+            await self._send(conn, dict(self.setup_complete))
+            conn.setup_completed = True
+            self._changed()
+
+    # -- scripting: what the "model" says --------------------------------------------------------
+
+    def connection(self, index: int | None = None) -> LiveConnection:
+        """Connection ``index`` (0-based), or the most recent one when None."""
+        conn = self._maybe_connection(index)
+        if conn is None:
+            raise LookupError(f"fake live: no connection {index if index is not None else ''}")
+        return conn
+
+    def _maybe_connection(self, index: int | None) -> LiveConnection | None:
+        if index is None:
+            return self.connections[-1] if self.connections else None
+        return (
+            self.connections[index]
+            if -len(self.connections) <= index < len(self.connections)
+            else None
+        )
+
+    async def _send(self, conn: LiveConnection, payload: Any) -> None:
+        ws = conn._ws
+        assert ws is not None
+        frame: str | bytes
+        if isinstance(payload, str | bytes):
+            frame = payload  # str -> text frame, bytes -> binary frame, as given
+        else:
+            frame = json.dumps(payload)
+            if self.binary_frames:
+                frame = frame.encode()
+        await ws.send(frame)
+        conn.sent.append(SentMessage(conn.index, time.monotonic(), payload))
+        self._changed()
+
+    async def send(
+        self, payload: Mapping[str, Any] | str | bytes, *, connection: int | None = None
+    ) -> None:
+        """Send anything: a dict (JSON-encoded), or a raw str/bytes frame as is (malformed JSON,
+        unknown keys, ...)."""
+        await self._send(self.connection(connection), payload)
+
+    async def send_tool_call(
+        self, *calls: ToolCallSpec | Mapping[str, Any], connection: int | None = None
+    ) -> list[str]:
+        """``toolCall`` with one or more function calls; returns their ids (generated when
+        missing, ``call-1``, ``call-2``, ... unique per server)."""
+        wire: list[dict[str, Any]] = []
+        for call in calls:
+            if isinstance(call, ToolCallSpec):
+                item: dict[str, Any] = {"name": call.name, "args": dict(call.args), "id": call.id}
+            else:
+                item = dict(call)
+            if not item.get("id"):
+                item["id"] = f"call-{next(self._call_ids)}"
+            wire.append(item)
+        await self.send({"toolCall": {"functionCalls": wire}}, connection=connection)
+        return [w["id"] for w in wire]
+
+    async def send_tool_call_cancellation(
+        self, ids: Sequence[str], *, connection: int | None = None
+    ) -> None:
+        await self.send({"toolCallCancellation": {"ids": list(ids)}}, connection=connection)
+
+    async def send_server_content(
+        self,
+        *,
+        text: str | Sequence[str] | None = None,
+        turn_complete: bool = False,
+        generation_complete: bool = False,
+        interrupted: bool = False,
+        output_transcription: str | None = None,
+        input_transcription: str | None = None,
+        connection: int | None = None,
+    ) -> None:
+        """One ``serverContent`` message; only the given parts are included."""
+        content: dict[str, Any] = {}
+        if text is not None:
+            texts = [text] if isinstance(text, str) else list(text)
+            content["modelTurn"] = {"role": "model", "parts": [{"text": t} for t in texts]}
+        if output_transcription is not None:
+            content["outputTranscription"] = {"text": output_transcription}
+        if input_transcription is not None:
+            content["inputTranscription"] = {"text": input_transcription}
+        if interrupted:
+            content["interrupted"] = True
+        if generation_complete:
+            content["generationComplete"] = True
+        if turn_complete:
+            content["turnComplete"] = True
+        await self.send({"serverContent": content}, connection=connection)
+
+    async def send_text(
+        self, text: str, *, turn_complete: bool = True, connection: int | None = None
+    ) -> None:
+        """Model text; by default also ends the turn (which ends one ``session.receive()``)."""
+        await self.send_server_content(
+            text=text, turn_complete=turn_complete, connection=connection
+        )
+
+    async def send_turn_complete(self, *, connection: int | None = None) -> None:
+        await self.send_server_content(turn_complete=True, connection=connection)
+
+    async def send_output_transcription(self, text: str, *, connection: int | None = None) -> None:
+        await self.send_server_content(output_transcription=text, connection=connection)
+
+    async def send_resumption_update(
+        self,
+        new_handle: str | None,
+        *,
+        resumable: bool = True,
+        last_consumed_client_message_index: int | None = None,
+        connection: int | None = None,
+    ) -> None:
+        update: dict[str, Any] = {"resumable": resumable}
+        if new_handle is not None:
+            update["newHandle"] = new_handle
+        if last_consumed_client_message_index is not None:
+            # int64 is a JSON string in protobuf JSON.
+            update["lastConsumedClientMessageIndex"] = str(last_consumed_client_message_index)
+        await self.send({"sessionResumptionUpdate": update}, connection=connection)
+
+    async def send_go_away(self, time_left: str = "10s", *, connection: int | None = None) -> None:
+        """``goAway``; ``time_left`` is a protobuf Duration string ("10s", "0.5s")."""
+        await self.send({"goAway": {"timeLeft": time_left}}, connection=connection)
+
+    async def send_usage_metadata(
+        self, usage: Mapping[str, Any] | None = None, *, connection: int | None = None
+    ) -> None:
+        await self.send(
+            {"usageMetadata": dict(usage) if usage is not None else {"totalTokenCount": 1}},
+            connection=connection,
+        )
+
+    async def close_connection(
+        self, code: int = 1000, reason: str = "", *, connection: int | None = None
+    ) -> LiveConnection:
+        """Close a connection with ``code``; 1006 (or 1005/1015) drops TCP without a close frame,
+        which the SDK reports as ``APIError(1006)``. Returns once the connection is closed."""
+        conn = self.connection(connection)
+        await self._close(conn, code, reason)
+        return await self.wait_closed(connection=conn.index)
+
+    async def drop_connection(self, *, connection: int | None = None) -> LiveConnection:
+        """Abrupt network drop (client sees 1006)."""
+        return await self.close_connection(1006, connection=connection)
+
+    async def _close(self, conn: LiveConnection, code: int, reason: str) -> None:
+        ws = conn._ws
+        assert ws is not None
+        if code in _ABRUPT_CODES:
+            ws.transport.abort()
+        else:
+            await ws.close(code, reason)
+
+    # -- waiting -----------------------------------------------------------------------------
+    # The waits take ``timeout=`` themselves (hence the ASYNC109 waivers) because on expiry they
+    # report what the fake did see, which an outer ``asyncio.timeout`` could not.
+
+    async def wait_for(
+        self,
+        predicate: Callable[[], T | None],
+        *,
+        timeout: float = 5.0,
+    ) -> T:
+        """Wait until ``predicate()`` is truthy and return its value.
+
+        Re-evaluated after every recorded event (connection, client message, server send,
+        close), never by polling. Raises ``TimeoutError`` with a summary of what did happen.
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    event = self._changed_event
+                    value = predicate()
+                    if value:
+                        return value
+                    await event.wait()
+        except TimeoutError:
+            raise TimeoutError(
+                f"fake live: condition not met within {timeout}s; {self.describe()}"
+            ) from None
+
+    async def wait_connection(
+        self,
+        n: int = 1,
+        *,
+        timeout: float = 5.0,
+    ) -> LiveConnection:
+        """Wait for the ``n``-th (1-based) connection to be set up: ``setupComplete`` sent, or
+        the setup received when the fake does not answer. Returns that connection."""
+
+        def ready() -> LiveConnection | None:
+            if len(self.connections) < n:
+                return None
+            conn = self.connections[n - 1]
+            if conn.setup_completed or (conn.setup is not None and not self.answer_setup):
+                return conn
+            return None
+
+        return await self.wait_for(ready, timeout=timeout)
+
+    async def wait_message(
+        self,
+        kind: str,
+        *,
+        connection: int | None = None,
+        count: int = 1,
+        where: Callable[[ClientMessage], bool] | None = None,
+        timeout: float = 5.0,
+    ) -> ClientMessage:
+        """Wait until ``count`` messages of ``kind`` (snake-case, e.g. ``"tool_response"``)
+        matching ``where`` were received, on ``connection`` or on any connection when None.
+        Returns the ``count``-th one."""
+
+        def found() -> ClientMessage | None:
+            if connection is None:
+                source = self.messages
+            else:
+                conn = self._maybe_connection(connection)
+                source = conn.messages if conn is not None else []
+            hits = [m for m in source if m.kind == kind and (where is None or where(m))]
+            return hits[count - 1] if len(hits) >= count else None
+
+        return await self.wait_for(found, timeout=timeout)
+
+    async def wait_function_response(
+        self,
+        call_id: str,
+        *,
+        count: int = 1,
+        timeout: float = 5.0,
+    ) -> FunctionResponseRecord:
+        """Wait for the ``count``-th function response for ``call_id`` (any connection)."""
+
+        def found() -> FunctionResponseRecord | None:
+            hits = [r for c in self.connections for r in c.function_responses() if r.id == call_id]
+            hits.sort(key=lambda r: r.t)
+            return hits[count - 1] if len(hits) >= count else None
+
+        return await self.wait_for(found, timeout=timeout)
+
+    async def wait_closed(
+        self,
+        *,
+        connection: int | None = None,
+        timeout: float = 5.0,
+    ) -> LiveConnection:
+        """Wait until connection ``connection`` (default: the latest one, waiting for a first
+        one if there is none yet) is closed."""
+
+        def closed() -> LiveConnection | None:
+            conn = self._maybe_connection(connection)
+            return conn if conn is not None and conn.closed else None
+
+        return await self.wait_for(closed, timeout=timeout)
+
+    def describe(self) -> str:
+        """A one-line summary for failure messages."""
+        parts = [f"{len(self.connections)} connection(s)"]
+        for c in self.connections:
+            kinds = [m.kind for m in c.messages]
+            setup = "done" if c.setup_completed else ("received" if c.setup else "none")
+            closed = c.close_code if c.closed else "no"
+            parts.append(
+                f"#{c.index} {c.version} setup={setup} msgs={len(kinds)}"
+                f" last={kinds[-8:]} closed={closed}"
+            )
+        if self.rejected_paths:
+            parts.append(f"rejected={self.rejected_paths}")
+        return "; ".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Thread mode
+
+
+class _Keep:
+    """Sentinel type: "leave this option unchanged"."""
+
+
+class ThreadedFakeLiveServer:
+    """A :class:`FakeLiveServer` on its own event loop in a daemon thread.
+
+    Every method is a blocking call that runs the corresponding coroutine on the server's loop
+    (so state is only ever touched there). Predicates given to :meth:`wait_for` also run there.
+    """
+
+    def __init__(self, server: FakeLiveServer) -> None:
+        self.server = server
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stop: asyncio.Event | None = None
+        self._endpoint: LiveEndpoint | None = None
+
+    def start(self, timeout: float = 10.0) -> LiveEndpoint:
+        started: concurrent.futures.Future[LiveEndpoint] = concurrent.futures.Future()
+        self._thread = threading.Thread(
+            target=asyncio.run, args=(self._main(started),), name="fake-live", daemon=True
+        )
+        self._thread.start()
+        self._endpoint = started.result(timeout)
+        return self._endpoint
+
+    async def _main(self, started: concurrent.futures.Future[LiveEndpoint]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        try:
+            endpoint = await self.server.start()
+        except BaseException as exc:
+            started.set_exception(exc)  # re-raised in the starting thread by start()
+            return
+        started.set_result(endpoint)
+        try:
+            await self._stop.wait()
+        finally:
+            await self.server.stop()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._loop is not None and self._stop is not None and self._thread is not None:
+            if self._thread.is_alive():
+                self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(timeout)
+        self._loop = self._stop = self._thread = None
+
+    def call(self, fn: Callable[[], Awaitable[T]], *, timeout: float | None = 30.0) -> T:
+        """Run ``fn()`` (a coroutine factory) on the server's loop and return its result."""
+        if self._loop is None:
+            raise RuntimeError("threaded fake live server not running")
+
+        async def run() -> T:
+            return await fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
+
+    def _sync(self, fn: Callable[[], T]) -> T:
+        async def run() -> T:
+            return fn()
+
+        return self.call(run)
+
+    # -- same surface as FakeLiveServer, blocking ------------------------------------------
+
+    @property
+    def endpoint(self) -> LiveEndpoint:
+        if self._endpoint is None:
+            raise RuntimeError("threaded fake live server not running")
+        return self._endpoint
+
+    @property
+    def port(self) -> int:
+        return self.endpoint.port
+
+    @property
+    def base_url(self) -> str:
+        return self.endpoint.base_url
+
+    def env(
+        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
+    ) -> dict[str, str]:
+        return self.endpoint.env(api_version=api_version, api_key=api_key)
+
+    def subprocess_env(
+        self,
+        base: Mapping[str, str] | None = None,
+        *,
+        api_version: str = DEFAULT_API_VERSION,
+        api_key: str = DEFAULT_API_KEY,
+    ) -> dict[str, str]:
+        return self.endpoint.subprocess_env(base, api_version=api_version, api_key=api_key)
+
+    def set_options(
+        self,
+        *,
+        answer_setup: bool | None = None,
+        setup_close_code: int | type[_Keep] | None = _Keep,
+    ) -> None:
+        """Change setup behaviour for the next connections (on the server's loop)."""
+
+        def apply() -> None:
+            if answer_setup is not None:
+                self.server.answer_setup = answer_setup
+            if not isinstance(setup_close_code, type):
+                self.server.setup_close_code = setup_close_code
+
+        self._sync(apply)
+
+    def connections(self) -> list[LiveConnection]:
+        """A shallow copy of the connection list, taken on the server's loop."""
+        return self._sync(lambda: list(self.server.connections))
+
+    def connection(self, index: int | None = None) -> LiveConnection:
+        return self._sync(lambda: self.server.connection(index))
+
+    def messages(self) -> list[ClientMessage]:
+        return self._sync(lambda: self.server.messages)
+
+    def send(
+        self, payload: Mapping[str, Any] | str | bytes, *, connection: int | None = None
+    ) -> None:
+        self.call(lambda: self.server.send(payload, connection=connection))
+
+    def send_tool_call(
+        self, *calls: ToolCallSpec | Mapping[str, Any], connection: int | None = None
+    ) -> list[str]:
+        return self.call(lambda: self.server.send_tool_call(*calls, connection=connection))
+
+    def send_tool_call_cancellation(
+        self, ids: Sequence[str], *, connection: int | None = None
+    ) -> None:
+        self.call(lambda: self.server.send_tool_call_cancellation(ids, connection=connection))
+
+    def send_server_content(self, **kwargs: Any) -> None:
+        self.call(lambda: self.server.send_server_content(**kwargs))
+
+    def send_text(
+        self, text: str, *, turn_complete: bool = True, connection: int | None = None
+    ) -> None:
+        self.call(
+            lambda: self.server.send_text(text, turn_complete=turn_complete, connection=connection)
+        )
+
+    def send_turn_complete(self, *, connection: int | None = None) -> None:
+        self.call(lambda: self.server.send_turn_complete(connection=connection))
+
+    def send_output_transcription(self, text: str, *, connection: int | None = None) -> None:
+        self.call(lambda: self.server.send_output_transcription(text, connection=connection))
+
+    def send_resumption_update(
+        self, new_handle: str | None, *, resumable: bool = True, connection: int | None = None
+    ) -> None:
+        self.call(
+            lambda: self.server.send_resumption_update(
+                new_handle, resumable=resumable, connection=connection
+            )
+        )
+
+    def send_go_away(self, time_left: str = "10s", *, connection: int | None = None) -> None:
+        self.call(lambda: self.server.send_go_away(time_left, connection=connection))
+
+    def send_usage_metadata(
+        self, usage: Mapping[str, Any] | None = None, *, connection: int | None = None
+    ) -> None:
+        self.call(lambda: self.server.send_usage_metadata(usage, connection=connection))
+
+    def close_connection(
+        self, code: int = 1000, reason: str = "", *, connection: int | None = None
+    ) -> LiveConnection:
+        return self.call(lambda: self.server.close_connection(code, reason, connection=connection))
+
+    def drop_connection(self, *, connection: int | None = None) -> LiveConnection:
+        return self.call(lambda: self.server.drop_connection(connection=connection))
+
+    def wait_for(self, predicate: Callable[[], T | None], *, timeout: float = 5.0) -> T:
+        return self.call(
+            lambda: self.server.wait_for(predicate, timeout=timeout), timeout=timeout + 5
+        )
+
+    def wait_connection(self, n: int = 1, *, timeout: float = 5.0) -> LiveConnection:
+        return self.call(
+            lambda: self.server.wait_connection(n, timeout=timeout), timeout=timeout + 5
+        )
+
+    def wait_message(
+        self,
+        kind: str,
+        *,
+        connection: int | None = None,
+        count: int = 1,
+        where: Callable[[ClientMessage], bool] | None = None,
+        timeout: float = 5.0,
+    ) -> ClientMessage:
+        return self.call(
+            lambda: self.server.wait_message(
+                kind, connection=connection, count=count, where=where, timeout=timeout
+            ),
+            timeout=timeout + 5,
+        )
+
+    def wait_function_response(
+        self, call_id: str, *, count: int = 1, timeout: float = 5.0
+    ) -> FunctionResponseRecord:
+        return self.call(
+            lambda: self.server.wait_function_response(call_id, count=count, timeout=timeout),
+            timeout=timeout + 5,
+        )
+
+    def wait_closed(self, *, connection: int | None = None, timeout: float = 5.0) -> LiveConnection:
+        return self.call(
+            lambda: self.server.wait_closed(connection=connection, timeout=timeout),
+            timeout=timeout + 5,
+        )
+
+    def describe(self) -> str:
+        return self._sync(self.server.describe)
