@@ -174,6 +174,9 @@ class LiveSession:
         self._events_send, self._events_recv = anyio.create_memory_object_stream[Event](4096)
         self._local_ids = itertools.count(1)
         self._streams_changed = anyio.Event()
+        self._pumped_seq = 0
+        self._input_calls_started = 0
+        self._pumped = anyio.Event()
 
     # ----------------------------------------------------------------- public
 
@@ -202,6 +205,14 @@ class LiveSession:
     def outbox_depth(self) -> int:
         return len(self._outbox)
 
+    def publish(self, event: Event) -> None:
+        """Report an event of the caller's own (source state, counts) through the session.
+
+        It is stamped with the session's time, written to the event log and delivered
+        to the event stream in order with the session's own events.
+        """
+        self._emit(event)
+
     async def stop_streaming(
         self, function_name: str | None = None, call_id: str | None = None
     ) -> dict[str, Any]:
@@ -218,14 +229,15 @@ class LiveSession:
         await self._finished.wait()
 
     async def wait_input_consumer(self) -> None:
-        """Wait until at least one running call consumes realtime input."""
-        while not self.input_streams():
-            if self._closing:
-                return
+        """Wait until an input-consuming call has started (it may have ended since)."""
+        while not self._input_calls_started and not self._closing:
             await self._streams_changed.wait()
 
     async def wait_inputs_idle(self) -> None:
-        """Wait until every input-consuming call has processed what it was given."""
+        """Wait until every input-consuming call has processed what was queued so far."""
+        target = self.queue.last_seq
+        while self._pumped_seq < target and not self._closing:
+            await self._pumped.wait()
         for stream in list(self.input_streams().values()):
             await stream.wait_idle()
 
@@ -262,6 +274,7 @@ class LiveSession:
             return
         self._closing = True
         self._streams_changed.set()
+        self._pumped.set()
         with anyio.CancelScope(shield=True):
             await self._stop_all("session closed")
             # Give answers already queued a moment to reach a live connection.
@@ -283,6 +296,9 @@ class LiveSession:
     async def _pump_queue(self) -> None:
         async for request in self.queue:
             self._handle_request(request)
+            self._pumped_seq = max(self._pumped_seq, request.seq)
+            self._pumped.set()
+            self._pumped = anyio.Event()
         # The queue was closed: end the session the same way leaving the block does.
         await self._teardown()
         self._cancel_tasks()
@@ -597,6 +613,8 @@ class LiveSession:
             input=stream,
         )
         self._streams[call_id] = handle
+        if stream is not None:
+            self._input_calls_started += 1
         self._streams_changed.set()
         self._streams_changed = anyio.Event()
         # Answer at once so the model is never left waiting on a streaming call.

@@ -37,8 +37,6 @@ def run(cmd: list[str | Path], **kw: object) -> None:
 
 
 def ensure_venv() -> None:
-    if sys.version_info < (3, 11):
-        sys.exit(f"Lookout needs Python >= 3.11; this is {sys.version.split()[0]}")
     if not PY.exists():
         step("creating .venv")
         venv.EnvBuilder(with_pip=True).create(VENV)

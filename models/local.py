@@ -1,0 +1,203 @@
+"""The embedded offline model: a small deterministic LiveModel.
+
+It makes a device useful with no network and no API key, and it goes through
+exactly the same runtime path as Gemini: it calls ``count_people`` with a real
+call id at session start, receives the pending answer and every emission as
+FunctionResponses (or text in text mode), and answers typed commands that
+arrive as user content through the request queue:
+
+    count  - say the current count
+    stop   - call stop_streaming("count_people")
+    start  - call count_people again (if it is not running)
+    help   - list the commands
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from live.model import (
+    ConnectionLost,
+    FunctionCallRequest,
+    LiveSetup,
+    ModelEvent,
+    ModelResumptionUpdate,
+    ModelTextOut,
+    ModelToolCall,
+    ModelTurnComplete,
+    Outbound,
+    SendContent,
+    SendText,
+    SendToolResponse,
+)
+
+COUNT_TOOL = "count_people"
+STOP_TOOL = "stop_streaming"
+HELP = "Commands: count, stop, start, help, quit."
+_TEXT_EMISSION = re.compile(r"^Function (\w+) returned: (.*)$", re.S)
+
+
+def people(n: int) -> str:
+    return "1 person" if n == 1 else f"{n} people"
+
+
+def describe(payload: dict[str, Any]) -> str | None:
+    """The sentence the local model says for one emission of count_people."""
+    status = payload.get("status")
+    if status == "error":
+        return f"Counting problem: {payload.get('error', 'unknown error')}"
+    if status == "stopped":
+        return f"Counting stopped ({payload.get('reason', 'no reason given')})."
+    if status == "finished":
+        return "Counting finished."
+    if "people" in payload and isinstance(payload["people"], int):
+        now = payload["people"]
+        previous = payload.get("previous")
+        if previous is None:
+            return f"{people(now)} in view."
+        return f"{people(now)} in view (was {previous})."
+    return None
+
+
+@dataclass
+class _State:
+    count: int | None = None
+    running_call: str | None = None
+    handle: str | None = None
+    calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name
+
+
+class LocalConnection:
+    def __init__(self, model: LocalModel, setup: LiveSetup) -> None:
+        self.model = model
+        self.setup = setup
+        self._send, self._recv = anyio.create_memory_object_stream[ModelEvent](256)
+        self._closed = False
+        declared = {d.name for d in setup.tools}
+        self._can_count = COUNT_TOOL in declared
+        self._can_stop = STOP_TOOL in declared
+        state = model.state
+        if setup.resumption_handle is None or setup.resumption_handle != state.handle:
+            state.handle = f"local-{model.connections}"
+            if self._can_count and model.autostart:
+                self._call(COUNT_TOOL, {})
+        self._emit(ModelResumptionUpdate(state.handle, True))
+
+    def _emit(self, event: ModelEvent) -> None:
+        if not self._closed:
+            self._send.send_nowait(event)
+
+    def _say(self, text: str) -> None:
+        self._emit(ModelTextOut(text))
+        self._emit(ModelTurnComplete())
+
+    def _call(self, name: str, args: dict[str, Any]) -> str:
+        call_id = f"local-call-{next(self.model.ids)}"
+        self.model.state.calls[call_id] = name
+        if name == COUNT_TOOL:
+            self.model.state.running_call = call_id
+        self._emit(ModelToolCall((FunctionCallRequest(call_id, name, args),)))
+        return call_id
+
+    async def send(self, message: Outbound) -> None:
+        if self._closed:
+            raise ConnectionLost("local model connection is closed", code=1000)
+        if isinstance(message, SendToolResponse):
+            for response in message.responses:
+                self._on_response(response.id or "", dict(response.response or {}))
+        elif isinstance(message, SendContent):
+            for part in message.content.parts or []:
+                if part.text:
+                    self._on_text(part.text)
+        elif isinstance(message, SendText):
+            self._on_text(message.text)
+        await anyio.lowlevel.checkpoint()
+
+    def _on_response(self, call_id: str, payload: dict[str, Any]) -> None:
+        name = self.model.state.calls.get(call_id)
+        if name == COUNT_TOOL:
+            self._on_emission(call_id, payload)
+        elif name == STOP_TOOL:
+            self._say(str(payload.get("status", "Stopped.")))
+
+    def _on_emission(self, call_id: str, payload: dict[str, Any]) -> None:
+        state = self.model.state
+        ended = (
+            payload.get("status") in {"stopped", "finished", "error"} and "people" not in payload
+        )
+        if ended and state.running_call == call_id:
+            state.running_call = None
+        if isinstance(payload.get("people"), int):
+            state.count = payload["people"]
+        sentence = describe(payload)
+        if sentence is not None:
+            self._say(sentence)
+
+    def _on_text(self, text: str) -> None:
+        match = _TEXT_EMISSION.match(text.strip())
+        if match:
+            # Text emission mode: the same emission, carried as user text.
+            try:
+                payload = json.loads(match.group(2))
+            except ValueError:
+                return
+            if match.group(1) == COUNT_TOOL and isinstance(payload, dict):
+                call_id = self.model.state.running_call or ""
+                self._on_emission(call_id, payload)
+            return
+        self._command(text.strip().lower())
+
+    def _command(self, command: str) -> None:
+        state = self.model.state
+        if command in {"count", "how many", "how many people?", "?"}:
+            if state.count is None:
+                self._say("No count yet." if state.running_call else "Counting is off.")
+            else:
+                self._say(f"{people(state.count)} in view.")
+        elif command == "stop":
+            if self._can_stop:
+                self._call(STOP_TOOL, {"function_name": COUNT_TOOL})
+            else:
+                self._say("Nothing to stop.")
+        elif command == "start":
+            if state.running_call is not None:
+                self._say("Already counting.")
+            elif self._can_count:
+                self._call(COUNT_TOOL, {})
+            else:
+                self._say("count_people is not available.")
+        elif command in {"help", ""}:
+            self._say(HELP)
+        else:
+            self._say(f"Unknown command {command!r}. {HELP}")
+
+    async def receive(self) -> AsyncIterator[ModelEvent]:
+        async for event in self._recv:
+            yield event
+
+    async def close(self) -> None:
+        self._closed = True
+        self._send.close()
+
+
+class LocalModel:
+    """Implements ``live.model.LiveModel`` without any network."""
+
+    def __init__(self, *, autostart: bool = True) -> None:
+        self.name = "local"
+        self.autostart = autostart
+        self.state = _State()
+        self.ids = itertools.count(1)
+        self.connections = 0
+
+    async def connect(self, setup: LiveSetup) -> LocalConnection:
+        self.connections += 1
+        await anyio.lowlevel.checkpoint()
+        return LocalConnection(self, setup)
