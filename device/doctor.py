@@ -1,0 +1,144 @@
+"""``lookout doctor``: check what a run needs and say plainly what is wrong."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import threading
+from pathlib import Path
+
+OK, WARN, FAIL = "ok", "warn", "FAIL"
+
+
+def _line(status: str, what: str, detail: str) -> None:
+    print(f"[{status:>4}] {what:<14} {detail}")
+
+
+def _check_source(spec: str | None) -> str:
+    from device.app import sample_video
+    from device.sources import SourceError, open_source
+
+    if spec is None:
+        video = sample_video()
+        if video is None:
+            _line(FAIL, "source", "no --source and no sample video (python3 scripts/fetch_sample_data.py)")
+            return FAIL
+        spec = str(video)
+    try:
+        source = open_source(spec, clock_now=lambda: 0.0)
+    except SourceError as exc:
+        _line(FAIL, "source", str(exc))
+        return FAIL
+    result: dict[str, object] = {}
+
+    def probe() -> None:
+        try:
+            source.open()
+            result["frame"] = source.read()
+        except Exception as exc:
+            result["error"] = exc
+        finally:
+            source.close()
+
+    # A dead network camera can block for a long time; do not hang the doctor.
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(15)
+    if thread.is_alive():
+        _line(FAIL, "source", f"{source.name}: no frame within 15 s")
+        return FAIL
+    if "error" in result:
+        _line(FAIL, "source", str(result["error"]))
+        return FAIL
+    frame = result.get("frame")
+    if frame is None:
+        _line(FAIL, "source", f"{source.name}: opened but gave no frame")
+        return FAIL
+    height, width = frame.image.shape[:2]  # type: ignore[attr-defined]
+    _line(OK, "source", f"{source.name}: {width}x{height}")
+    return OK
+
+
+def _expected_sha(readme: Path) -> str | None:
+    if not readme.is_file():
+        return None
+    match = re.search(r"File sha256\s*\|\s*`([0-9a-f]{64})`", readme.read_text(encoding="utf-8"))
+    return match.group(1) if match else None
+
+
+def _check_detector(path: Path | None) -> str:
+    import numpy as np
+
+    from models.detector import DEFAULT_MODEL_PATH, DetectorError, PersonDetector, sha256_file
+
+    model_path = path or DEFAULT_MODEL_PATH
+    status = OK
+    if path is None:
+        expected = _expected_sha(model_path.parent / "README.md")
+        if not model_path.is_file():
+            _line(FAIL, "detector", f"model file missing: {model_path}")
+            return FAIL
+        actual = sha256_file(model_path)
+        if expected and actual != expected:
+            _line(FAIL, "detector", f"{model_path.name}: sha256 {actual[:12]}… does not match models/README.md")
+            return FAIL
+    try:
+        detector = PersonDetector(model_path)
+        detector.detect(np.zeros((480, 640, 3), dtype=np.uint8))
+    except DetectorError as exc:
+        _line(FAIL, "detector", str(exc))
+        return FAIL
+    timing = detector.last_timing
+    _line(
+        status,
+        "detector",
+        f"{model_path.name} ({detector.kind}) loads; one frame: "
+        f"{timing.preprocess_ms + timing.inference_ms + timing.decode_ms:.1f} ms",
+    )
+    return status
+
+
+def _check_runtime() -> str:
+    import onnxruntime
+
+    providers = onnxruntime.get_available_providers()
+    _line(OK, "onnxruntime", f"{onnxruntime.__version__}, providers: {', '.join(providers)}")
+    return OK
+
+
+def _check_model(model: str | None) -> str:
+    from device.config import DEFAULT_GEMINI_MODEL, api_key_from_env
+
+    key = api_key_from_env()
+    if model == "local":
+        _line(OK, "model", "local (offline)")
+        return OK
+    if key:
+        _line(OK, "model", f"{model or DEFAULT_GEMINI_MODEL}; API key set ({len(key)} characters)")
+        return OK
+    if model:
+        _line(FAIL, "model", f"{model} needs GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment")
+        return FAIL
+    _line(WARN, "model", "no GEMINI_API_KEY: lookout run will use the local offline model")
+    return WARN
+
+
+def doctor(args: argparse.Namespace) -> int:
+    results = []
+    if args.config is not None:
+        from device.config import ConfigError, load_file
+
+        try:
+            load_file(args.config)
+            _line(OK, "config", str(args.config))
+            results.append(OK)
+        except ConfigError as exc:
+            _line(FAIL, "config", str(exc))
+            results.append(FAIL)
+    results.append(_check_source(args.source))
+    results.append(_check_detector(args.detector))
+    results.append(_check_runtime())
+    results.append(_check_model(args.model))
+    failed = results.count(FAIL)
+    print("all good" if not failed else f"{failed} problem(s) found")
+    return 1 if failed else 0

@@ -1,0 +1,244 @@
+"""End to end: the real `lookout` command on the real video with the real detector."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from device.app import App
+from device.config import build
+from device.sources import Frame, SourceError
+from live.eventlog import read_events
+from tests.datafiles import REPO_ROOT, data_file
+
+LOOKOUT = [sys.executable, "-m", "device.cli"]
+
+
+def lookout(*args: str, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
+    return subprocess.run(
+        [*LOOKOUT, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO_ROOT,
+        env=env,
+        check=False,
+        **kw,
+    )
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def fast_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("run") / "events.jsonl"
+    video = data_file("vtest.avi")
+    result = lookout(
+        "run", "--source", str(video), "--pace", "fast", "--model", "local",
+        "--no-http", "--events", str(out),
+    )  # fmt: skip
+    return result, out
+
+
+def test_fast_replay_exits_cleanly_and_reports_every_change(
+    fast_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, out = fast_run
+    assert result.returncode == 0, result.stderr
+    events = read_jsonl(out)
+    calls = [e for e in events if e["type"] == "tool_call"]
+    assert calls and calls[0]["name"] == "count_people"
+    counts = [e["count"] for e in events if e["type"] == "count"]
+    assert len(counts) >= 5
+    assert all(a != b for a, b in zip(counts, counts[1:], strict=False))
+    emissions = [e["payload"]["people"] for e in events if e["type"] == "emission" and "people" in e["payload"]]
+    assert emissions == counts
+    # Every change was also said by the (local) model.
+    texts = [e["text"] for e in events if e["type"] == "model_text"]
+    assert len([t for t in texts if "in view" in t]) == len(counts)
+    assert events[-1]["type"] == "capture_stats" and events[-1]["frames_read"] == 795
+    assert all(isinstance(e["t"], float | int) for e in events)
+    assert "count: " in result.stdout
+
+
+def test_counts_match_the_detector_run_offline(
+    fast_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    _, out = fast_run
+    counted = lookout("count", str(data_file("vtest.avi")), "--every", "5", "--json")
+    assert counted.returncode == 0, counted.stderr
+    frames = [json.loads(line) for line in counted.stdout.splitlines()]
+    assert len(frames) == 159 and frames[1]["frame"] == 5
+    assert {"frame", "t", "raw", "count", "boxes"} <= set(frames[0])
+    assert all(len(box) == 5 for f in frames for box in f["boxes"])
+    offline = []
+    for f in frames:
+        if not offline or offline[-1][1] != f["count"]:
+            offline.append((f["t"], f["count"]))
+    events = read_jsonl(out)
+    live = [(e["t_media"], e["count"]) for e in events if e["type"] == "count"]
+    assert live == offline
+
+
+def test_bad_source_and_bad_flags_exit_2_with_one_line(tmp_path: Path) -> None:
+    for args in (
+        ["run", "--source", str(tmp_path / "missing.avi")],
+        ["run", "--fps", "0"],
+        ["run", "--pace", "slow"],
+        ["run", "--model", "gemini-3.8-live"],  # no API key in the environment
+        ["run", "--config", str(tmp_path / "nope.toml")],
+        ["count", str(tmp_path / "missing.avi")],
+    ):
+        result = lookout(*args, timeout=60)
+        assert result.returncode == 2, (args, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("lookout: "), (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_refusing_camera_url_reconnects_and_the_session_survives(tmp_path: Path) -> None:
+    out = tmp_path / "events.jsonl"
+    url = f"rtsp://127.0.0.1:{free_port()}/stream"
+    result = lookout(
+        "run", "--source", url, "--model", "local", "--no-http", "--duration", "4",
+        "--events", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    events = read_jsonl(out)
+    states = [e["state"] for e in events if e["type"] == "source_state"]
+    assert states.count("reconnecting") >= 2
+    assert "failed" not in states
+    assert [e["type"] for e in events if e["type"] == "stream_stopped"]
+    assert [e for e in events if e["type"] == "tool_call"]
+
+
+def test_sigterm_stops_within_two_seconds_with_a_complete_log(tmp_path: Path) -> None:
+    out, db = tmp_path / "events.jsonl", tmp_path / "events.sqlite"
+    env = {k: v for k, v in os.environ.items() if k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
+    proc = subprocess.Popen(
+        [*LOOKOUT, "run", "--source", str(data_file("vtest.avi")), "--model", "local",
+         "--no-http", "--events", str(out), "--db", str(db)],
+        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        # An external process: wait (with a deadline) until it has reported a count.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if out.exists() and '"type":"count"' in out.read_text():
+                break
+            if proc.poll() is not None:
+                pytest.fail(f"lookout exited early: {proc.stderr.read() if proc.stderr else ''}")
+            time.sleep(0.05)
+        else:
+            pytest.fail("no count event within 60 s")
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    events = read_jsonl(out)
+    stopped = [e for e in events if e["type"] == "stream_stopped"]
+    assert stopped and stopped[0]["reason"] == "session closed"
+    jsonl_emissions = [(e["id"], e["seq"], e["payload"]) for e in events if e["type"] == "emission"]
+    db_emissions = [(e["id"], e["seq"], e["payload"]) for e in read_events(db, kind="emission")]
+    assert jsonl_emissions and db_emissions == jsonl_emissions
+    assert [e["type"] for e in read_events(db, kind="stream_stopped")] == ["stream_stopped"]
+
+
+class FlakyFile:
+    """A file source whose reads fail twice in the middle of the clip."""
+
+    name = "flaky.avi"
+    live = False
+    fps = 10.0
+    frame_count = 60
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.failures_left = 2
+        self.opened = 0
+
+    def open(self) -> None:
+        self.opened += 1
+
+    def read(self) -> Frame | None:
+        if self.position >= self.frame_count:
+            return None
+        if self.position == 30 and self.failures_left:
+            self.failures_left -= 1
+            raise SourceError("read failed: disk hiccup")
+        index = self.position
+        self.position += 1
+        image = np.full((240, 320, 3), 90, dtype=np.uint8)
+        return Frame(image=image, t=index / self.fps, index=index)
+
+    def seek(self, index: int) -> None:
+        self.position = index
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.anyio
+async def test_a_file_source_that_raises_mid_run_reconnects_and_loses_no_frame(tmp_path: Path) -> None:
+    import io
+
+    out = tmp_path / "events.jsonl"
+    config = build(
+        {"model": "local", "pace": "fast", "http": "", "events": out, "detect_fps": 10.0},
+        environ={},
+        system_config=Path("/nonexistent"),
+    )
+    source = FlakyFile()
+    app = App(config, out=io.StringIO(), source_override=source)
+    app.source_runner.initial_backoff_s = 0.01
+    assert await app.run() == 0
+    events = read_jsonl(out)
+    states = [e["state"] for e in events if e["type"] == "source_state"]
+    assert "reconnecting" in states and states[-1] == "ended"
+    assert app.capture.stats.frames_read == 60  # resumed at the next frame: none lost or repeated
+    assert app.counter.stats.processed == 60
+    assert source.opened >= 2
+
+
+def test_doctor_reports_a_healthy_setup() -> None:
+    result = lookout("doctor", "--source", str(data_file("vtest.avi")), timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[  ok] source" in result.stdout and "768x576" in result.stdout
+    assert "[  ok] detector" in result.stdout
+    assert "all good" in result.stdout
+
+
+def test_doctor_reports_what_is_wrong(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a model")
+    result = lookout("doctor", "--source", str(tmp_path / "nope.avi"), "--detector", str(broken),
+                     "--model", "gemini-3.8-live", timeout=60)  # fmt: skip
+    assert result.returncode == 1
+    assert "[FAIL] source" in result.stdout and "[FAIL] detector" in result.stdout
+    assert "[FAIL] model" in result.stdout and "GEMINI_API_KEY" in result.stdout
+    assert "3 problem(s) found" in result.stdout
+
+

@@ -1,0 +1,146 @@
+"""Configuration (file + flags + environment) and the offline local model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from device.config import Config, ConfigError, api_key_from_env, build
+from live import FakeClock, LiveRequestQueue, Runner, SessionConfig
+from live.config import EmitMode
+from live.events import ModelText
+from live.input_stream import InputStream
+from models.local import LocalModel, describe
+from tests.live.harness import blob_value, frame_blob
+from tools import FunctionTool
+
+NO_SYSTEM = Path("/nonexistent/lookout.toml")
+
+
+def make(flags: dict[str, Any] | None = None, **kw: Any) -> Config:
+    kw.setdefault("environ", {})
+    kw.setdefault("system_config", NO_SYSTEM)
+    return build(flags or {}, **kw)
+
+
+def test_defaults_use_the_local_model_without_a_key() -> None:
+    config = make()
+    assert config.model_name() == "local" and not config.uses_gemini
+    assert config.fps == 1.0 and config.detect_fps == 2.0 and config.pace == "realtime"
+    assert config.send_frames is False and config.privacy is False
+
+
+def test_a_key_in_the_environment_selects_gemini_and_never_shows_in_repr() -> None:
+    config = make(environ={"GEMINI_API_KEY": "AIza-secret-test-key"})
+    assert config.model_name() == "gemini-3.8-live"
+    assert "AIza" not in repr(config)
+    assert config.secrets() == ("AIza-secret-test-key",)
+
+
+def test_google_api_key_wins_like_in_the_sdk() -> None:
+    assert api_key_from_env({"GEMINI_API_KEY": "a", "GOOGLE_API_KEY": "b"}) == "b"
+    assert api_key_from_env({"GEMINI_API_KEY": " a "}) == "a"
+    assert api_key_from_env({}) is None
+
+
+def test_file_then_flags_flags_win(tmp_path: Path) -> None:
+    path = tmp_path / "lookout.toml"
+    path.write_text('[lookout]\nfps = 0.5\npace = "fast"\nsource = 0\nsend-frames = true\n')
+    config = make({"fps": 2.0, "privacy": True}, config_path=path)
+    assert config.fps == 2.0  # the flag
+    assert config.pace == "fast" and config.source == "0" and config.send_frames
+    assert config.privacy
+
+
+def test_system_config_is_read_when_present(tmp_path: Path) -> None:
+    path = tmp_path / "system.toml"
+    path.write_text('device_id = "hall-1"\n')
+    assert make(system_config=path).device_id == "hall-1"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("fps = 'fast'\n", "fps must be a number"),
+        ("colour = 'red'\n", "unknown setting 'colour'"),
+        ("pace = 'slow'\n", "pace must be one of realtime, fast"),
+        ("loop = 1\n", "loop must be true or false"),
+        ("api_key = 'x'\n", "api_key does not belong in a config file"),
+        ("threshold = 1.5\n", "threshold must be between 0 and 1"),
+        ("fps = [\n", "not valid TOML"),
+        ("model = 'gemini-3.8-live'\n", "needs an API key: set GEMINI_API_KEY"),
+    ],
+)
+def test_bad_config_files_give_one_clear_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        make(config_path=path)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_config_file() -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        make(config_path=Path("/nonexistent/x.toml"))
+
+
+@pytest.mark.parametrize(
+    ("emission", "sentence"),
+    [
+        ({"people": 3, "previous": 2}, "3 people in view (was 2)."),
+        ({"people": 1, "previous": None}, "1 person in view."),
+        ({"status": "stopped", "reason": "stop_streaming"}, "Counting stopped (stop_streaming)."),
+        ({"status": "error", "error": "DetectorError: gone"}, "Counting problem: DetectorError: gone"),
+    ],
+)
+def test_local_model_sentences(emission: dict[str, Any], sentence: str) -> None:
+    assert describe(emission) == sentence
+
+
+async def count_people(stream: InputStream) -> Any:
+    """Stands in for the real tool: reports each frame's number when it changes."""
+    last = None
+    async for request in stream:
+        value = blob_value(request.blob.data if request.blob else None)
+        if value != last:
+            yield {"people": value, "previous": last}
+            last = value
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", [EmitMode.FUNCTION_RESPONSE, EmitMode.TEXT])
+async def test_local_model_drives_the_real_runtime_and_obeys_commands(mode: EmitMode) -> None:
+    clock = FakeClock()
+    queue = LiveRequestQueue(now=clock.now)
+    model = LocalModel()
+    texts: list[str] = []
+    runner = Runner(model, [FunctionTool(count_people)], SessionConfig(emit_mode=mode), clock=clock)
+
+    async def said(text: str) -> None:
+        while text not in texts:
+            event = await session.events.receive()
+            if isinstance(event, ModelText):
+                texts.append(event.text)
+
+    async with runner.run_live(queue) as session:
+        await session.wait_input_consumer()
+        await session.wait_inputs_idle()
+        queue.send_realtime(frame_blob(2))
+        await said("2 people in view.")
+        queue.send_realtime(frame_blob(3))
+        await said("3 people in view (was 2).")
+        queue.send_content("count")
+        await said("3 people in view.")
+        queue.send_content("stop")
+        await said("Successfully stopped streaming function count_people")
+        assert session.running_streams() == []
+        queue.send_content("start")
+        while not session.running_streams():
+            await session.events.receive()
+        queue.send_content("dance")
+        await said("Unknown command 'dance'. Commands: count, stop, start, help, quit.")
+    # The calls went through the runtime with real call ids.
+    assert model.state.calls and all(cid.startswith("local-call-") for cid in model.state.calls)
