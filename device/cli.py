@@ -23,31 +23,75 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run the live agent (default: sample video, local model)")
-    p.add_argument("--source", help="camera index (0), video file, image folder, RTSP/HTTP URL, or picam")
-    p.add_argument("--model", help="local, or a Gemini Live model name (default: gemini-3.8-live when an API key is set, else local)")
-    p.add_argument("--fps", type=float, help="frames per second sampled for the model lane (default 1)")
-    p.add_argument("--detect-fps", type=float, help="frames per second count_people looks at (default 2)")
-    p.add_argument("--send-frames", action="store_true", default=None, help="also send frames to the model (at most --fps, <= --max-side px)")
-    p.add_argument("--privacy", action="store_true", default=None, help="no image ever leaves the device")
-    p.add_argument("--pace", choices=["realtime", "fast"], help="file replay: by timestamps or as fast as possible")
+    p.add_argument(
+        "--source", help="camera index (0), video file, image folder, RTSP/HTTP URL, or picam"
+    )
+    p.add_argument(
+        "--model",
+        help="local, or a Gemini Live model name (default: gemini-3.8-live when an API key is set, else local)",
+    )
+    p.add_argument(
+        "--fps", type=float, help="frames per second sampled for the model lane (default 1)"
+    )
+    p.add_argument(
+        "--detect-fps", type=float, help="frames per second count_people looks at (default 2)"
+    )
+    p.add_argument(
+        "--send-frames",
+        action="store_true",
+        default=None,
+        help="also send frames to the model (at most --fps, <= --max-side px)",
+    )
+    p.add_argument(
+        "--privacy", action="store_true", default=None, help="no image ever leaves the device"
+    )
+    p.add_argument(
+        "--pace",
+        choices=["realtime", "fast"],
+        help="file replay: by timestamps or as fast as possible",
+    )
     p.add_argument("--loop", action="store_true", default=None, help="replay a file forever")
     p.add_argument("--duration", type=float, help="stop after this many seconds")
     p.add_argument("--events", type=Path, help="write events as JSON lines to this file")
     p.add_argument("--db", type=Path, help="record events in this SQLite file")
     p.add_argument("--threshold", type=float, help="detector score threshold (default 0.45)")
-    p.add_argument("--detector", type=Path, help="ONNX person detector (default: the shipped NanoDet-g 416)")
-    p.add_argument("--max-side", type=int, help="resize frames to at most this many pixels (default 768)")
+    p.add_argument(
+        "--detector", type=Path, help="ONNX person detector (default: the shipped NanoDet-g 416)"
+    )
+    p.add_argument(
+        "--max-side", type=int, help="resize frames to at most this many pixels (default 768)"
+    )
     p.add_argument("--jpeg-quality", type=int, help="JPEG quality 1-100 (default 80)")
-    p.add_argument("--emit", choices=["function_response", "text"], help="how tool results reach the model")
-    p.add_argument("--scheduling", choices=["silent", "when_idle", "interrupt"], help="when the model reacts to a count change (default when_idle)")
-    p.add_argument("--min-hold", type=float, help="seconds a new count must hold before it is reported (default 1)")
+    p.add_argument(
+        "--emit", choices=["function_response", "text"], help="how tool results reach the model"
+    )
+    p.add_argument(
+        "--scheduling",
+        choices=["silent", "when_idle", "interrupt"],
+        help="when the model reacts to a count change (default when_idle)",
+    )
+    p.add_argument(
+        "--min-hold",
+        type=float,
+        help="seconds a new count must hold before it is reported (default 1)",
+    )
     p.add_argument("--device-id", help="name of this device (MQTT topics, status page)")
     p.add_argument("--http", help="status server address HOST:PORT (default 127.0.0.1:8765)")
     p.add_argument("--no-http", action="store_true", help="no status server")
-    p.add_argument("--http-token", help="bearer token required by the status server (all routes but /healthz)")
+    p.add_argument(
+        "--http-token", help="bearer token required by the status server (all routes but /healthz)"
+    )
     p.add_argument("--mqtt", help="publish to an MQTT broker, mqtt://host:port")
-    p.add_argument("--config", type=Path, help="TOML config file (default /etc/lookout/lookout.toml if present)")
-    p.add_argument("--stdin", action="store_true", help="read commands (count, stop, start, quit) from stdin even when it is not a terminal")
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="TOML config file (default /etc/lookout/lookout.toml if present)",
+    )
+    p.add_argument(
+        "--stdin",
+        action="store_true",
+        help="read commands (count, stop, start, quit) from stdin even when it is not a terminal",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log more")
 
 
@@ -168,7 +212,9 @@ def cmd_count(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(record, separators=(",", ":")), flush=True)
             else:
-                print(f"frame {frame.index:6d}  t={frame.t:8.2f}s  raw={raw:3d}  count={smoother.reported}")
+                print(
+                    f"frame {frame.index:6d}  t={frame.t:8.2f}s  raw={raw:3d}  count={smoother.reported}"
+                )
     except BrokenPipeError:
         return EXIT_OK
     finally:

@@ -160,7 +160,10 @@ def validate(config: Config) -> Config:
     need(config.fps > 0, f"fps must be positive, not {config.fps:g}")
     need(config.detect_fps > 0, f"detect_fps must be positive, not {config.detect_fps:g}")
     need(config.pace in PACES, f"pace must be one of {', '.join(PACES)}, not {config.pace!r}")
-    need(config.emit in EMIT_MODES, f"emit must be one of {', '.join(EMIT_MODES)}, not {config.emit!r}")
+    need(
+        config.emit in EMIT_MODES,
+        f"emit must be one of {', '.join(EMIT_MODES)}, not {config.emit!r}",
+    )
     need(
         config.scheduling in SCHEDULINGS,
         f"scheduling must be one of {', '.join(SCHEDULINGS)}, not {config.scheduling!r}",

@@ -21,7 +21,11 @@ def _check_source(spec: str | None) -> str:
     if spec is None:
         video = sample_video()
         if video is None:
-            _line(FAIL, "source", "no --source and no sample video (python3 scripts/fetch_sample_data.py)")
+            _line(
+                FAIL,
+                "source",
+                "no --source and no sample video (python3 scripts/fetch_sample_data.py)",
+            )
             return FAIL
         spec = str(video)
     try:
@@ -80,7 +84,11 @@ def _check_detector(path: Path | None) -> str:
             return FAIL
         actual = sha256_file(model_path)
         if expected and actual != expected:
-            _line(FAIL, "detector", f"{model_path.name}: sha256 {actual[:12]}… does not match models/README.md")
+            _line(
+                FAIL,
+                "detector",
+                f"{model_path.name}: sha256 {actual[:12]}… does not match models/README.md",
+            )
             return FAIL
     try:
         detector = PersonDetector(model_path)

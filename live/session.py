@@ -674,6 +674,10 @@ class LiveSession:
     def _end_stream(self, handle: StreamHandle, reason: str) -> None:
         if handle.stop_reason is None:
             handle.stop_reason = reason
+            # A value held back by the min-interval goes out now, before whatever
+            # answers the stop; after this the stream may not emit again.
+            if handle.emitter is not None:
+                handle.emitter.flush()
         if handle.scope is not None:
             handle.scope.cancel()
 
@@ -689,6 +693,7 @@ class LiveSession:
             min_interval_s=bounds.min_interval_s,
             clock=self.clock,
         )
+        handle.emitter = emitter
         ctx = self._context(handle.tool, handle.call_id, handle.input)
         try:
             async with anyio.create_task_group() as tg:
@@ -743,6 +748,10 @@ class LiveSession:
         try:
             iterator = handle.tool.stream(handle.args, ctx)
             async for item in iterator:
+                if handle.stop_reason is not None:
+                    # Stopped while the tool was busy (it ignored cancellation for a
+                    # while): what it yields now must not follow the stop answer.
+                    break
                 if not isinstance(item, Mapping):
                     raise TypeError(f"a streaming tool must yield dicts, got {type(item).__name__}")
                 emitter.offer(dict(item))
@@ -783,6 +792,8 @@ class LiveSession:
                 finished = True
             entry: dict[str, Any] = {"id": handle.call_id, "emissions": handle.emissions}
             if not finished:
+                # The answer goes out now; a late final emission would contradict it.
+                handle.send_final = False
                 entry["cleanup"] = f"still running after {self.config.stop_timeout_s:g} s"
                 self._emit(
                     ErrorEvent(
@@ -805,11 +816,13 @@ class LiveSession:
             and (call_id is None or h.call_id == call_id)
         ]
         label = function_name or call_id or ""
+        if len(label) > 100:  # whatever the model sent, do not echo a novel back
+            label = label[:97] + "..."
         if not handles:
             running = [{"name": h.name, "id": h.call_id} for h in self._streams.values()]
             what = f"named {label}" if function_name else f"with call id {label}"
             if function_name and call_id:
-                what = f"named {function_name} with call id {call_id}"
+                what = f"named {label} with call id {call_id[:100]}"
             return {"status": f"No active streaming function {what}", "running": running}
         stopped = await self._stop_handles(handles, reason)
         name = function_name or handles[0].name

@@ -50,10 +50,11 @@ class StopStreamingTool:
         )
 
     def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(args) - {"function_name", "call_id"})
+        unknown = sorted(str(k) for k in set(args) - {"function_name", "call_id"})
         if unknown:
+            shown = ", ".join(repr(n[:40]) for n in unknown[:5])
             raise ToolArgumentError(
-                f"stop_streaming: unknown argument(s) {', '.join(unknown)}; "
+                f"stop_streaming: unknown argument(s) {shown}; "
                 "expected function_name (string) and optional call_id (string)"
             )
         name = args.get("function_name")

@@ -32,6 +32,7 @@ class StreamHandle:
     emissions: int = 0
     stop_reason: str | None = None
     send_final: bool = True
+    emitter: Emitter | None = None
 
     def info(self, now: float) -> dict[str, Any]:
         data: dict[str, Any] = {

@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import anyio
 import numpy as np
@@ -26,7 +26,12 @@ from tools.smoothing import CountSmoother
 
 log = logging.getLogger("lookout.count_people")
 
-DetectorFactory = Callable[[], PersonDetector]
+
+class Detector(Protocol):
+    def detect(self, frame_bgr: np.ndarray) -> Detections: ...
+
+
+DetectorFactory = Callable[[], Detector]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,7 +143,7 @@ def count_in_region(
 class CountPeople:
     """Factory of the ``count_people`` tool; one detector shared by all its calls."""
 
-    detector: PersonDetector | DetectorFactory = field(default=PersonDetector)
+    detector: Detector | DetectorFactory = field(default=PersonDetector)
     max_fps: float = 2.0
     k: int = 3
     min_hold_s: float = 1.0
@@ -147,15 +152,17 @@ class CountPeople:
     observers: list[Callable[[FrameResult], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._detector: PersonDetector | None = (
-            self.detector if isinstance(self.detector, PersonDetector) else None
+        # An object with .detect() is the detector; anything else is a factory, called
+        # lazily in a worker thread (loading a model takes a while).
+        self._detector: Detector | None = (
+            self.detector if hasattr(self.detector, "detect") else None
         )
         self._load_lock = threading.Lock()
         # One inference at a time: on a 2-core device two would only slow each other.
         self._limiter = anyio.CapacityLimiter(1)
         self.stats = CountStats()
 
-    def _get_detector(self) -> PersonDetector:
+    def _get_detector(self) -> Detector:
         with self._load_lock:
             if self._detector is None:
                 factory = self.detector
@@ -163,7 +170,7 @@ class CountPeople:
                 self._detector = factory()
             return self._detector
 
-    async def load(self) -> PersonDetector:
+    async def load(self) -> Detector:
         return await anyio.to_thread.run_sync(self._get_detector, limiter=self._limiter)
 
     def _detect(self, request: LiveRequest) -> tuple[np.ndarray | None, Detections | None, float]:

@@ -215,6 +215,14 @@ def _check_value(name: str, annotation: Any, value: Any) -> Any:
     return value
 
 
+def quote_names(names: list[str], limit: int = 5) -> str:
+    """Names the model made up, quoted and cut short: they may hold anything."""
+    shown = [repr(n if len(n) <= 40 else n[:37] + "...") for n in names[:limit]]
+    if len(names) > limit:
+        shown.append(f"and {len(names) - limit} more")
+    return ", ".join(shown)
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     kind = type(value).__name__
@@ -312,7 +320,7 @@ class FunctionTool:
         if unknown:
             expected = ", ".join(known) or "no arguments"
             raise ToolArgumentError(
-                f"{self._name}: unknown argument(s) {', '.join(unknown)[:200]}; expected {expected}"
+                f"{self._name}: unknown argument(s) {quote_names(unknown)}; expected {expected}"
             )
         checked: dict[str, Any] = {}
         missing = [p.name for p in self._params if p.required and p.name not in args]

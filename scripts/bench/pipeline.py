@@ -28,12 +28,12 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from device.app import App, sample_video  # noqa: E402
-from device.capture import EncodedFrame  # noqa: E402
-from device.config import build  # noqa: E402
-from device.sources import Frame, FrameSource, open_source  # noqa: E402
-from live.events import Emission, Event  # noqa: E402
-from tools.count_people import CountChanged, FrameResult  # noqa: E402
+from device.app import App, sample_video
+from device.capture import EncodedFrame
+from device.config import build
+from device.sources import Frame, FrameSource, open_source
+from live.events import Emission, Event
+from tools.count_people import CountChanged, FrameResult
 
 
 class TimedSource:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -9,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def fast_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+def fast_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path_factory.mktemp("run") / "events.jsonl"
     video = data_file("vtest.avi")
     result = lookout(
@@ -64,8 +66,12 @@ def test_fast_replay_exits_cleanly_and_reports_every_change(
     assert calls and calls[0]["name"] == "count_people"
     counts = [e["count"] for e in events if e["type"] == "count"]
     assert len(counts) >= 5
-    assert all(a != b for a, b in zip(counts, counts[1:], strict=False))
-    emissions = [e["payload"]["people"] for e in events if e["type"] == "emission" and "people" in e["payload"]]
+    assert all(a != b for a, b in itertools.pairwise(counts))
+    emissions = [
+        e["payload"]["people"]
+        for e in events
+        if e["type"] == "emission" and "people" in e["payload"]
+    ]
     assert emissions == counts
     # Every change was also said by the (local) model.
     texts = [e["text"] for e in events if e["type"] == "model_text"]
@@ -202,7 +208,9 @@ class FlakyFile:
 
 
 @pytest.mark.anyio
-async def test_a_file_source_that_raises_mid_run_reconnects_and_loses_no_frame(tmp_path: Path) -> None:
+async def test_a_file_source_that_raises_mid_run_reconnects_and_loses_no_frame(
+    tmp_path: Path,
+) -> None:
     import io
 
     out = tmp_path / "events.jsonl"
@@ -240,5 +248,3 @@ def test_doctor_reports_what_is_wrong(tmp_path: Path) -> None:
     assert "[FAIL] source" in result.stdout and "[FAIL] detector" in result.stdout
     assert "[FAIL] model" in result.stdout and "GEMINI_API_KEY" in result.stdout
     assert "3 problem(s) found" in result.stdout
-
-

@@ -93,7 +93,10 @@ def test_missing_config_file() -> None:
         ({"people": 3, "previous": 2}, "3 people in view (was 2)."),
         ({"people": 1, "previous": None}, "1 person in view."),
         ({"status": "stopped", "reason": "stop_streaming"}, "Counting stopped (stop_streaming)."),
-        ({"status": "error", "error": "DetectorError: gone"}, "Counting problem: DetectorError: gone"),
+        (
+            {"status": "error", "error": "DetectorError: gone"},
+            "Counting problem: DetectorError: gone",
+        ),
     ],
 )
 def test_local_model_sentences(emission: dict[str, Any], sentence: str) -> None:

@@ -110,7 +110,7 @@ def test_streaming_detection(func: Any, streaming: bool) -> None:
 
 
 def test_string_annotations_that_do_not_resolve_still_hide_by_type_name() -> None:
-    async def f(stream: "InputStream", other: "Undefined") -> AsyncIterator[dict[str, Any]]:  # type: ignore[name-defined] # noqa: F821
+    async def f(stream: InputStream, other: Undefined) -> AsyncIterator[dict[str, Any]]:  # type: ignore[name-defined] # noqa: F821
         """Forward references that cannot be resolved."""
         yield {}
 
@@ -158,7 +158,7 @@ def test_schema_for_common_types() -> None:
         ({"threshold": 0.5, "mode": "slow"}, "mode must be one of fast, accurate"),
         ({"threshold": 0.5, "region": [[0.1, "x"]]}, "region[0][1] must be a number"),
         ({"threshold": 0.5, "region": "everywhere"}, "region must be a list"),
-        ({"threshold": 0.5, "colour": "red"}, "unknown argument(s) colour"),
+        ({"threshold": 0.5, "colour": "red"}, "unknown argument(s) 'colour'"),
         ({"threshold": float("nan")}, "threshold must be a finite number"),
         ({"threshold": None}, "threshold must not be null"),
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -104,7 +105,7 @@ async def test_frames_reach_the_model_only_when_asked_at_most_once_per_interval(
         frames = h.model.frames()
         assert 5 <= len(frames) <= 6
         times = [f.t for f in frames]
-        assert all(b - a >= 1.0 - 1e-9 for a, b in zip(times, times[1:], strict=False))
+        assert all(b - a >= 1.0 - 1e-9 for a, b in itertools.pairwise(times))
         # Latest wins: each forwarded frame is the newest one at its send time.
         values = [
             blob_value(f.message.blob.data) for f in frames if isinstance(f.message, SendRealtime)

@@ -189,7 +189,7 @@ async def test_missing_model_file_fails_the_call_clearly(tmp_path: Path) -> None
         ({"region": [[0, 0], [1, 1]]}, "region needs at least 3 points"),
         ({"region": [[0, 0], [2, 0], [0, 1]]}, "outside 0..1"),
         ({"region": "left half"}, "region must be a list"),
-        ({"colour": "red"}, "unknown argument(s) colour"),
+        ({"colour": "red"}, "unknown argument(s) 'colour'"),
     ],
 )
 async def test_bad_arguments_get_an_error_response(args: dict[str, object], message: str) -> None:

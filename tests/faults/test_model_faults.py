@@ -1,0 +1,110 @@
+"""Model-side faults against the runtime: drops at random points, GoAway storms, silence.
+
+Deterministic: a seeded random schedule of disconnects with close codes 1000,
+1006 and 1011, driven through the scripted model in virtual time. Every
+emission the tool made must reach the model exactly once (checked against the
+event log), in order, and memory held while disconnected stays bounded.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+
+from live import InputStream, LiveRequestQueue, ReconnectPolicy, Runner, SessionConfig, SessionError
+from live.events import ConnectionState, Emission
+from live.model import LiveSetup
+from live.testing import ScriptedModel
+from tests.live.harness import blob_value, harness
+from tools import FunctionTool
+
+pytestmark = pytest.mark.anyio
+
+
+async def echo(stream: InputStream) -> AsyncIterator[dict[str, Any]]:
+    """Emits every frame's value (every frame is a change)."""
+    async for request in stream:
+        yield {"value": blob_value(request.blob.data if request.blob else None)}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+async def test_random_drops_lose_and_duplicate_nothing(seed: int) -> None:
+    rng = random.Random(seed)
+    async with harness([FunctionTool(echo)]) as h:
+        call_id = await h.start("echo")
+        for value in range(120):
+            h.send_frame(value)
+            await h.settle()
+            if rng.random() < 0.08:
+                code = rng.choice([1000, 1006, 1011])
+                h.model.resumption(f"h-{value}")
+                await h.settle()
+                h.model.disconnect(code=code, reason=f"drop {code}")
+                await h.settle()
+        await h.model.wait_for(lambda: len(h.model.responses(call_id)) >= 121)
+        delivered = [e["value"] for e in h.model.emissions(call_id)]
+        logged = [e.payload["value"] for e in h.log.events if isinstance(e, Emission)]
+        assert logged == list(range(120))
+        assert delivered == logged  # none lost, none duplicated, in order
+        drops = [
+            e for e in h.log.events if isinstance(e, ConnectionState) and e.state == "disconnected"
+        ]
+        assert len(drops) == len(h.model.connections) - 1 >= 3
+        # Each reconnect carried the newest handle the model had issued.
+        handles = [s.resumption_handle for s in h.model.setups[1:]]
+        assert all(handle is not None for handle in handles)
+
+
+async def test_repeated_go_away_keeps_the_stream_and_every_emission() -> None:
+    async with harness([FunctionTool(echo)]) as h:
+        call_id = await h.start("echo")
+        for round_ in range(10):
+            h.model.resumption(f"h-{round_}")
+            h.send_frame(round_)
+            await h.settle()
+            h.model.go_away(time_left_s=1)
+            await h.model.wait_for(lambda n=round_: len(h.model.connections) == n + 2)
+        await h.settle()
+        h.send_frame(99)
+        await h.wait_responses(call_id, 12)
+        assert [e["value"] for e in h.model.emissions(call_id)] == [*range(10), 99]
+        assert h.model.setups[-1].resumption_handle == "h-9"
+        assert len(h.session.running_streams()) == 1
+
+
+async def test_memory_stays_bounded_during_a_long_outage() -> None:
+    model = ScriptedModel(refuse_connects=set(range(1, 1000)))
+    config = SessionConfig(
+        outbox_max=32,
+        reconnect=ReconnectPolicy(max_attempts=1000, initial_backoff_s=1.0, max_backoff_s=1.0),
+    )
+    async with harness([FunctionTool(echo)], config, model=model) as h:
+        await h.start("echo")
+        model.disconnect()
+        for value in range(2000):
+            h.send_frame(value)
+            await h.settle()
+        assert h.session.outbox_depth <= 32
+        stats = h.session._outbox.stats
+        assert stats.collapsed >= 2000 - 32
+        logged = [e for e in h.log.events if isinstance(e, Emission)]
+        assert len(logged) == 2000  # the event log still has every one
+
+
+class SilentModel(ScriptedModel):
+    """Accepts the socket but never answers setup."""
+
+    async def connect(self, setup: LiveSetup) -> Any:
+        await anyio.sleep_forever()
+
+
+async def test_a_server_that_never_answers_setup_gives_up_in_bounded_time() -> None:
+    config = SessionConfig(reconnect=ReconnectPolicy(max_attempts=2, connect_timeout_s=0.05))
+    expected = r"no answer to setup within 0\.05 s"
+    with anyio.fail_after(5), pytest.raises(SessionError, match=expected):
+        async with Runner(SilentModel(), [], config).run_live(LiveRequestQueue()):
+            pass
