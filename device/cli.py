@@ -134,7 +134,35 @@ RUN_FLAGS = (
 )  # fmt: skip
 
 
+def _quiet_native_logs(verbose: bool) -> None:
+    # OpenCV and FFmpeg print a line per failed camera attempt; a device retrying a
+    # dead camera forever would fill its journal. Source states are events already.
+    if not verbose:
+        os.environ.setdefault("OPENCV_LOG_LEVEL", "ERROR")
+        os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
+
+
+def _exit_now_if_threads_linger(code: int) -> int:
+    """Leave promptly even if a worker thread is stuck in a camera read.
+
+    Such a thread is abandoned (its capture is released when the read returns),
+    but Python would wait for it at exit, up to the stream's read timeout. Logs
+    and sinks are closed by now, so exiting is safe and keeps the 2-second promise.
+    """
+    import threading
+
+    lingering = [
+        t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
+    ]
+    if lingering:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    _quiet_native_logs(args.verbose)
     import anyio
 
     from device.app import App
@@ -153,6 +181,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if not args.verbose:
+        # The console already reports source and connection states as events.
+        logging.getLogger("lookout.source").setLevel(logging.ERROR)
+        logging.getLogger("lookout.session").setLevel(logging.ERROR)
     try:
         app = App(config, read_stdin=args.stdin or sys.stdin.isatty())
     except SourceError as exc:
@@ -160,9 +192,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
     try:
-        return anyio.run(app.run)
+        code = anyio.run(app.run)
     except KeyboardInterrupt:
-        return EXIT_OK
+        code = EXIT_OK
+    return _exit_now_if_threads_linger(code)
 
 
 def cmd_count(args: argparse.Namespace) -> int:
