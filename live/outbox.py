@@ -88,6 +88,19 @@ class Outbox:
         self.stats.frames_dropped += dropped
         return dropped
 
+    def drop_responses(self, call_ids: set[str]) -> int:
+        """Remove queued tool responses for these call ids (a new model session)."""
+
+        def stale(message: Outbound) -> bool:
+            return isinstance(message, SendToolResponse) and all(
+                r.id in call_ids for r in message.responses
+            )
+
+        kept: deque[Outbound] = deque(m for m in self._items if not stale(m))
+        dropped = len(self._items) - len(kept)
+        self._items = kept
+        return dropped
+
     def pop(self) -> Outbound | None:
         """Take the next message to send; follow with mark_sent() or push_front()."""
         if not self._items:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -176,6 +177,8 @@ class LiveSession:
         self._streams_changed = anyio.Event()
         self._pumped_seq = 0
         self._input_calls_started = 0
+        self._events_on_conn = 0
+        self._last_attempt = 1
         self._pumped = anyio.Event()
 
     # ----------------------------------------------------------------- public
@@ -351,11 +354,18 @@ class LiveSession:
             resumption_handle=self.resumption_handle,
         )
 
-    async def _connect_with_retry(self, *, initial: bool) -> LiveConnection:
+    async def _connect_with_retry(self, *, initial: bool, first_attempt: int = 1) -> LiveConnection:
         policy = self.config.reconnect
         last_error = "no attempt made"
-        for attempt in range(1, policy.max_attempts + 1):
-            delay = policy.backoff(attempt)
+        if first_attempt > policy.max_attempts:
+            raise _GaveUp(
+                f"the model keeps dropping the connection right after setup "
+                f"({policy.max_attempts} times in a row)"
+            )
+        retry_now = False
+        for attempt in range(first_attempt, policy.max_attempts + 1):
+            delay = 0.0 if retry_now else policy.backoff(attempt)
+            retry_now = False
             if delay > 0:
                 await self.clock.sleep(delay)
             if not initial:
@@ -367,6 +377,14 @@ class LiveSession:
             except TimeoutError:
                 last_error = f"no answer to setup within {policy.connect_timeout_s:g} s"
             except ModelSetupError as exc:
+                if self.resumption_handle is not None:
+                    # An expired or foreign handle is refused like a bad setup; a fresh
+                    # session may still work.
+                    last_error = self._redact(f"resuming was refused: {exc}")
+                    self.resumption_handle = None
+                    log.warning("%s; starting a fresh session", last_error)
+                    retry_now = True  # not a network problem: no reason to wait
+                    continue
                 raise _GaveUp(self._redact(f"model refused the session: {exc}")) from None
             except ConnectionLost as exc:
                 last_error = self._redact(exc.reason)
@@ -376,6 +394,8 @@ class LiveSession:
                 last_error = short_error(exc, self.config.secrets)
             else:
                 self.connection_state = "connected"
+                self._events_on_conn = 0
+                self._last_attempt = attempt
                 if not initial:
                     self.stats.reconnects += 1
                 self._emit(ConnectionState(state="connected", attempt=attempt))
@@ -395,6 +415,7 @@ class LiveSession:
                 try:
                     async with contextlib.aclosing(conn.receive()) as events:  # type: ignore[type-var]
                         async for event in events:
+                            self._events_on_conn += 1
                             if isinstance(event, ModelGoAway):
                                 self._emit(
                                     ConnectionState(
@@ -430,11 +451,41 @@ class LiveSession:
             if not lost.retryable:
                 await self._fail(f"model connection lost: {self._redact(lost.reason)}")
                 return
+            # A server that accepts setup and drops us before saying anything must not
+            # make us spin: such a connection carries its attempt count (and backoff) on.
+            first_attempt = 1 if self._events_on_conn else self._last_attempt + 1
+            resuming = self.resumption_handle is not None
             try:
-                conn = await self._connect_with_retry(initial=False)
+                conn = await self._connect_with_retry(initial=False, first_attempt=first_attempt)
             except _GaveUp as exc:
                 await self._fail(str(exc))
                 return
+            if not (resuming and self.resumption_handle is not None):
+                self._restart_fresh()
+
+    def _restart_fresh(self) -> None:
+        """The model came back as a new session: it never issued our running call ids.
+
+        Answers for those calls would be refused or misread, so the streams end
+        (without a final answer) and their queued emissions are dropped; the event
+        log keeps every one, and the new session calls the tools it wants again.
+        """
+        ids = set(self._streams)
+        dropped = self._outbox.drop_responses(ids)
+        if ids or dropped:
+            log.warning(
+                "the model started a fresh session; stopping %d stream(s), dropping %d "
+                "queued answer(s) for the old session",
+                len(ids),
+                dropped,
+            )
+        handles = list(self._streams.values())
+        if handles:
+            self._spawn(
+                functools.partial(self._stop_handles, send_final=False),
+                handles,
+                "model session restarted",
+            )
 
     def _set_conn(self, conn: LiveConnection) -> None:
         self._conn = conn

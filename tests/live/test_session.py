@@ -155,6 +155,8 @@ async def test_a_send_that_fails_is_retried_on_the_new_connection() -> None:
     model = ScriptedModel()
     async with harness([FunctionTool(counter)], model=model) as h:
         call_id = await h.start("counter")
+        model.resumption("h-1")
+        await h.settle()
         model.fail_sends_after = model.sends_ok  # the very next send drops the connection
         h.send_frame(42)
         await h.wait_responses(call_id, 2)
@@ -183,6 +185,8 @@ async def test_emissions_during_an_outage_are_collapsed_when_the_outbox_overflow
     )
     async with harness([FunctionTool(counter)], config, model=model) as h:
         call_id = await h.start("counter")
+        model.resumption("h-1")
+        await h.settle()
         model.disconnect()
         await h.settle()
         for value in range(10):
@@ -238,3 +242,62 @@ async def test_request_queue_lanes() -> None:
     assert queue.stats.realtime_dropped == 3
     with pytest.raises(anyio.ClosedResourceError):
         queue.send_content("too late")
+
+
+async def test_a_fresh_model_session_ends_the_old_calls_instead_of_answering_unknown_ids() -> None:
+    async with harness([FunctionTool(counter)]) as h:
+        old = await h.start("counter")
+        h.send_frame(1)
+        await h.wait_responses(old, 2)
+        h.model.disconnect(code=1011)  # no resumption handle was ever issued
+        for value in (2, 3):
+            h.send_frame(value)
+            await h.settle()
+        await h.model.wait_for(lambda: len(h.model.connections) == 2)
+        await h.wait_event(lambda events: any(e.type == "stream_stopped" for e in events))
+        stopped = [e for e in h.log.events if e.type == "stream_stopped"]
+        assert stopped[0].to_dict()["reason"] == "model session restarted"
+        assert all(r.connection == 0 for r in h.model.responses(old))
+        # The new session calls the tool again and it works.
+        new = await h.start("counter")
+        h.send_frame(4)
+        await h.wait_responses(new, 2)
+        assert h.model.emissions(new) == [{"value": 4}]
+        assert h.model.setups[1].resumption_handle is None
+
+
+class RefusesHandles(ScriptedModel):
+    async def connect(self, setup: Any) -> Any:
+        if setup.resumption_handle is not None:
+            from live.model import ModelSetupError
+
+            self.setups.append(setup)
+            raise ModelSetupError("session handle expired")
+        return await super().connect(setup)
+
+
+async def test_a_refused_resumption_handle_falls_back_to_a_fresh_session() -> None:
+    model = RefusesHandles()
+    async with harness([FunctionTool(counter)], model=model) as h:
+        await h.start("counter")
+        model.resumption("stale")
+        await h.settle()
+        model.disconnect(code=1006)
+        await h.model.wait_for(lambda: len(model.connections) == 2)
+        assert [s.resumption_handle for s in model.setups] == [None, "stale", None]
+        assert h.session.failure is None
+
+
+async def test_a_server_that_drops_every_connection_at_once_is_given_up_on() -> None:
+    model = ScriptedModel()
+    config = SessionConfig(reconnect=ReconnectPolicy(max_attempts=4, initial_backoff_s=0.1))
+    async with harness([], config, model=model) as h:
+        for _ in range(10):
+            if h.session.failure is not None:
+                break
+            model.disconnect(code=1008)
+            await h.clock.run_for(1.0)  # past any backoff; connects are instant here
+        await h.session.wait_finished()
+        assert h.session.failure is not None
+        assert "keeps dropping the connection" in h.session.failure
+        assert len(model.connections) == 4  # attempts carried over: no endless loop
