@@ -330,6 +330,9 @@ def describe_config(config: Config) -> dict[str, Any]:
     data.pop("api_key", None)
     if data.get("http_token"):
         data["http_token"] = "***"
+    password = config.mqtt_password()
+    if password and data.get("mqtt"):
+        data["mqtt"] = str(data["mqtt"]).replace(f":{password}@", ":***@")
     data["model"] = config.model_name()
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in data.items()}
 

@@ -1,4 +1,4 @@
-"""The ``lookout`` command line: run, count, doctor."""
+"""The ``lookout`` command line: run, count, doctor, report."""
 
 from __future__ import annotations
 
@@ -113,12 +113,19 @@ def _add_doctor(sub: Any) -> None:
     p.add_argument("--config", type=Path)
 
 
+def _add_report(sub: Any) -> None:
+    p = sub.add_parser("report", help="chart and figures of a recorded run")
+    p.add_argument("input", type=Path, help="events file: JSON lines (--events) or SQLite (--db)")
+    p.add_argument("--out", type=Path, required=True, help="report.html or report.png")
+
+
 def parser() -> argparse.ArgumentParser:
     root = _Parser(prog="lookout", description="Lookout: an edge vision agent.")
     sub = root.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_run(sub)
     _add_count(sub)
     _add_doctor(sub)
+    _add_report(sub)
     return root
 
 
@@ -191,6 +198,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+    from device.operations import attach_operations
+
+    try:
+        attach_operations(app)
+    except ConfigError as exc:
+        return _fail(str(exc))
     try:
         code = anyio.run(app.run)
     except KeyboardInterrupt:
@@ -261,10 +274,30 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return doctor(args)
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from device.report import ReportError, make_report
+
+    try:
+        summary = make_report(args.input, args.out)
+    except ReportError as exc:
+        return _fail(str(exc))
+    mean = summary["mean_occupancy"]
+    print(
+        f"wrote {args.out}: max {summary['max_count']} people, "
+        f"mean occupancy {'-' if mean is None else f'{mean:.2f}'}, {summary['changes']} changes"
+    )
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    commands = {"run": cmd_run, "count": cmd_count, "doctor": cmd_doctor}
+    commands = {
+        "run": cmd_run,
+        "count": cmd_count,
+        "doctor": cmd_doctor,
+        "report": cmd_report,
+    }
     return commands[args.command](args)
 
 

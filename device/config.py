@@ -68,7 +68,17 @@ class Config:
         return self.model_name() != "local"
 
     def secrets(self) -> tuple[str, ...]:
-        return tuple(s for s in (self.api_key, self.http_token) if s)
+        return tuple(s for s in (self.api_key, self.http_token, self.mqtt_password()) if s)
+
+    def mqtt_password(self) -> str | None:
+        if not self.mqtt:
+            return None
+        from urllib.parse import urlsplit
+
+        try:
+            return urlsplit(self.mqtt).password
+        except ValueError:
+            return None
 
 
 def _default_device_id() -> str:

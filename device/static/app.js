@@ -1,0 +1,219 @@
+// Lookout status page: state arrives as Server-Sent Events, the image as MJPEG.
+// Plain DOM and canvas, no libraries: the page must work with no internet access.
+"use strict";
+
+const CHART_WINDOW_S = 300;
+const $ = (id) => document.getElementById(id);
+
+let imageOn = false;
+let streamIds = "";
+
+function setBadge(el, text, level) {
+  el.textContent = text;
+  el.classList.remove("ok", "warn", "bad");
+  if (level) el.classList.add(level);
+}
+
+function levelOf(state) {
+  if (state === "running" || state === "connected") return "ok";
+  if (state === "failed" || state === "ended" || state === "closed") return "bad";
+  return "warn";
+}
+
+function fmtSeconds(s) {
+  if (s < 60) return `${s.toFixed(0)} s`;
+  const m = Math.floor(s / 60);
+  return `${m} min ${Math.floor(s % 60)} s`;
+}
+
+function renderImage(state) {
+  const img = $("frame");
+  const placeholder = $("no-image");
+  if (state.privacy) {
+    // Privacy mode: no image is ever requested, not even the MJPEG stream.
+    img.hidden = true;
+    img.removeAttribute("src");
+    imageOn = false;
+    placeholder.hidden = false;
+    placeholder.textContent = "Privacy mode: no image leaves the device.";
+    $("snapshot-link").hidden = true;
+    return;
+  }
+  if (state.frame_seq > 0 && !imageOn) {
+    imageOn = true;
+    img.src = "stream.mjpg";
+    img.hidden = false;
+    placeholder.hidden = true;
+  }
+}
+
+function renderStreams(streams) {
+  const body = $("streams").querySelector("tbody");
+  const ids = streams.map((s) => s.id).join("\n");
+  if (ids !== streamIds) {
+    // Rebuild only when the set of calls changes, so a Stop button is never
+    // replaced under the pointer by a routine update.
+    streamIds = ids;
+    body.replaceChildren();
+    for (const s of streams) {
+      const row = document.createElement("tr");
+      row.dataset.callId = s.id;
+      for (const key of ["name", "id", "running", "emissions"]) {
+        const cell = document.createElement("td");
+        cell.dataset.key = key;
+        if (key === "running" || key === "emissions") cell.className = "num";
+        row.appendChild(cell);
+      }
+      const action = document.createElement("td");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = "Stop";
+      button.className = "stop";
+      button.addEventListener("click", () => stopStream(s.name, s.id, button));
+      action.appendChild(button);
+      row.appendChild(action);
+      body.appendChild(row);
+    }
+  }
+  for (const s of streams) {
+    const row = body.querySelector(`tr[data-call-id="${CSS.escape(s.id)}"]`);
+    if (!row) continue;
+    row.querySelector('[data-key="name"]').textContent = s.name;
+    row.querySelector('[data-key="id"]').textContent = s.id;
+    row.querySelector('[data-key="running"]').textContent = fmtSeconds(s.running_s);
+    row.querySelector('[data-key="emissions"]').textContent = String(s.emissions);
+  }
+  $("streams").hidden = streams.length === 0;
+  $("no-streams").hidden = streams.length !== 0;
+}
+
+async function stopStream(name, callId, button) {
+  button.disabled = true;
+  $("stream-message").textContent = `Stopping ${name}…`;
+  try {
+    const response = await fetch("api/streams/stop", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ function_name: name, call_id: callId }),
+    });
+    const result = await response.json();
+    $("stream-message").textContent = result.status || result.error || `HTTP ${response.status}`;
+  } catch (err) {
+    $("stream-message").textContent = `Stop failed: ${err}`;
+    button.disabled = false;
+  }
+}
+
+function renderText(items) {
+  const list = $("model-text");
+  list.replaceChildren();
+  for (const item of [...items].reverse()) {
+    const li = document.createElement("li");
+    const t = document.createElement("span");
+    t.className = "t";
+    t.textContent = `${item.t.toFixed(1)} s`;
+    li.append(t, document.createTextNode(item.text));
+    list.appendChild(li);
+  }
+}
+
+function drawChart(state) {
+  const canvas = $("chart");
+  const ratio = window.devicePixelRatio || 1;
+  const width = canvas.clientWidth || 480;
+  const height = canvas.clientHeight || 170;
+  if (canvas.width !== Math.round(width * ratio)) {
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(height * ratio);
+  }
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  // The window grows a minute at a time up to five, so a fresh session is not a sliver.
+  const minutes = Math.min(CHART_WINDOW_S / 60, Math.max(1, Math.ceil(state.t / 60)));
+  const windowS = Math.min(minutes * 60, state.history_s);
+  $("window-label").textContent = minutes === 1 ? "minute" : `${minutes} minutes`;
+  const end = state.t;
+  const start = end - windowS;
+  const points = state.history;
+  const maxCount = Math.max(1, ...points.map((p) => p[1]));
+  const top = Math.ceil((maxCount + 1) / 2) * 2;
+  const pad = { left: 28, right: 8, top: 8, bottom: 20 };
+  const x = (t) => pad.left + ((t - start) / (end - start)) * (width - pad.left - pad.right);
+  const y = (c) => height - pad.bottom - (c / top) * (height - pad.top - pad.bottom);
+
+  ctx.strokeStyle = "#2b323c";
+  ctx.fillStyle = "#8a93a0";
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.lineWidth = 1;
+  const step = top <= 6 ? 1 : Math.ceil(top / 6);
+  for (let c = 0; c <= top; c += step) {
+    ctx.beginPath();
+    ctx.moveTo(pad.left, y(c));
+    ctx.lineTo(width - pad.right, y(c));
+    ctx.stroke();
+    ctx.fillText(String(c), 6, y(c) + 4);
+  }
+  ctx.fillText(`-${minutes} min`, pad.left, height - 5);
+  ctx.fillText("now", width - pad.right - 22, height - 5);
+  if (points.length === 0) return;
+
+  // A step line: a count holds until the next change.
+  ctx.strokeStyle = "#58a6ff";
+  ctx.lineWidth = 2;
+  ctx.beginPath();
+  let prev = null;
+  for (const [t, c] of points) {
+    const px = x(Math.max(t, start));
+    if (prev === null) ctx.moveTo(px, y(c));
+    else {
+      ctx.lineTo(px, y(prev));
+      ctx.lineTo(px, y(c));
+    }
+    prev = c;
+  }
+  ctx.lineTo(x(end), y(prev)); // up to now, never into the future
+  ctx.stroke();
+}
+
+function render(state) {
+  $("device-id").textContent = state.device_id;
+  $("model-name").textContent = `model: ${state.model}`;
+  $("session-time").textContent = `session ${fmtSeconds(state.t)}`;
+  const count = $("count");
+  count.textContent = state.count === null ? "–" : String(state.count);
+  count.dataset.count = state.count === null ? "" : String(state.count);
+  const detail = [];
+  if (state.raw !== null) detail.push(`detector sees ${state.raw}`);
+  if (state.detect_ms !== null) detail.push(`${state.detect_ms} ms per frame`);
+  detail.push(`${state.count_changes} changes`);
+  $("count-detail").textContent = detail.join(" · ");
+  const source = state.source;
+  setBadge($("source-state"), `source: ${source.state}`, levelOf(source.state));
+  $("source-state").title = source.reason || "frame source";
+  $("source-name").textContent = source.name;
+  const conn = state.connection;
+  setBadge($("connection-state"), `model: ${conn.state}`, levelOf(conn.state));
+  $("connection-state").title = conn.reason || "live model connection";
+  setBadge($("health"), state.health.ok ? "healthy" : "unhealthy", state.health.ok ? "ok" : "bad");
+  $("health").title = state.health.reason;
+  renderImage(state);
+  renderStreams(state.streams);
+  renderText(state.model_text);
+  drawChart(state);
+}
+
+function connect() {
+  const events = new EventSource("events");
+  events.addEventListener("state", (message) => {
+    setBadge($("live-state"), "live", "ok");
+    render(JSON.parse(message.data));
+  });
+  events.addEventListener("error", () => {
+    // EventSource reconnects by itself; the image stream does not, so restart it then.
+    setBadge($("live-state"), "reconnecting…", "warn");
+    imageOn = false;
+  });
+}
+
+connect();

@@ -1,0 +1,415 @@
+"""The status server: a live page, snapshot, MJPEG, health and Prometheus metrics.
+
+An aiohttp server that runs as an App service inside the app's event loop. Its
+socket is bound before the app starts (``listen``), so a taken port or a bad
+address is reported as one line before anything runs. Live updates go out as
+Server-Sent Events (state, about 4 per second at most) and MJPEG (the annotated
+frame); nothing polls for images.
+
+Security: the server never serves configuration, and every JSON body it sends
+is scrubbed of the configured secrets. When bound to loopback it refuses
+requests whose Host header is not a loopback name (DNS rebinding). With a
+token, every route but /healthz needs ``Authorization: Bearer <token>`` or the
+cookie that ``/?token=<token>`` sets once (EventSource and <img> cannot send
+headers, but they do send same-origin cookies). State changes need a JSON body,
+which a cross-site form cannot send without a CORS preflight that we never answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import anyio
+from aiohttp import web
+from anyio.abc import TaskStatus
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from device.config import ConfigError
+from device.telemetry import AppView, Telemetry
+from live.redact import redact
+
+log = logging.getLogger("lookout.status")
+
+COOKIE = "lookout_session"
+STATIC_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+MJPEG_BOUNDARY = "lookout-frame-7c1d2e9a"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True)
+class HttpAddress:
+    host: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.host)
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: we cannot know where it resolves, so assume the network
+
+
+def parse_http(spec: str) -> HttpAddress:
+    """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` (all interfaces) or ``PORT`` (loopback)."""
+    text = spec.strip()
+    host: str
+    if text.isdigit():
+        host, port_text = "127.0.0.1", text
+    elif text.startswith("["):
+        end = text.find("]")
+        if end < 0 or text[end + 1 : end + 2] != ":":
+            raise ConfigError(f"http: expected HOST:PORT, not {spec!r}")
+        host, port_text = text[1:end], text[end + 2 :]
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep or ":" in host:
+            raise ConfigError(f"http: expected HOST:PORT (IPv6 as [ADDR]:PORT), not {spec!r}")
+        host = host or "0.0.0.0"
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ConfigError(f"http: port must be 0..65535, not {port_text!r}")
+    return HttpAddress(host, int(port_text))
+
+
+def _host_header_is_loopback(value: str) -> bool:
+    host = value.strip()
+    if host.startswith("["):
+        host = host[1 : host.find("]")] if "]" in host else host
+    elif host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    return is_loopback(host)
+
+
+def _static_files() -> dict[str, tuple[bytes, str]]:
+    files: dict[str, tuple[bytes, str]] = {}
+    for entry in (resources.files("device") / "static").iterdir():
+        suffix = "." + entry.name.rsplit(".", 1)[-1] if "." in entry.name else ""
+        if entry.is_file() and suffix in STATIC_TYPES:
+            files[entry.name] = (entry.read_bytes(), STATIC_TYPES[suffix])
+    return files
+
+
+class StatusServer:
+    """An App service; ``listen()`` first (attach_operations does), then the app runs it."""
+
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        address: HttpAddress,
+        *,
+        token: str | None = None,
+        secrets: tuple[str, ...] = (),
+        announce: Callable[[str], None] | None = None,
+        sse_min_interval_s: float = 0.25,
+        sse_tick_s: float = 1.0,
+        mjpeg_max_fps: float = 10.0,
+    ) -> None:
+        self.telemetry = telemetry
+        self.address = address
+        self.token = token or None
+        self.secrets = tuple(s for s in (*secrets, token) if s)
+        self.announce = announce
+        self.sse_min_interval_s = sse_min_interval_s
+        self.sse_tick_s = sse_tick_s
+        self.mjpeg_interval_s = 1.0 / mjpeg_max_fps
+        self.port = address.port
+        self._sock: socket.socket | None = None
+        self._static = _static_files()
+        # A cookie derived from the token: it grants the same access, but a leaked
+        # cookie (browser profile, proxy log) does not reveal the token itself.
+        self._cookie = (
+            hmac.new(self.token.encode(), b"lookout status cookie", hashlib.sha256).hexdigest()
+            if self.token
+            else ""
+        )
+        self._streams: set[asyncio.Task[Any]] = set()
+        self._jpeg_limiter: anyio.CapacityLimiter | None = None
+
+    # ------------------------------------------------------------- lifecycle
+
+    def listen(self) -> None:
+        """Bind the socket now, so that a taken port fails before the app starts."""
+        if self._sock is not None:
+            return
+        host = self.address.host
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        try:
+            sock = socket.create_server((host, self.address.port), family=family, backlog=128)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise ConfigError(f"status server: cannot listen on {self.address}: {reason}") from None
+        self._sock = sock
+        self.port = sock.getsockname()[1]
+        if not self.address.loopback:
+            if self.token:
+                log.warning(
+                    "status server listens on %s, beyond this machine; it requires the "
+                    "token, but traffic is not encrypted (put it behind a TLS proxy)",
+                    self.address,
+                )
+            else:
+                log.warning(
+                    "status server listens on %s, beyond this machine, WITHOUT a token: "
+                    "anyone on the network can see the camera and stop streams "
+                    "(set --http-token, or bind to 127.0.0.1)",
+                    self.address,
+                )
+
+    def close(self) -> None:
+        """Release the socket of a server that will not run after all."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    @property
+    def url(self) -> str:
+        host = self.address.host
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1" if host == "0.0.0.0" else "::1"
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{self.port}/"
+
+    async def run(self, app: AppView, *, task_status: TaskStatus[None]) -> None:
+        self.listen()
+        assert self._sock is not None
+        self._jpeg_limiter = anyio.CapacityLimiter(1)
+        web_app = self.make_app()
+        runner = web.AppRunner(web_app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        try:
+            site = web.SockSite(runner, self._sock)
+            await site.start()
+            if self.announce is not None:
+                self.announce(f"status page: {self.url}")
+            task_status.started()
+            await anyio.sleep_forever()
+        finally:
+            # Long-lived responses (SSE, MJPEG) would hold shutdown for the whole grace
+            # period; end them first so the app exits promptly.
+            for task in list(self._streams):
+                task.cancel()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(3):
+                await runner.cleanup()
+            self.close()
+
+    def make_app(self) -> web.Application:
+        web_app = web.Application(middlewares=[self._guard], client_max_size=64 * 1024)
+        web_app.on_response_prepare.append(self._headers)
+        web_app.router.add_get("/", self._index)
+        web_app.router.add_get("/static/{name}", self._static_file)
+        web_app.router.add_get("/healthz", self._healthz)
+        web_app.router.add_get("/metrics", self._metrics)
+        web_app.router.add_get("/snapshot.jpg", self._snapshot)
+        web_app.router.add_get("/stream.mjpg", self._mjpeg)
+        web_app.router.add_get("/events", self._events)
+        web_app.router.add_get("/api/state", self._api_state)
+        web_app.router.add_post("/api/streams/stop", self._stop_stream)
+        return web_app
+
+    # ------------------------------------------------------------ middleware
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path == "/healthz":
+            return await handler(request)
+        if self.address.loopback and not _host_header_is_loopback(request.host):
+            return web.Response(status=421, text="unexpected Host header\n")
+        if self.token and not self._authorized(request):
+            given = request.query.get("token")
+            if given is not None and request.method == "GET" and self._token_matches(given):
+                # Trade the token in the URL for a cookie, and drop it from the address bar.
+                query = {k: v for k, v in request.query.items() if k != "token"}
+                target = request.rel_url.with_query(query).human_repr()
+                response = web.Response(status=303, headers={"Location": target})
+                response.set_cookie(
+                    COOKIE, self._cookie, httponly=True, samesite="Strict", path="/"
+                )
+                return response
+            return web.Response(
+                status=401,
+                text="unauthorized: send Authorization: Bearer <token>, "
+                "or open /?token=<token> once in a browser\n",
+                headers={"WWW-Authenticate": 'Bearer realm="lookout"'},
+            )
+        return await handler(request)
+
+    def _token_matches(self, given: str) -> bool:
+        assert self.token is not None
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    def _authorized(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() == "bearer" and self._token_matches(value.strip()):
+            return True
+        cookie = request.cookies.get(COOKIE, "")
+        return bool(cookie) and hmac.compare_digest(cookie.encode(), self._cookie.encode())
+
+    async def _headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Cache-Control", "no-store")
+
+    # -------------------------------------------------------------- helpers
+
+    def _json(self, data: Any, status: int = 200) -> web.Response:
+        return web.Response(
+            status=status, text=self._scrub(json.dumps(data)), content_type="application/json"
+        )
+
+    def _scrub(self, text: str) -> str:
+        return redact(text, self.secrets) if self.secrets else text
+
+    def _state_json(self) -> str:
+        return self._scrub(json.dumps(self.telemetry.state(), separators=(",", ":")))
+
+    async def _render(self) -> tuple[int, bytes] | None:
+        return await anyio.to_thread.run_sync(
+            self.telemetry.snapshot_jpeg, limiter=self._jpeg_limiter
+        )
+
+    def _track(self) -> asyncio.Task[Any] | None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._streams.add(task)
+        return task
+
+    # --------------------------------------------------------------- routes
+
+    async def _index(self, request: web.Request) -> web.Response:
+        body, content_type = self._static["index.html"]
+        return web.Response(
+            body=body,
+            headers={"Content-Type": content_type, "Content-Security-Policy": PAGE_CSP},
+        )
+
+    async def _static_file(self, request: web.Request) -> web.Response:
+        found = self._static.get(request.match_info["name"])
+        if found is None:
+            raise web.HTTPNotFound()
+        body, content_type = found
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        health = self.telemetry.health()
+        return self._json({"ok": health.ok, "reason": health.reason}, 200 if health.ok else 503)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body = self._scrub(self.telemetry.metrics_text().decode())
+        return web.Response(text=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _api_state(self, request: web.Request) -> web.Response:
+        return web.Response(text=self._state_json(), content_type="application/json")
+
+    async def _snapshot(self, request: web.Request) -> web.Response:
+        if self.telemetry.privacy:
+            raise web.HTTPNotFound(text="privacy mode: no images are served\n")
+        snapshot = await self._render()
+        if snapshot is None:
+            return web.Response(status=503, text="no frame yet\n", headers={"Retry-After": "1"})
+        return web.Response(body=snapshot[1], headers={"Content-Type": "image/jpeg"})
+
+    async def _events(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}
+        )
+        await response.prepare(request)
+        task = self._track()
+        changes = self.telemetry.state_changes
+        try:
+            while True:
+                seen = changes.version
+                await response.write(f"event: state\ndata: {self._state_json()}\n\n".encode())
+                # Coalesce bursts (a fast replay changes state hundreds of times a second),
+                # and tick even without changes so clocks and the chart move on.
+                await anyio.sleep(self.sse_min_interval_s)
+                with anyio.move_on_after(self.sse_tick_s):
+                    await changes.wait(seen)
+        except ConnectionResetError:
+            return response  # the viewer went away
+        finally:
+            self._streams.discard(task)
+
+    async def _mjpeg(self, request: web.Request) -> web.StreamResponse:
+        if self.telemetry.privacy:
+            raise web.HTTPNotFound(text="privacy mode: no images are served\n")
+        response = web.StreamResponse(
+            headers={"Content-Type": f"multipart/x-mixed-replace; boundary={MJPEG_BOUNDARY}"}
+        )
+        await response.prepare(request)
+        task = self._track()
+        changes = self.telemetry.frame_changes
+        # Chromium shows a part only once the next part has begun, so each frame is
+        # followed at once by the next boundary and part header; parts therefore carry
+        # no Content-Length (the boundary delimits them, as multipart allows).
+        next_part = f"\r\n--{MJPEG_BOUNDARY}\r\nContent-Type: image/jpeg\r\n\r\n".encode()
+        try:
+            await response.write(next_part[2:])
+            seen = -1
+            while True:
+                version = changes.version
+                if version == seen or self.telemetry.frame_seq == 0:
+                    await changes.wait(version)
+                    continue
+                seen = version
+                snapshot = await self._render()
+                if snapshot is None:
+                    continue
+                await response.write(snapshot[1] + next_part)
+                await anyio.sleep(self.mjpeg_interval_s)
+        except ConnectionResetError:
+            return response  # the viewer went away
+        finally:
+            self._streams.discard(task)
+
+    async def _stop_stream(self, request: web.Request) -> web.Response:
+        if request.content_type != "application/json":
+            return self._json({"error": "send a JSON body"}, 415)
+        try:
+            body = await request.json()
+        except ValueError:
+            return self._json({"error": "body is not valid JSON"}, 400)
+        if not isinstance(body, dict):
+            return self._json({"error": "body must be a JSON object"}, 400)
+        name, call_id = body.get("function_name"), body.get("call_id")
+        if not all(v is None or isinstance(v, str) for v in (name, call_id)) or not (
+            name or call_id
+        ):
+            return self._json({"error": "give function_name and/or call_id as strings"}, 400)
+        session = self.telemetry.app.session
+        if session is None:
+            return self._json({"error": "session not running"}, 503)
+        result = await session.stop_streaming(name or None, call_id or None)
+        return self._json(result)
+
+
+__all__ = ["HttpAddress", "StatusServer", "is_loopback", "parse_http"]

@@ -1,0 +1,82 @@
+"""The real App with the operations wiring, run in the test's event loop."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from device.app import App
+from device.config import build
+from device.operations import Operations, setup_operations
+from tests.datafiles import data_file
+
+
+@dataclass
+class RunningApp:
+    app: App
+    ops: Operations
+    events_path: Path
+    exit_code: int | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.ops.server is not None
+        return f"http://127.0.0.1:{self.ops.server.port}/"
+
+    def events(self) -> list[dict[str, Any]]:
+        lines = self.events_path.read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+@contextlib.asynccontextmanager
+async def running_app(
+    tmp_path: Path,
+    environ: Mapping[str, str] | None = None,
+    **flags: Any,
+) -> AsyncIterator[RunningApp]:
+    """The sample video, the local model, a status server on a free port; stopped on exit."""
+    events = tmp_path / "events.jsonl"
+    settings: dict[str, Any] = {
+        "source": str(data_file("vtest.avi")),
+        "model": "local",
+        "pace": "realtime",
+        "http": "127.0.0.1:0",
+        "events": events,
+        "device_id": "browser-test",
+    }
+    settings.update(flags)
+    config = build(
+        settings,
+        environ=dict(environ or {}),
+        system_config=tmp_path / "no-system-config.toml",
+    )
+    app = App(config, out=io.StringIO())
+    ops = setup_operations(app)
+    running = RunningApp(app, ops, events)
+
+    done = anyio.Event()
+
+    async def run() -> None:
+        try:
+            running.exit_code = await app.run()
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        try:
+            yield running
+        finally:
+            app.request_stop()
+            with anyio.fail_after(15):
+                await done.wait()
+
+
+__all__ = ["RunningApp", "running_app"]

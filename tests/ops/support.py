@@ -1,0 +1,269 @@
+"""Shared helpers of the operations tests: a fake App, a Mosquitto broker, an MQTT subscriber."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from paho.mqtt import client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+
+from device.capture import CaptureStats
+from device.config import Config
+from device.source_runner import SourceState
+from live.clock import FakeClock
+from live.session import SessionStats
+from tools.count_people import CountStats
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def tools_required() -> bool:
+    """Under CI (or when asked to), a missing Debian tool fails its tests instead of skipping.
+
+    Skipping is for a developer's machine that lacks the package; in CI, where
+    .ci/run installs it, a skip would hide that the test never ran.
+    """
+    ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+    return ci or bool(os.environ.get("LOOKOUT_REQUIRE_BROWSER"))
+
+
+def need_tool(path: Path | None, what: str, package: str) -> Path:
+    if path is not None and path.exists():
+        return path
+    message = f"{what} not found: apt-get install -y {package}"
+    if tools_required():
+        pytest.fail(f"{message} (required here: CI or LOOKOUT_REQUIRE_BROWSER is set)")
+    pytest.skip(message)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll an external process with a deadline (only for things we get no event from)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.02)
+
+
+# --------------------------------------------------------------------- fake app
+
+
+@dataclass
+class FakeSession:
+    stats: SessionStats = field(default_factory=SessionStats)
+    connection_state: str = "connected"
+    started_at: float = 0.0
+    streams: list[dict[str, Any]] = field(default_factory=list)
+    stop_calls: list[tuple[str | None, str | None]] = field(default_factory=list)
+
+    def running_streams(self) -> list[dict[str, Any]]:
+        return [dict(s) for s in self.streams]
+
+    async def stop_streaming(
+        self, function_name: str | None = None, call_id: str | None = None
+    ) -> dict[str, Any]:
+        self.stop_calls.append((function_name, call_id))
+        hit = [
+            s
+            for s in self.streams
+            if (function_name is None or s["name"] == function_name)
+            and (call_id is None or s["id"] == call_id)
+        ]
+        self.streams = [s for s in self.streams if s not in hit]
+        if not hit:
+            return {"status": f"No active streaming function named {function_name}"}
+        return {"status": f"Successfully stopped streaming function {function_name}"}
+
+
+@dataclass
+class FakeCapture:
+    stats: CaptureStats = field(default_factory=CaptureStats)
+
+
+@dataclass
+class FakeSourceRunner:
+    state: SourceState = SourceState.RUNNING
+
+
+@dataclass
+class FakeCounter:
+    stats: CountStats = field(default_factory=CountStats)
+
+
+@dataclass
+class FakeApp:
+    config: Config = field(default_factory=lambda: Config(device_id="test-cam", model="local"))
+    clock: FakeClock = field(default_factory=FakeClock)
+    session: FakeSession | None = field(default_factory=FakeSession)
+    capture: FakeCapture = field(default_factory=FakeCapture)
+    source_runner: FakeSourceRunner = field(default_factory=FakeSourceRunner)
+    counter: FakeCounter = field(default_factory=FakeCounter)
+
+
+# ----------------------------------------------------------------------- broker
+
+
+def mosquitto_path() -> Path | None:
+    found = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    return Path(found) if Path(found).exists() else None
+
+
+class Broker:
+    """A Mosquitto broker on a free loopback port, persisting to a temp directory."""
+
+    def __init__(self, executable: Path, directory: Path) -> None:
+        self.executable = executable
+        self.directory = directory
+        self.port = free_port()
+        self.config = directory / "mosquitto.conf"
+        self.log = directory / "mosquitto.log"
+        self.config.write_text(
+            f"listener {self.port} 127.0.0.1\n"
+            "allow_anonymous true\n"
+            "persistence true\n"
+            f"persistence_location {directory}/\n"
+            f"log_dest file {self.log}\n"
+            # Run as root, mosquitto would switch to user "mosquitto", which cannot
+            # write the persistence file in a private temp directory.
+            f"user {getpass.getuser()}\n"
+        )
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.port}"
+
+    def _accepting(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            log = self.log.read_text() if self.log.exists() else ""
+            raise AssertionError(f"mosquitto exited with {self.process.returncode}: {log}")
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [str(self.executable), "-c", str(self.config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(self._accepting, 10, "mosquitto to accept connections")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()  # SIGTERM: mosquitto saves retained messages and sessions
+            self.process.wait(10)
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@dataclass(frozen=True)
+class Received:
+    topic: str
+    payload: bytes
+    retain: bool
+
+    @property
+    def text(self) -> str:
+        return self.payload.decode()
+
+
+class Subscriber:
+    """A paho client on its own thread that records every message it gets."""
+
+    def __init__(
+        self,
+        port: int,
+        topics: Sequence[str],
+        *,
+        client_id: str | None = None,
+        persistent: bool = False,
+    ) -> None:
+        self.topics = list(topics)
+        self.messages: list[Received] = []
+        self._cond = threading.Condition()
+        self._subscribed = threading.Event()
+        self.client = mqtt.Client(
+            CallbackAPIVersion.VERSION2,
+            client_id=client_id or f"test-{uuid.uuid4().hex[:8]}",
+            clean_session=not persistent,
+        )
+        self.client.on_connect = self._on_connect
+        self.client.on_subscribe = self._on_subscribe
+        self.client.on_message = self._on_message
+        # paho's stub says int, but it only multiplies the delays; a broker restart in a
+        # test should not cost a whole second of reconnect wait.
+        self.client.reconnect_delay_set(0.05, 0.5)  # type: ignore[arg-type]
+        self.client.connect("127.0.0.1", port, keepalive=10)
+        self.client.loop_start()
+        if not self._subscribed.wait(10):
+            raise AssertionError("test subscriber could not subscribe")
+
+    def _on_connect(
+        self, client: mqtt.Client, userdata: Any, flags: mqtt.ConnectFlags, *_: Any
+    ) -> None:
+        # A resumed session keeps its subscriptions; subscribing again would replay
+        # retained messages in between the queued ones.
+        if flags.session_present:
+            self._subscribed.set()
+        else:
+            client.subscribe([(topic, 1) for topic in self.topics])
+
+    def _on_subscribe(self, *_: Any) -> None:
+        self._subscribed.set()
+
+    def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        with self._cond:
+            self.messages.append(Received(message.topic, bytes(message.payload), message.retain))
+            self._cond.notify_all()
+
+    def on(self, topic: str) -> list[Received]:
+        with self._cond:
+            return [m for m in self.messages if m.topic == topic]
+
+    def wait_for(
+        self, predicate: Callable[[list[Received]], bool], what: str, timeout: float = 10
+    ) -> list[Received]:
+        with self._cond:
+            if not self._cond.wait_for(lambda: predicate(self.messages), timeout):
+                seen = [(m.topic, m.payload[:80]) for m in self.messages]
+                raise AssertionError(f"timed out waiting for {what}; got {seen}")
+            return list(self.messages)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()

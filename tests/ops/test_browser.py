@@ -1,0 +1,161 @@
+"""The status page in a real headless Chromium, fed by the real app replaying the sample video.
+
+Debian's chromium, driven by Playwright's Python package (never `playwright install`).
+Without /usr/bin/chromium these tests skip, except under CI=1/true or with
+LOOKOUT_REQUIRE_BROWSER set, where they fail: CI installs chromium, so a skip
+there would hide a broken set-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+from playwright.async_api import Page, async_playwright
+
+from device.capture import EncodedFrame
+from device.status_server import HttpAddress, StatusServer
+from device.telemetry import Telemetry
+from tests.ops.apprun import running_app
+from tests.ops.support import CHROMIUM_ARGS, FakeApp
+
+pytestmark = pytest.mark.anyio
+COUNT_IS_NUMBER = "() => /^\\d+$/.test(document.getElementById('count').textContent)"
+COUNT_CHANGED = (
+    "(was) => { const t = document.getElementById('count').textContent;"
+    " return /^\\d+$/.test(t) && t !== was; }"
+)
+IMAGE_SHOWN = (
+    "() => { const i = document.getElementById('frame');"
+    " return !i.hidden && i.complete && i.naturalWidth > 0; }"
+)
+
+
+@contextlib.asynccontextmanager
+async def browser_page(chromium: Path) -> AsyncIterator[Page]:
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1280, "height": 820})
+            yield page
+        finally:
+            await browser.close()
+
+
+async def screenshot(page: Page, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    await page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000
+    artifacts = os.environ.get("LOOKOUT_ARTIFACTS")
+    if artifacts:
+        await anyio.to_thread.run_sync(copy_artifact, path, Path(artifacts))
+    return path
+
+
+def copy_artifact(path: Path, directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, directory / path.name)
+
+
+async def test_page_count_follows_the_replayed_video(chromium: Path, tmp_path: Path) -> None:
+    async with running_app(tmp_path) as run, browser_page(chromium) as page:
+        await page.goto(run.url)
+        await page.wait_for_function(COUNT_IS_NUMBER, timeout=20_000)
+        first = await page.text_content("#count")
+        await page.wait_for_function(COUNT_CHANGED, arg=first, timeout=20_000)
+        second = await page.text_content("#count")
+        await page.wait_for_function(IMAGE_SHOWN, timeout=10_000)
+        assert await page.text_content("#connection-state") == "model: connected"
+        assert await page.text_content("#source-state") == "source: running"
+        assert "people in view" in (await page.text_content("#model-text") or "")
+        assert await page.is_visible("button.stop")
+        await screenshot(page, tmp_path, "status-page.png")
+    counts = [e["count"] for e in run.events() if e["type"] == "count"]
+    shown = [int(first or -1), int(second or -1)]
+    # The page showed two consecutive counts of the app, in order.
+    assert any(counts[i : i + 2] == shown for i in range(len(counts) - 1)), (shown, counts)
+
+
+async def test_stop_button_ends_the_stream(chromium: Path, tmp_path: Path) -> None:
+    async with running_app(tmp_path) as run, browser_page(chromium) as page:
+        await page.goto(run.url)
+        await page.wait_for_selector("button.stop", timeout=20_000)
+        await page.click("button.stop")
+        await page.wait_for_selector("#no-streams", state="visible", timeout=10_000)
+        assert await page.is_hidden("#streams")
+        assert "Successfully stopped" in (await page.text_content("#stream-message") or "")
+        await screenshot(page, tmp_path, "status-page-stopped.png")
+        assert run.app.session is not None and run.app.session.running_streams() == []
+    stopped = [e for e in run.events() if e["type"] == "stream_stopped"]
+    assert [(e["name"], e["reason"]) for e in stopped] == [("count_people", "stop_streaming")]
+
+
+async def test_token_once_in_the_url_then_the_cookie_carries_the_page(
+    chromium: Path, tmp_path: Path
+) -> None:
+    token = "page-token-91c4"
+    async with running_app(tmp_path, http_token=token) as run, browser_page(chromium) as page:
+        refused = await page.goto(run.url)
+        assert refused is not None and refused.status == 401
+        await page.goto(f"{run.url}?token={token}")
+        assert page.url == run.url  # the token left the address bar
+        await page.wait_for_function(COUNT_IS_NUMBER, timeout=20_000)  # EventSource: cookie
+        await page.wait_for_function(IMAGE_SHOWN, timeout=10_000)  # MJPEG <img>: cookie
+        assert token not in await page.content()
+
+
+async def test_privacy_page_never_asks_for_an_image(chromium: Path, tmp_path: Path) -> None:
+    async with running_app(tmp_path, privacy=True) as run, browser_page(chromium) as page:
+        requested: list[str] = []
+        page.on("request", lambda request: requested.append(request.url))
+        await page.goto(run.url)
+        await page.wait_for_function(COUNT_IS_NUMBER, timeout=20_000)
+        assert await page.is_hidden("#frame")
+        assert "Privacy mode" in (await page.text_content("#no-image") or "")
+        await screenshot(page, tmp_path, "status-page-privacy.png")
+    assert not [url for url in requested if url.endswith((".mjpg", ".jpg"))], requested
+
+
+CENTER_PIXEL = (
+    "() => { const i = document.getElementById('frame');"
+    " if (i.hidden || !i.naturalWidth) return null;"
+    " const c = document.createElement('canvas'); c.width = i.naturalWidth;"
+    " c.height = i.naturalHeight; const x = c.getContext('2d'); x.drawImage(i, 0, 0);"
+    " return Array.from(x.getImageData(c.width / 2, c.height / 2, 1, 1).data.slice(0, 3)); }"
+)
+
+
+async def test_page_shows_the_newest_frame_not_the_one_before(
+    chromium: Path, tmp_path: Path
+) -> None:
+    """Chromium draws an MJPEG part only once the next one begins; the server must
+    start the next part right after each frame, or the page lags one frame behind."""
+    app = FakeApp()
+    telemetry = Telemetry(app)
+    server = StatusServer(telemetry, HttpAddress("127.0.0.1", 0))
+    server.listen()
+
+    def show(bgr: tuple[int, int, int]) -> None:
+        image = np.zeros((60, 80, 3), np.uint8)
+        image[:] = bgr
+        telemetry.on_encoded_frame(EncodedFrame(image, b"", 0.0, 0))
+
+    async with browser_page(chromium) as page, anyio.create_task_group() as tg:
+        await tg.start(server.run, app)
+        show((0, 0, 255))
+        await page.goto(f"http://127.0.0.1:{server.port}/")
+        for bgr in ((0, 0, 255), (0, 255, 0), (255, 0, 0)):
+            show(bgr)
+            rgb = list(reversed(bgr))
+            await page.wait_for_function(
+                f"() => {{ const p = ({CENTER_PIXEL})(); const want = {rgb};"
+                " return p !== null && p.every((v, k) => Math.abs(v - want[k]) < 30); }",
+                timeout=5_000,
+            )
+        tg.cancel_scope.cancel()  # the server only: the browser closes outside this group

@@ -1,0 +1,246 @@
+"""MQTT against a real Mosquitto broker started by the test (Debian's mosquitto).
+
+Without mosquitto the broker tests skip, except under CI=1/true, where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from device.config import ConfigError
+from device.events import SourceStateEvent
+from device.mqtt import MqttPublisher, MqttSettings, parse_mqtt
+from live.events import ModelAudio, ModelText
+from tests.datafiles import REPO_ROOT, data_file
+from tests.ops.support import Broker, Received, Subscriber
+from tools.count_people import CountChanged
+
+pytestmark = pytest.mark.anyio
+
+
+def count(n: int, t: float = 1.0) -> CountChanged:
+    return CountChanged(t=t, id="c1", count=n, previous=None, raw=n, t_media=t)
+
+
+def publisher(broker: Broker, device_id: str, **options: Any) -> MqttPublisher:
+    options.setdefault("backoff_s", (0.05, 0.3))
+    return MqttPublisher(parse_mqtt(broker.url), device_id=device_id, model="local", **options)
+
+
+def live_counts(messages: list[Received], topic: str) -> list[int]:
+    """Counts delivered as they happened (not replayed as retained), repeats folded.
+
+    QoS 1 is at-least-once: a message whose acknowledgement was lost comes twice.
+    """
+    values: list[int] = []
+    for m in messages:
+        if m.topic == topic and not m.retain:
+            value = json.loads(m.payload)["count"]
+            if not values or values[-1] != value:
+                values.append(value)
+    return values
+
+
+def has(
+    topic: str, payload: bytes | None = None, *, retained: bool | None = None
+) -> Callable[[list[Received]], bool]:
+    def check(messages: list[Received]) -> bool:
+        return any(
+            m.topic == topic
+            and (payload is None or m.payload == payload)
+            and (retained is None or m.retain == retained)
+            for m in messages
+        )
+
+    return check
+
+
+async def wait(
+    subscriber: Subscriber, predicate: Callable[[list[Received]], bool], what: str
+) -> None:
+    # The subscriber blocks on a condition; wait in a thread so the publisher keeps running.
+    await anyio.to_thread.run_sync(lambda: subscriber.wait_for(predicate, what))
+
+
+def test_parse_mqtt() -> None:
+    assert parse_mqtt("mqtt://broker") == MqttSettings("broker", 1883)
+    assert parse_mqtt("mqtts://broker") == MqttSettings("broker", 8883, tls=True)
+    settings = parse_mqtt("mqtt://cam%40site:p%3Ass@10.1.2.3:1884")
+    assert (settings.host, settings.port, settings.username) == ("10.1.2.3", 1884, "cam@site")
+    assert settings.password == "p:ss" and "p:ss" not in repr(settings) + str(settings)
+    for bad in ("broker:1883", "http://broker", "mqtt://", "mqtt://b:x", "mqtt://b/topic"):
+        with pytest.raises(ConfigError, match="mqtt: "):
+            parse_mqtt(bad)
+
+
+def test_queue_is_bounded_but_the_latest_count_is_kept() -> None:
+    pub = MqttPublisher(MqttSettings("127.0.0.1", 1), device_id="cam", max_queue=5)
+    for n in range(20):
+        pub.write(count(n, t=float(n)))
+    pub.write(ModelAudio(mime_type="audio/pcm", size=3, data=b"abc"))  # never published
+    assert pub.queued == 5 and pub.dropped == 35
+    assert pub.latest_count is not None
+    assert json.loads(pub.latest_count.payload)["count"] == 19 and pub.latest_count.retain
+
+
+def test_discovery_configs_follow_home_assistant_conventions() -> None:
+    pub = MqttPublisher(MqttSettings("b"), device_id="door", model="local", version="0.1.0")
+    sensor, occupancy = pub.discovery()
+    assert sensor.topic == "homeassistant/sensor/door_people/config" and sensor.retain
+    assert occupancy.topic == "homeassistant/binary_sensor/door_occupancy/config"
+    s, o = json.loads(sensor.payload), json.loads(occupancy.payload)
+    for config in (s, o):
+        assert config["state_topic"] == "lookout/door/count"
+        assert config["availability_topic"] == "lookout/door/state"
+        assert (config["payload_available"], config["payload_not_available"]) == (
+            "online",
+            "offline",
+        )
+        assert config["device"]["identifiers"] == ["lookout_door"]
+    assert s["unique_id"] != o["unique_id"]
+    assert s["value_template"] == "{{ value_json.count }}" and s["state_class"] == "measurement"
+    assert o["device_class"] == "occupancy" and "value_json.count > 0" in o["value_template"]
+
+
+async def test_count_state_and_discovery_are_retained_events_are_not(broker: Broker) -> None:
+    live = Subscriber(broker.port, ["lookout/cam1/#"])
+    pub = publisher(broker, "cam1")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pub.serve)
+        pub.write(SourceStateEvent(t=0.1, source="rtsp://u:pw@cam/1", state="running"))
+        pub.write(count(3))
+        pub.write(ModelText(t=1.2, text="3 people in view."))
+        events_topic = "lookout/cam1/events"
+        await wait(live, lambda ms: len([m for m in ms if m.topic == events_topic]) >= 3, "events")
+        late = Subscriber(broker.port, ["lookout/cam1/#", "homeassistant/#"])
+        await wait(late, lambda ms: len(ms) >= 4, "retained messages")
+        tg.cancel_scope.cancel()
+    retained = {m.topic: m for m in late.messages if m.retain}
+    assert set(retained) == {
+        "lookout/cam1/state",
+        "lookout/cam1/count",
+        "homeassistant/sensor/cam1_people/config",
+        "homeassistant/binary_sensor/cam1_occupancy/config",
+    }
+    assert retained["lookout/cam1/state"].payload == b"online"
+    assert json.loads(retained["lookout/cam1/count"].payload)["count"] == 3
+    events = [json.loads(m.payload) for m in live.on("lookout/cam1/events")]
+    assert [e["type"] for e in events] == ["source_state", "count", "model_text"]
+    assert events[0]["source"] == "rtsp://***@cam/1" and "time" in events[0]
+    live.close()
+    late.close()
+
+
+async def test_clean_shutdown_says_offline_after_flushing(broker: Broker) -> None:
+    pub = publisher(broker, "cam2")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pub.serve)
+        with anyio.fail_after(10):
+            await pub.wait_connected()
+        pub.write(count(7))  # queued right before the end: still delivered
+        tg.cancel_scope.cancel()
+    late = Subscriber(broker.port, ["lookout/cam2/#"])
+    late.wait_for(has("lookout/cam2/state", b"offline", retained=True), "offline")
+    late.wait_for(has("lookout/cam2/count", retained=True), "retained count")
+    assert json.loads(late.on("lookout/cam2/count")[0].payload)["count"] == 7
+    late.close()
+
+
+async def test_broker_restart_loses_no_count_change(broker: Broker) -> None:
+    topic = "lookout/cam3/count"
+    # A persistent session, so the broker keeps what is published while we reconnect.
+    watcher = Subscriber(broker.port, [topic], client_id="watcher-cam3", persistent=True)
+    pub = publisher(broker, "cam3")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pub.serve)
+        pub.write(count(1))
+        await wait(watcher, lambda ms: live_counts(ms, topic) == [1], "count 1")
+        await anyio.to_thread.run_sync(broker.stop)
+        pub.write(count(2))  # while the broker is down: queued, not lost
+        pub.write(count(3))
+        await anyio.to_thread.run_sync(broker.start)
+        await wait(watcher, lambda ms: live_counts(ms, topic)[-1:] == [3], "counts 2 and 3")
+        pub.write(count(4))
+        await wait(watcher, lambda ms: live_counts(ms, topic)[-1:] == [4], "count 4")
+        assert pub.stats.connects == 2
+        tg.cancel_scope.cancel()
+    assert live_counts(watcher.messages, topic) == [1, 2, 3, 4]
+    watcher.close()
+
+
+async def test_reconnect_republishes_the_latest_count_the_broker_lost(broker: Broker) -> None:
+    pub = publisher(broker, "cam4")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pub.serve)
+        pub.write(count(5))
+        first = Subscriber(broker.port, ["lookout/cam4/count"])
+        await wait(first, has("lookout/cam4/count"), "count 5")
+        first.close()
+        # A broker that comes back without its retained messages (no persistence file).
+        await anyio.to_thread.run_sync(broker.stop)
+        for stale in broker.directory.glob("*.db"):
+            stale.unlink()
+        await anyio.to_thread.run_sync(broker.start)
+        again = Subscriber(broker.port, ["lookout/cam4/count"])
+        await wait(again, has("lookout/cam4/count"), "the count, published again")
+        again.close()
+        tg.cancel_scope.cancel()
+    late = Subscriber(broker.port, ["lookout/cam4/count"])
+    late.wait_for(has("lookout/cam4/count", retained=True), "the retained count")
+    assert json.loads(late.on("lookout/cam4/count")[0].payload)["count"] == 5
+    assert pub.stats.connects == 2
+    late.close()
+
+
+def test_last_will_when_lookout_is_killed(broker: Broker, tmp_path: Path) -> None:
+    base = "lookout/killtest"
+    watch = Subscriber(broker.port, [f"{base}/#", "homeassistant/+/+/config"])
+    env = {k: v for k, v in os.environ.items() if k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
+    log = tmp_path / "lookout.log"
+    (tmp_path / "empty.toml").write_text("")  # not /etc/lookout/lookout.toml
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable, "-m", "device.cli", "run", "--model", "local",
+                "--source", str(data_file("vtest.avi")),
+                "--pace", "realtime", "--loop", "--no-http", "--mqtt", broker.url,
+                "--device-id", "killtest", "--config", str(tmp_path / "empty.toml"),
+            ],
+            cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+        )  # fmt: skip
+    try:
+        try:
+            watch.wait_for(
+                lambda ms: has(f"{base}/state", b"online")(ms) and has(f"{base}/count")(ms),
+                "online and a count",
+                timeout=15,
+            )
+        except AssertionError as exc:
+            hint = "(is attach_operations wired into `lookout run`?)"
+            raise AssertionError(f"{exc} {hint}\nlookout output:\n{log.read_text()}") from None
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        watch.wait_for(has(f"{base}/state", b"offline"), "the last will")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    late = Subscriber(broker.port, [f"{base}/#", "homeassistant/+/+/config"])
+    late.wait_for(lambda ms: len(ms) >= 4, "retained state, count and discovery")
+    retained = {m.topic: m.payload for m in late.messages if m.retain}
+    assert retained[f"{base}/state"] == b"offline"
+    assert isinstance(json.loads(retained[f"{base}/count"])["count"], int)
+    assert "homeassistant/sensor/killtest_people/config" in retained
+    assert "homeassistant/binary_sensor/killtest_occupancy/config" in retained
+    watch.close()
+    late.close()

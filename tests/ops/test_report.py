@@ -1,0 +1,191 @@
+"""`lookout report`: figures from hand-built events and from a real run, rendered both ways."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from device.events import CaptureStatsEvent, SourceStateEvent
+from device.report import ReportError, load_events, make_report, summarize
+from live.eventlog import SQLiteEventLog
+from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped
+from tests.datafiles import REPO_ROOT, data_file
+from tools.count_people import CountChanged
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def count(t: float, n: int, previous: int | None) -> CountChanged:
+    return CountChanged(t=t, id="c1", count=n, previous=previous, raw=n, t_media=t)
+
+
+def one_run() -> list[Event]:
+    """2 people for 2 s, nobody for 3 s, 3 for 2 s, stopped, restarted: 1 for 1 s."""
+    return [
+        ConnectionState(t=0.0, state="connecting"),
+        StreamStarted(t=0.01, id="c1", name="count_people", args={}),
+        count(1.0, 2, None),
+        count(3.0, 0, 2),
+        count(6.0, 3, 0),
+        ModelText(t=7.0, text="3 people in view (was 0)."),
+        StreamStopped(t=8.0, id="c1", name="count_people", reason="stop_streaming", emissions=3),
+        StreamStarted(t=10.0, id="c2", name="count_people", args={}),
+        count(11.0, 1, None),
+        CaptureStatsEvent(
+            t=12.0, frames_read=1, frames_sampled=1, frames_encoded=1, dropped={}, encode_ms_mean=1
+        ),
+    ]
+
+
+def write_jsonl(path: Path, events: list[Event]) -> Path:
+    with path.open("a") as file:
+        for event in events:
+            file.write(json.dumps(event.to_dict()) + "\n")
+    return path
+
+
+def test_figures_from_hand_built_events(tmp_path: Path) -> None:
+    summary = summarize([e.to_dict() for e in one_run()])
+    assert summary["runs"] == 1 and summary["duration_s"] == 12.0
+    assert summary["observed_s"] == 8.0  # 1-8 s and 11-12 s; unknown while stopped
+    assert summary["max_count"] == 3 and summary["min_count"] == 0 and summary["final_count"] == 1
+    assert summary["mean_occupancy"] == pytest.approx((2 * 2 + 0 * 3 + 3 * 2 + 1 * 1) / 8, abs=1e-3)
+    assert summary["time_empty_s"] == 3.0 and summary["time_occupied_s"] == 5.0
+    # 2->0 and 0->3; the first count of each call is a start, not a change.
+    assert summary["changes"] == 2 and summary["count_reports"] == 4
+    assert summary["model_messages"] == 1
+    assert summary["streams_started"] == 2 and summary["streams_stopped"] == 1
+    assert summary["stop_reasons"] == {"stop_streaming": 1}
+
+
+def test_runs_appended_to_one_file_are_read_one_after_the_other(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "events.jsonl", one_run())
+    # A second run starts its times at 0 again, with a source event before the session.
+    second: list[Event] = [
+        SourceStateEvent(t=0.0, source="0", state="running"),
+        ConnectionState(t=0.0, state="connecting"),
+        count(0.5, 4, None),
+        ConnectionState(t=2.0, state="closed"),
+    ]
+    write_jsonl(path, second)
+    summary = make_report(path, tmp_path / "report.png")
+    assert summary["runs"] == 2 and summary["duration_s"] == 14.0
+    assert summary["observed_s"] == 9.5 and summary["max_count"] == 4
+    assert summary["changes"] == 2  # a count never carries into the next run
+    assert summary["mean_occupancy"] == pytest.approx((11 + 4 * 1.5) / 9.5, abs=1e-3)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".html"])
+def test_renders_png_and_self_contained_html(tmp_path: Path, suffix: str) -> None:
+    path = write_jsonl(tmp_path / "events.jsonl", one_run())
+    out = tmp_path / f"report{suffix}"
+    summary = make_report(path, out)
+    data = out.read_bytes()
+    if suffix == ".png":
+        assert data.startswith(PNG) and len(data) > 20_000
+        return
+    text = data.decode()
+    assert "data:image/png;base64," in text and "http://" not in text.replace("file://", "")
+    assert "<th>Mean occupancy (time-weighted)</th><td>1.38</td>" in text
+    assert "<th>Time with nobody</th><td>3.00 s</td>" in text
+    assert "3 people in view (was 0)." in text and "stop_streaming" in text
+    assert summary["changes"] == 2
+
+
+def test_sqlite_log_gives_the_same_figures(tmp_path: Path) -> None:
+    log = SQLiteEventLog(tmp_path / "events.sqlite")
+    for event in one_run():
+        log.record(event)
+    log.close()
+    from_db = make_report(tmp_path / "events.sqlite", tmp_path / "db.png")
+    from_jsonl = summarize([e.to_dict() for e in one_run()])
+    assert from_db == from_jsonl
+
+
+def test_problems_are_one_line_report_errors(tmp_path: Path) -> None:
+    good = write_jsonl(tmp_path / "good.jsonl", one_run())
+    bad_json = tmp_path / "bad.jsonl"
+    bad_json.write_text('{"type": "count", "t": 1}\nnot json\n{"type": "x", "t": 2}\n')
+    not_event = tmp_path / "other.jsonl"
+    not_event.write_text('{"hello": 1}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    cases = [
+        (tmp_path / "missing.jsonl", tmp_path / "r.png", "no such file"),
+        (bad_json, tmp_path / "r.png", "bad.jsonl:2: not valid JSON"),
+        (not_event, tmp_path / "r.png", "other.jsonl:1: not a Lookout event"),
+        (empty, tmp_path / "r.png", "no events"),
+        (binary, tmp_path / "r.png", "neither a JSON-lines file nor a SQLite database"),
+        (tmp_path, tmp_path / "r.png", "is a directory"),
+        (good, tmp_path / "r.pdf", "must be .html or .png"),
+        (good, tmp_path / "nowhere" / "r.png", "does not exist"),
+    ]
+    for source, out, message in cases:
+        with pytest.raises(ReportError, match=message) as info:
+            make_report(source, out)
+        assert "\n" not in str(info.value)
+
+
+def test_half_written_last_line_of_a_killed_run_is_ignored(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "events.jsonl", one_run())
+    with path.open("a") as file:
+        file.write('{"type":"count","t":13.0,"id":"c2","cou')
+    assert len(load_events(path)) == len(one_run())
+
+
+def test_missing_matplotlib_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_jsonl(tmp_path / "events.jsonl", one_run())
+    for module in ("matplotlib.backends.backend_agg", "matplotlib.figure"):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ReportError, match=r"pip install 'lookout\[report\]'"):
+        make_report(path, tmp_path / "r.png")
+
+
+def expected_figures(events: list[dict[str, Any]]) -> tuple[int, int, float]:
+    """Max, changes and time-weighted mean, computed straight from the count events."""
+    counts = [(e["t"], e["count"]) for e in events if e["type"] == "count"]
+    stops = [e["t"] for e in events if e["type"] == "stream_stopped"]
+    end = min(stops) if stops else max(e["t"] for e in events)
+    times = [t for t, _ in counts] + [end]
+    weighted = sum(c * (times[i + 1] - times[i]) for i, (_, c) in enumerate(counts))
+    changes = sum(1 for a, b in itertools.pairwise(counts) if a[1] != b[1])
+    return max(c for _, c in counts), changes, weighted / (end - counts[0][0])
+
+
+def test_report_of_a_real_run(tmp_path: Path) -> None:
+    jsonl, db = tmp_path / "run.jsonl", tmp_path / "run.sqlite"
+    (tmp_path / "empty.toml").write_text("")  # not /etc/lookout/lookout.toml
+    env = {k: v for k, v in os.environ.items() if k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "device.cli", "run", "--source", str(data_file("vtest.avi")),
+            "--model", "local", "--pace", "fast", "--no-http", "--duration", "5",
+            "--events", str(jsonl), "--db", str(db), "--config", str(tmp_path / "empty.toml"),
+        ],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    events = load_events(jsonl)
+    summary = make_report(jsonl, tmp_path / "real.html")
+    top, changes, mean = expected_figures(events)
+    assert summary["max_count"] == top and summary["changes"] == changes >= 2
+    assert summary["mean_occupancy"] == pytest.approx(mean, abs=1e-3)
+    texts = [e for e in events if e["type"] == "model_text"]
+    assert summary["model_messages"] == len(texts) >= 3
+    assert summary["streams_started"] == 1 and summary["streams_stopped"] == 1
+    # The SQLite log of the same run tells the same story.
+    from_db = make_report(db, tmp_path / "real.png")
+    for key in ("max_count", "changes", "model_messages", "streams_started", "final_count"):
+        assert from_db[key] == summary[key], key
+    assert (tmp_path / "real.png").read_bytes().startswith(PNG)

@@ -1,0 +1,177 @@
+"""Telemetry: state from events, frames from observers, Prometheus metrics from the app."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import cv2
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from device.capture import EncodedFrame
+from device.config import Config
+from device.events import SourceStateEvent
+from device.source_runner import SourceState
+from device.telemetry import BOX_COLOR, Telemetry, strip_credentials
+from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage
+from models.detector import Detections
+from tests.ops.support import FakeApp, FakeSession
+from tools.count_people import CountChanged, FrameResult
+
+
+def count(n: int, t: float, previous: int | None = None) -> CountChanged:
+    return CountChanged(t=t, id="call-1", count=n, previous=previous, raw=n, t_media=t)
+
+
+def frame_result(image: np.ndarray, boxes: list[list[float]], n: int, ms: float) -> FrameResult:
+    detections = Detections(
+        np.asarray(boxes, np.float32).reshape(-1, 4), np.full(len(boxes), 0.9, np.float32)
+    )
+    return FrameResult("call-1", 0.0, len(boxes), n, detections, image, ms)
+
+
+def metrics(telemetry: Telemetry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    values = {}
+    for family in text_string_to_metric_families(telemetry.metrics_text().decode()):
+        for sample in family.samples:
+            values[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return values
+
+
+def test_events_set_state_counts_history_and_model_text() -> None:
+    app = FakeApp()
+    tel = Telemetry(app, history_s=60)
+    tel.write(SourceStateEvent(t=0.1, source="rtsp://admin:hunter2@cam/1", state="running"))
+    tel.write(ConnectionState(t=0.2, state="connected"))
+    for n, t in [(3, 1.0), (4, 30.0), (2, 100.0)]:
+        tel.write(count(n, t))
+    tel.write(ModelText(t=100.5, text="2 people in view (was 4)."))
+    tel.write(Transcript(t=101.0, text="heard you", direction="input"))  # the user's words
+    tel.write(Usage(t=102, total_tokens=5))  # nothing shown: no change
+    app.clock.set(110.0)
+    state = tel.state()
+    assert state["count"] == 2 and state["count_changes"] == 3
+    # Window 60 s at t=110: the 4 from t=30 is kept as the count at the window's start.
+    assert state["history"] == [[30.0, 4], [100.0, 2]]
+    assert state["source"] == {"name": "rtsp://***@cam/1", "state": "running", "reason": ""}
+    assert state["connection"]["state"] == "connected"
+    assert state["model_text"] == [{"t": 100.5, "text": "2 people in view (was 4)."}]
+    assert state["t"] == 110.0 and state["device_id"] == "test-cam" and state["model"] == "local"
+    assert tel.state_changes.version == 6  # usage and input transcripts change nothing shown
+
+
+def test_detector_frames_are_drawn_with_their_boxes_off_the_loop() -> None:
+    tel = Telemetry(FakeApp())
+    assert tel.snapshot_jpeg() is None and tel.frame_seq == 0
+    image = np.full((120, 160, 3), 90, np.uint8)
+    tel.on_frame_result(frame_result(image, [[20, 30, 80, 100]], n=1, ms=42.0))
+    snap = tel.snapshot_jpeg()
+    assert snap is not None and snap[0] == tel.frame_seq == 1
+    drawn = cv2.imdecode(np.frombuffer(snap[1], np.uint8), cv2.IMREAD_COLOR)
+    assert drawn is not None and drawn.shape == image.shape
+    # The box's left edge is green in the JPEG; the original frame is untouched.
+    edge = drawn[60, 20].astype(int)
+    assert abs(edge[1] - BOX_COLOR[1]) < 40 and edge[1] > edge[0] + 60
+    assert (image == 90).all()
+    assert tel.snapshot_jpeg() == snap  # cached: one encode per frame, whoever asks
+    assert tel.raw == 1 and tel.detect_ms == 42.0
+
+
+def test_plain_frames_are_shown_only_while_no_detector_frame_is_fresh() -> None:
+    now = [0.0]
+    tel = Telemetry(FakeApp(), stale_frame_s=2.0, monotonic=lambda: now[0])
+    plain = EncodedFrame(np.zeros((10, 10, 3), np.uint8), b"", 0.0, 0)
+    tel.on_encoded_frame(plain)
+    assert tel.frame_seq == 1  # nothing better yet
+    tel.on_frame_result(frame_result(np.zeros((10, 10, 3), np.uint8), [], n=0, ms=5))
+    assert tel.frame_seq == 2
+    now[0] = 1.0
+    tel.on_encoded_frame(plain)
+    assert tel.frame_seq == 2  # the boxed frame stays
+    now[0] = 3.5  # counting stopped: the page keeps moving with plain frames
+    tel.on_encoded_frame(plain)
+    assert tel.frame_seq == 3
+
+
+def test_privacy_mode_keeps_no_image_at_all() -> None:
+    tel = Telemetry(FakeApp(config=Config(device_id="p", model="local", privacy=True)))
+    image = np.zeros((10, 10, 3), np.uint8)
+    tel.on_frame_result(frame_result(image, [[1, 1, 5, 5]], n=1, ms=3))
+    tel.on_encoded_frame(EncodedFrame(image, b"jpeg", 0.0, 0))
+    assert tel.frame_seq == 0 and tel.snapshot_jpeg() is None
+    assert tel.state()["privacy"] is True and tel.raw == 1  # counting still works
+
+
+def test_metrics_read_the_apps_own_counters() -> None:
+    app = FakeApp()
+    stats = app.capture.stats
+    stats.frames_read, stats.frames_sampled, stats.frames_encoded = 100, 20, 19
+    stats.dropped = Counter({"rate": 80, "encode_error": 1})
+    assert app.session is not None
+    session = app.session.stats
+    session.emissions, session.reconnects, session.frames_model_lane_dropped = 7, 2, 3
+    session.usage_prompt_tokens, session.usage_total_tokens = 120, 150
+    app.counter.stats.processed = 19
+    tel = Telemetry(app)
+    tel.write(count(4, 1.0))
+    for ms in (30.0, 60.0, 200.0):
+        tel.on_frame_result(frame_result(np.zeros((8, 8, 3), np.uint8), [], n=4, ms=ms))
+    values = metrics(tel)
+    assert values[("lookout_frames_read_total", ())] == 100
+    assert values[("lookout_frames_sampled_total", ())] == 20
+    assert values[("lookout_frames_dropped_total", (("reason", "rate"),))] == 80
+    assert values[("lookout_frames_dropped_total", (("reason", "encode_error"),))] == 1
+    assert values[("lookout_frames_dropped_total", (("reason", "late"),))] == 0
+    assert values[("lookout_frames_dropped_total", (("reason", "model_lane"),))] == 3
+    assert values[("lookout_people", ())] == 4
+    assert values[("lookout_emissions_total", ())] == 7
+    assert values[("lookout_model_reconnects_total", ())] == 2
+    assert values[("lookout_model_tokens_total", (("kind", "prompt"),))] == 120
+    assert values[("lookout_model_tokens_total", (("kind", "total"),))] == 150
+    assert values[("lookout_detector_latency_seconds_count", ())] == 3
+    assert values[("lookout_detector_latency_seconds_bucket", (("le", "0.1"),))] == 2
+    assert values[("lookout_detector_latency_seconds_sum", ())] == pytest.approx(0.29)
+    assert values[("lookout_source_state", (("state", "running"),))] == 1
+    assert values[("lookout_source_state", (("state", "reconnecting"),))] == 0
+    assert values[("lookout_model_connection_state", (("state", "connected"),))] == 1
+    assert values[("lookout_healthy", ())] == 1
+    assert values[("lookout_info", (("device_id", "test-cam"), ("model", "local")))] == 1
+
+
+def test_unknown_count_is_absent_from_metrics_not_zero() -> None:
+    values = metrics(Telemetry(FakeApp(session=None)))
+    assert ("lookout_people", ()) not in values
+    assert values[("lookout_frames_read_total", ())] == 0
+    assert values[("lookout_healthy", ())] == 0
+
+
+def test_health_names_what_is_wrong() -> None:
+    app = FakeApp(session=None)
+    tel = Telemetry(app)
+    assert tel.health().reason == "session not started"
+    app.session = FakeSession()
+    app.source_runner.state = SourceState.RECONNECTING
+    tel.write(
+        SourceStateEvent(source="0", state="reconnecting", reason="read timeout; retry in 2 s")
+    )
+    assert tel.health().reason == "source reconnecting (read timeout; retry in 2 s)"
+    app.source_runner.state = SourceState.RUNNING
+    app.session.connection_state = "reconnecting"
+    tel.write(ConnectionState(state="reconnecting", reason="GoAway"))
+    assert tel.health().reason == "model connection reconnecting (GoAway)"
+    app.session.connection_state = "connected"
+    assert tel.health().ok and tel.health().reason == "ok"
+
+
+def test_running_streams_come_from_the_session() -> None:
+    session = FakeSession(streams=[{"id": "c1", "name": "count_people", "args": {"region": []}}])
+    tel = Telemetry(FakeApp(session=session))
+    tel.write(StreamStarted(id="c1", name="count_people", args={}))
+    assert tel.state()["streams"] == [{"id": "c1", "name": "count_people"}]
+
+
+def test_strip_credentials_from_urls_only() -> None:
+    assert strip_credentials("rtsp://u:p@10.0.0.2:554/s") == "rtsp://***@10.0.0.2:554/s"
+    assert strip_credentials("http://cam/a@b") == "http://cam/a@b"
+    assert strip_credentials("/videos/me@home.avi") == "/videos/me@home.avi"
