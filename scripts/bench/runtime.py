@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import struct
 import sys
 import time
@@ -28,9 +27,11 @@ from google.genai import types
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from live import InputStream, LiveRequestQueue, Runner, SessionConfig  # noqa: E402
-from live.testing import ScriptedModel, Sent  # noqa: E402
-from tools import FunctionTool  # noqa: E402
+import anyio.lowlevel
+
+from live import InputStream, LiveRequestQueue, Runner, SessionConfig
+from live.testing import ScriptedModel, Sent
+from tools import FunctionTool
 
 
 def rss_mb() -> float:
@@ -128,7 +129,7 @@ async def run_case(label: str, delay_s: float, *, fps: float, seconds: float, bu
             queue.send_realtime(blob, t=enqueued[i])
             sent += 1
             if burst:
-                await anyio.sleep(0)
+                await anyio.lowlevel.checkpoint()
             if i % 30 == 0:
                 rss_peak = max(rss_peak, rss_mb())
         await anyio.sleep(delay_s * 3 + 0.05)
