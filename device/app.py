@@ -124,7 +124,11 @@ class App:
             spec = str(video)
         self.source_spec = spec
         self.source: FrameSource = self.source_override or open_source(
-            spec, clock_now=self.clock.now
+            spec,
+            clock_now=self.clock.now,
+            folder_fps=self.config.folder_fps,
+            # A stuck network read gives up a little after the watchdog does.
+            read_timeout_s=self.config.stall_timeout * 2,
         )
         self.model = build_model(self.config)
         self.counter = CountPeople(

@@ -70,6 +70,8 @@ def _add_run(sub: Any) -> None:
         choices=["silent", "when_idle", "interrupt"],
         help="when the model reacts to a count change (default when_idle)",
     )
+    p.add_argument("--folder-fps", type=float, help="frame rate of an image folder source (default 1)")
+    p.add_argument("--stall-timeout", type=float, help="seconds without a frame before a camera is reopened (default 5)")
     p.add_argument(
         "--min-hold",
         type=float,
@@ -137,7 +139,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 RUN_FLAGS = (
     "source", "model", "fps", "detect_fps", "send_frames", "privacy", "pace", "loop", "duration",
     "events", "db", "threshold", "detector", "max_side", "jpeg_quality", "emit", "scheduling",
-    "min_hold", "device_id", "http", "http_token", "mqtt",
+    "min_hold", "device_id", "http", "http_token", "mqtt", "folder_fps", "stall_timeout",
 )  # fmt: skip
 
 

@@ -53,7 +53,8 @@ class Config:
     http: str | None = "127.0.0.1:8765"
     http_token: str | None = None
     mqtt: str | None = None
-    stall_timeout: float = 5.0
+    stall_timeout: float = 5.0  # seconds without a frame before a live source is reopened
+    folder_fps: float = 1.0  # frame rate given to an image folder
     log_level: str = "warning"
     # Not settable from files or flags: secrets come from the environment only.
     api_key: str | None = field(default=None, repr=False)
@@ -91,7 +92,7 @@ _FIELDS = {f.name: f for f in fields(Config) if f.name != "api_key"}
 _OPTIONAL_FLOAT = {"duration"}
 _PATHS = {"events", "db", "detector"}
 _OPTIONAL_STR = {"source", "model", "system_instruction", "http", "http_token", "mqtt"}
-_FLOATS = {"fps", "detect_fps", "threshold", "min_hold", "stall_timeout"}
+_FLOATS = {"fps", "detect_fps", "threshold", "min_hold", "stall_timeout", "folder_fps"}
 _INTS = {"max_side", "jpeg_quality", "smoothing"}
 _BOOLS = {"send_frames", "privacy", "loop"}
 _STRS = {"pace", "emit", "scheduling", "device_id", "log_level"}
@@ -188,6 +189,7 @@ def validate(config: Config) -> Config:
         f"duration must be positive, not {config.duration}",
     )
     need(config.stall_timeout > 0, "stall_timeout must be positive")
+    need(config.folder_fps > 0, f"folder_fps must be positive, not {config.folder_fps:g}")
     need(bool(config.device_id.strip()), "device_id must not be empty")
     if config.detector is not None:
         need(config.detector.is_file(), f"detector model not found: {config.detector}")
