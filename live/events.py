@@ -55,7 +55,9 @@ class Event:
 
     @property
     def call_id(self) -> str | None:
-        return None
+        """The tool call an event belongs to (events about a call carry it as ``id``)."""
+        value = getattr(self, "id", None)
+        return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,10 +102,6 @@ class ToolCall(Event):
     name: str
     args: dict[str, Any]
 
-    @property
-    def call_id(self) -> str | None:
-        return self.id
-
 
 @dataclass(frozen=True, kw_only=True)
 class ToolResult(Event):
@@ -113,10 +111,6 @@ class ToolResult(Event):
     id: str
     name: str
     response: dict[str, Any]
-
-    @property
-    def call_id(self) -> str | None:
-        return self.id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,10 +122,6 @@ class Emission(Event):
     seq: int
     final: bool = False
 
-    @property
-    def call_id(self) -> str | None:
-        return self.id
-
 
 @dataclass(frozen=True, kw_only=True)
 class StreamStarted(Event):
@@ -139,10 +129,6 @@ class StreamStarted(Event):
     id: str
     name: str
     args: dict[str, Any]
-
-    @property
-    def call_id(self) -> str | None:
-        return self.id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,10 +140,6 @@ class StreamStopped(Event):
     emissions: int
     frames_received: int = 0
     frames_dropped: int = 0
-
-    @property
-    def call_id(self) -> str | None:
-        return self.id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,7 +167,3 @@ class ErrorEvent(Event):
     message: str
     where: str = ""
     id: str | None = None
-
-    @property
-    def call_id(self) -> str | None:
-        return self.id

@@ -45,10 +45,6 @@ class CountChanged(Event):
     raw: int
     t_media: float
 
-    @property
-    def call_id(self) -> str | None:
-        return self.id
-
 
 @dataclass(frozen=True)
 class FrameResult:
