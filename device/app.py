@@ -210,6 +210,7 @@ class App:
             self.queue.close()
 
     async def run(self) -> int:
+        log.info("effective configuration: %s", describe_config(self.config))
         runner = Runner(
             self.model,
             self.tools,

@@ -39,6 +39,19 @@ def test_a_key_in_the_environment_selects_gemini_and_never_shows_in_repr() -> No
     assert config.secrets() == ("AIza-secret-test-key",)
 
 
+def test_the_effective_configuration_shows_no_secret() -> None:
+    from device.app import describe_config
+
+    config = make(
+        {"http_token": "tok-123456", "mqtt": "mqtt://user:pa55word@broker:1883"},
+        environ={"GEMINI_API_KEY": "AIza-secret-test-key"},
+    )
+    text = str(describe_config(config))
+    assert "AIza" not in text and "tok-123456" not in text and "pa55word" not in text
+    assert "broker:1883" in text and "gemini-3.8-live" in text
+    assert set(config.secrets()) == {"AIza-secret-test-key", "tok-123456", "pa55word"}
+
+
 def test_google_api_key_wins_like_in_the_sdk() -> None:
     assert api_key_from_env({"GEMINI_API_KEY": "a", "GOOGLE_API_KEY": "b"}) == "b"
     assert api_key_from_env({"GEMINI_API_KEY": " a "}) == "a"
