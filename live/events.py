@@ -167,3 +167,36 @@ class ErrorEvent(Event):
     message: str
     where: str = ""
     id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobUpdate(Event):
+    """A long-running job changed state: started, succeeded, failed, cancelled."""
+
+    type: ClassVar[str] = "job"
+    id: str  # the call that started the job
+    job_id: str
+    name: str
+    state: str
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobProgress(Event):
+    """How far a job has come; for people (console, log, status page), never for the model."""
+
+    type: ClassVar[str] = "job_progress"
+    id: str
+    job_id: str
+    name: str
+    fraction: float | None
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserText(Event):
+    """What a person asked (request-response mode)."""
+
+    type: ClassVar[str] = "user_text"
+    text: str

@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import itertools
 import logging
+import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from live.events import (
     ErrorEvent,
     Event,
     Interrupted,
+    JobUpdate,
     ModelAudio,
     ModelText,
     StreamStarted,
@@ -621,20 +623,57 @@ class LiveSession:
         )
 
     async def _run_regular(self, tool: Tool, call_id: str, args: dict[str, Any]) -> None:
+        job_id: str | None = None
+        context = self._context(tool, call_id, None)
+        if tool.is_long_running:
+            # A ticket now, the result later with the same call id (declared NON_BLOCKING).
+            job_id = f"job-{uuid.uuid4().hex[:10]}"
+            context.job_id = job_id
+            self._respond(
+                call_id,
+                tool.name,
+                {"job_id": job_id, "status": "started"},
+                will_continue=True,
+                scheduling=_SILENT,
+            )
+            self._emit(JobUpdate(id=call_id, job_id=job_id, name=tool.name, state="running"))
         with anyio.CancelScope() as scope:
             self._regular_calls[call_id] = scope
             try:
-                result = await tool.call(args, self._context(tool, call_id, None))
+                result = await tool.call(args, context)
             except Exception as exc:
                 message = short_error(exc, self.config.secrets)
                 log.error("tool %s (call %s) failed: %s", tool.name, call_id, message)
                 self._emit(ErrorEvent(message=message, where=tool.name, id=call_id))
+                if job_id is not None:
+                    self._emit(
+                        JobUpdate(
+                            id=call_id, job_id=job_id, name=tool.name, state="failed", error=message
+                        )
+                    )
                 self._respond_error(call_id, tool.name, message)
                 return
             finally:
                 self._regular_calls.pop(call_id, None)
             response = result if isinstance(result, dict) else {"result": result}
+            if job_id is not None:
+                self._emit(
+                    JobUpdate(
+                        id=call_id,
+                        job_id=job_id,
+                        name=tool.name,
+                        state="succeeded",
+                        result=response,
+                    )
+                )
+                response = {**response, "job_id": job_id, "status": "succeeded"}
             self._respond(call_id, tool.name, response)
+        if scope.cancelled_caught and job_id is not None:
+            self._emit(
+                JobUpdate(
+                    id=call_id, job_id=job_id, name=tool.name, state="cancelled", error="cancelled"
+                )
+            )
 
     def _start_stream(self, tool: Tool, call_id: str, args: dict[str, Any]) -> None:
         if not self.config.allow_concurrent_calls:

@@ -24,6 +24,7 @@ class StopStreamingTool:
     name = STOP_STREAMING
     is_streaming = False
     consumes_input = False
+    is_long_running = False
 
     def __init__(self, stop: StopFunction) -> None:
         self._stop = stop

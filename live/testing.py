@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from google.genai import types
 
 from live.clock import Clock, MonotonicClock
 from live.model import (
@@ -32,6 +33,7 @@ from live.model import (
     SendRealtime,
     SendToolResponse,
 )
+from live.turn_model import TurnModelError, TurnReply, TurnRequest
 
 
 @dataclass(frozen=True)
@@ -253,3 +255,82 @@ class ScriptedModel:
 
     def frames(self) -> list[Sent]:
         return [i for i in self.sent if isinstance(i.message, SendRealtime)]
+
+
+# ------------------------------------------------------------------------------------
+# Request-response
+
+
+TurnScript = TurnReply | Exception | Callable[[TurnRequest], "TurnReply | Exception"]
+
+
+def function_responses(request: TurnRequest) -> list[types.FunctionResponse]:
+    """Every FunctionResponse in a request's history, oldest first."""
+    out = []
+    for content in request.contents:
+        for part in content.parts or []:
+            if part.function_response is not None:
+                out.append(part.function_response)
+    return out
+
+
+def last_function_responses(request: TurnRequest) -> list[types.FunctionResponse]:
+    """The FunctionResponses of the newest content (what the model is answering now)."""
+    if not request.contents:
+        return []
+    return [
+        p.function_response
+        for p in request.contents[-1].parts or []
+        if p.function_response is not None
+    ]
+
+
+@dataclass
+class ScriptedTurnModel:
+    """A request-response model played by the test.
+
+    Each ``generate`` takes the next item of ``script``: a reply, an exception
+    to raise, or a function of the request that returns either. When the
+    script is empty, ``default`` answers (if set). Every request is recorded.
+    """
+
+    script: list[TurnScript] = field(default_factory=list)
+    default: Callable[[TurnRequest], TurnReply | Exception] | None = None
+    name: str = "scripted-turns"
+    requests: list[TurnRequest] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._changed = anyio.Event()
+
+    async def generate(self, request: TurnRequest) -> TurnReply:
+        self.requests.append(request)
+        self._changed.set()
+        self._changed = anyio.Event()
+        await anyio.lowlevel.checkpoint()
+        if self.script:
+            item: TurnScript = self.script.pop(0)
+        elif self.default is not None:
+            item = self.default
+        else:
+            raise TurnModelError("the scripted model has no reply left")
+        if callable(item) and not isinstance(item, Exception | TurnReply):
+            item = item(request)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    async def wait_requests(self, n: int, *, timeout: float = 10.0) -> TurnRequest:
+        """Wait until ``n`` requests were made; return the n-th."""
+        with anyio.fail_after(timeout):
+            while len(self.requests) < n:
+                await self._changed.wait()
+        return self.requests[n - 1]
+
+
+def call(name: str, args: dict[str, Any] | None = None, *, id: str = "") -> TurnReply:
+    """A reply that calls one function."""
+    return TurnReply(calls=(FunctionCallRequest(id, name, dict(args or {})),))
+
+
+def say(text: str) -> TurnReply:
+    return TurnReply(text=text)

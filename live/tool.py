@@ -23,7 +23,10 @@ class ToolContext:
     """Handed to a tool that asks for it (by type annotation, never by name).
 
     ``publish`` lets a tool report its own events (for example a count change)
-    through the session's event stream and log.
+    through the session's event stream and log. A long-running tool (a job) also
+    gets ``job_id``, ``progress`` (for people: console, log, status page; never
+    sent to the model) and ``milestone`` (an intermediate result the model
+    should know about, sent with the job's call id).
     """
 
     call_id: str
@@ -33,6 +36,9 @@ class ToolContext:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("lookout.tool"))
     publish: Callable[[Event], None] = field(default=lambda event: None)
     state: dict[str, Any] = field(default_factory=dict)
+    job_id: str | None = None
+    progress: Callable[[float | None, str], None] = field(default=lambda fraction, message: None)
+    milestone: Callable[[dict[str, Any]], None] = field(default=lambda payload: None)
 
 
 class Tool(Protocol):
@@ -50,6 +56,11 @@ class Tool(Protocol):
 
     @property
     def consumes_input(self) -> bool: ...
+
+    @property
+    def is_long_running(self) -> bool:
+        """Answer with a ticket at once and deliver the result when the work is done."""
+        ...
 
     def declaration(self) -> types.FunctionDeclaration: ...
 

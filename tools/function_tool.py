@@ -241,13 +241,25 @@ class FunctionTool:
         name: str | None = None,
         description: str | None = None,
         check: Callable[[dict[str, Any]], None] | None = None,
+        long_running: bool = False,
     ) -> None:
-        """``check`` runs after type checking and may raise ToolArgumentError (ranges etc.)."""
+        """``check`` runs after type checking and may raise ToolArgumentError (ranges etc.).
+
+        ``long_running``: the call is answered at once with a ticket
+        (``{"job_id": ..., "status": "started"}``) and the function runs as a
+        job; its result reaches the model later, with the same call id.
+        """
         self.func = func
         self._check = check
         target = _target(func)
         self._name = name or getattr(target, "__name__", None) or type(func).__name__
         self._streaming = inspect.isasyncgenfunction(target)
+        if long_running and self._streaming:
+            raise TypeError(
+                f"{self._name} is a streaming tool (an async generator) and cannot also be "
+                "long-running: a job returns one result"
+            )
+        self._long_running = long_running
         self._is_async = inspect.iscoroutinefunction(target)
         summary, arg_docs = _docstring_parts(inspect.getdoc(target))
         self._description = description if description is not None else summary
@@ -288,6 +300,10 @@ class FunctionTool:
         return InputStream in self._hidden.values()
 
     @property
+    def is_long_running(self) -> bool:
+        return self._long_running
+
+    @property
     def parameter_names(self) -> list[str]:
         return [p.name for p in self._params]
 
@@ -302,11 +318,21 @@ class FunctionTool:
                 properties=properties,
                 required=[p.name for p in self._params if p.required] or None,
             )
+        description = self._description
+        if self._long_running:
+            # The model must know not to wait for (or re-call for) the result.
+            note = (
+                "Long-running: answers at once with {job_id, status: started}; the result "
+                "arrives later as another response to this same call."
+            )
+            description = f"{description}\n\n{note}" if description else note
         return types.FunctionDeclaration(
             name=self._name,
-            description=self._description or None,
+            description=description or None,
             parameters=parameters,
-            behavior=types.Behavior.NON_BLOCKING if self._streaming else None,
+            behavior=(
+                types.Behavior.NON_BLOCKING if self._streaming or self._long_running else None
+            ),
         )
 
     def declaration(self) -> types.FunctionDeclaration:

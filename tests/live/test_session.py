@@ -19,7 +19,7 @@ from live import (
     SessionConfig,
     SessionError,
 )
-from live.events import ConnectionState, Emission, ErrorEvent
+from live.events import ConnectionState, Emission, ErrorEvent, JobUpdate
 from live.model import SendRealtime
 from live.testing import ScriptedModel
 from tests.live.harness import blob_value, harness
@@ -301,3 +301,29 @@ async def test_a_server_that_drops_every_connection_at_once_is_given_up_on() -> 
         assert h.session.failure is not None
         assert "keeps dropping the connection" in h.session.failure
         assert len(model.connections) == 4  # attempts carried over: no endless loop
+
+
+async def test_a_long_running_tool_in_live_mode_answers_with_a_ticket_then_the_result() -> None:
+    release = anyio.Event()
+
+    async def survey(minutes: float) -> dict[str, Any]:
+        """Survey for a while."""
+        await release.wait()
+        return {"max": 3}
+
+    async with harness([FunctionTool(survey, long_running=True)]) as h:
+        call_id = h.model.call("survey", {"minutes": 1})
+        await h.wait_responses(call_id, 1)
+        (ticket,) = h.model.responses(call_id)
+        assert ticket.response["status"] == "started" and ticket.will_continue
+        release.set()
+        await h.wait_responses(call_id, 2)
+        final = h.model.responses(call_id)[1]
+        assert final.response == {
+            "max": 3,
+            "job_id": ticket.response["job_id"],
+            "status": "succeeded",
+        }
+        assert not final.will_continue
+        states = [e.state for e in h.log.events if isinstance(e, JobUpdate)]
+        assert states == ["running", "succeeded"]

@@ -1,0 +1,187 @@
+"""Long-running jobs: their record and where it is kept.
+
+A long-running tool answers its call at once with a ticket; the work runs as a
+job in the runner's task group. The job store holds each job's state and final
+result so that a result outlives a failed model call and, with SQLite, the
+process (``lookout ask --db`` can page a report made by an earlier run).
+Stores are synchronous and small: callers on the event loop reach them through
+``anyio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from live.events import jsonable
+
+
+class JobState(enum.StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def ended(self) -> bool:
+        return self is not JobState.RUNNING
+
+
+@dataclass
+class Job:
+    job_id: str
+    call_id: str
+    name: str
+    args: dict[str, Any]
+    state: JobState = JobState.RUNNING
+    started_at: float = 0.0  # wall-clock seconds (time.time), comparable across processes
+    ended_at: float | None = None
+    fraction: float | None = None
+    message: str = ""
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    delivered: bool = False  # the final result reached the model
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def ticket(self) -> dict[str, Any]:
+        """What the model gets at once, instead of waiting for the work."""
+        return {"job_id": self.job_id, "status": "started"}
+
+    def final_response(self) -> dict[str, Any]:
+        """What the model gets when the job has ended (same call id as the ticket)."""
+        response: dict[str, Any] = {"job_id": self.job_id, "status": self.state.value}
+        if self.state is JobState.SUCCEEDED:
+            response.update(self.result or {})
+            response["job_id"], response["status"] = self.job_id, self.state.value
+        elif self.error:
+            response["error"] = self.error
+        return response
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "call_id": self.call_id,
+            "name": self.name,
+            "args": jsonable(self.args),
+            "state": self.state.value,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "fraction": self.fraction,
+            "message": self.message,
+            "result": jsonable(self.result),
+            "error": self.error,
+            "delivered": self.delivered,
+            "extra": jsonable(self.extra),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Job:
+        return cls(
+            job_id=data["job_id"],
+            call_id=data["call_id"],
+            name=data["name"],
+            args=dict(data.get("args") or {}),
+            state=JobState(data["state"]),
+            started_at=float(data.get("started_at") or 0.0),
+            ended_at=data.get("ended_at"),
+            fraction=data.get("fraction"),
+            message=data.get("message") or "",
+            result=data.get("result"),
+            error=data.get("error"),
+            delivered=bool(data.get("delivered")),
+            extra=dict(data.get("extra") or {}),
+        )
+
+
+class JobStore(Protocol):
+    def put(self, job: Job) -> None:
+        """Insert or replace the job's record."""
+        ...
+
+    def get(self, job_id: str) -> Job | None: ...
+
+    def jobs(self) -> list[Job]:
+        """Every job, oldest first."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class MemoryJobStore:
+    def __init__(self) -> None:
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, job: Job) -> None:
+        # A copy, so a job mutated later is not changed in the store behind its back.
+        with self._lock:
+            self._jobs[job.job_id] = job.to_dict()
+
+    def get(self, job_id: str) -> Job | None:
+        with self._lock:
+            data = self._jobs.get(job_id)
+        return Job.from_dict(data) if data is not None else None
+
+    def jobs(self) -> list[Job]:
+        with self._lock:
+            return [Job.from_dict(d) for d in self._jobs.values()]
+
+    def close(self) -> None:
+        pass
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    state TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    data TEXT NOT NULL
+);
+"""
+
+
+class SQLiteJobStore:
+    """Jobs in a SQLite table; may share its file with the event log (WAL mode)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        # Used from worker threads, one at a time (the lock), never concurrently.
+        self._conn = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.executescript(_SCHEMA)
+        self._conn.commit()
+
+    def put(self, job: Job) -> None:
+        data = json.dumps(job.to_dict())
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO jobs(job_id, name, state, started_at, data) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(job_id) DO UPDATE SET state=excluded.state, data=excluded.data",
+                (job.job_id, job.name, job.state.value, job.started_at, data),
+            )
+            self._conn.commit()
+
+    def get(self, job_id: str) -> Job | None:
+        with self._lock:
+            row = self._conn.execute("SELECT data FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return Job.from_dict(json.loads(row[0])) if row else None
+
+    def jobs(self) -> list[Job]:
+        with self._lock:
+            rows = self._conn.execute("SELECT data FROM jobs ORDER BY started_at, rowid").fetchall()
+        return [Job.from_dict(json.loads(r[0])) for r in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+__all__ = ["Job", "JobState", "JobStore", "MemoryJobStore", "SQLiteJobStore"]

@@ -1,0 +1,58 @@
+"""The request-response model protocol: one request in, one reply out.
+
+Where a ``LiveModel`` holds a connection open and streams, a ``TurnModel`` is
+asked once per step of a turn: the whole conversation so far (as google-genai
+``Content``), the system instruction and the function declarations go in; the
+model's text and/or function calls come back. ``TurnRunner`` (live/turns.py)
+drives it; ``models/gemini_turns.py`` implements it over
+``client.aio.models.generate_content`` and ``models/local_turns.py`` offline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from google.genai import types
+
+from live.model import FunctionCallRequest, ModelUsage
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    contents: tuple[types.Content, ...]
+    declarations: tuple[types.FunctionDeclaration, ...] = ()
+    system_instruction: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnReply:
+    """What the model said in one step.
+
+    ``calls`` keep the model's own call ids; an id is ``""`` when the model gave
+    none (the Gemini REST API may omit it), and the runner then assigns one.
+    ``content`` is the model's message exactly as it should go back into the
+    history (it may carry parts the runtime does not interpret, such as thought
+    signatures); when ``None`` the runner rebuilds it from ``text`` and ``calls``.
+    """
+
+    text: str = ""
+    calls: tuple[FunctionCallRequest, ...] = ()
+    usage: ModelUsage | None = None
+    content: types.Content | None = field(default=None, compare=False)
+
+
+class TurnModelError(Exception):
+    """The model could not answer (network, quota, refused request); says why in one line."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class TurnModel(Protocol):
+    name: str
+
+    async def generate(self, request: TurnRequest) -> TurnReply:
+        """One model step; raises TurnModelError when the model cannot answer."""
+        ...
