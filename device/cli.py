@@ -107,6 +107,29 @@ def _add_count(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per processed frame")
 
 
+def _add_ask(sub: Any) -> None:
+    p = sub.add_parser(
+        "ask",
+        help="ask one question (how many people now, an occupancy report, a report's counts)",
+    )
+    p.add_argument("question", help='e.g. "how many people?" or "report for 5 minutes"')
+    p.add_argument("--source", help="camera index (0), video file, image folder, RTSP/HTTP URL, or picam")
+    p.add_argument("--model", help="local, or a Gemini model name (default: gemini-3.8-flash when an API key is set, else local)")
+    p.add_argument("--pace", choices=["realtime", "fast"], help="file replay: by timestamps (default) or as fast as possible")
+    p.add_argument("--loop", action="store_true", default=None, help="replay a file forever")
+    p.add_argument("--events", type=Path, help="write events (with job progress) as JSON lines to this file")
+    p.add_argument("--db", type=Path, help="record events, jobs and per-minute counts in this SQLite file")
+    p.add_argument("--threshold", type=float, help="detector score threshold (default 0.45)")
+    p.add_argument("--detector", type=Path, help="ONNX person detector (default: the shipped NanoDet-g 416)")
+    p.add_argument("--folder-fps", type=float, help="frame rate of an image folder source (default 1)")
+    p.add_argument("--report-fps", type=float, default=1.0, help="frames per second an occupancy report looks at (default 1)")
+    p.add_argument("--period", type=float, default=60.0, help="seconds per row of a report's counts (default 60: per minute)")
+    p.add_argument("--page-size", type=int, default=10, help="rows per page of fetch_counts (default 10)")
+    p.add_argument("--no-wait", action="store_true", help="do not wait for a long-running job (it is cancelled)")
+    p.add_argument("--config", type=Path, help="TOML config file (default /etc/lookout/lookout.toml if present)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log more")
+
+
 def _add_doctor(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check camera/source, model file, runtime, API key")
     p.add_argument("--source")
@@ -126,6 +149,7 @@ def parser() -> argparse.ArgumentParser:
     sub = root.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_run(sub)
     _add_count(sub)
+    _add_ask(sub)
     _add_doctor(sub)
     _add_report(sub)
     return root
@@ -213,6 +237,66 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _exit_now_if_threads_linger(code)
 
 
+ASK_FLAGS = (
+    "source", "model", "pace", "loop", "events", "db", "threshold", "detector", "folder_fps",
+)  # fmt: skip
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    _quiet_native_logs(args.verbose)
+    import anyio
+
+    from device.ask import AskApp, AskOptions
+    from device.config import ConfigError, build
+    from device.sources import SourceError
+    from models.gemini import MissingApiKey
+
+    if not args.question.strip():
+        return _fail("the question is empty")
+    if args.report_fps <= 0 or args.period <= 0:
+        return _fail("--report-fps and --period must be positive")
+    if args.page_size < 1:
+        return _fail("--page-size must be at least 1")
+    flags = {name: getattr(args, name) for name in ASK_FLAGS}
+    if flags["model"] is None:
+        # Not the Live default: ask speaks generate_content (see device.ask.model_name).
+        from device.config import api_key_from_env
+        from models.gemini_turns import DEFAULT_TURN_MODEL
+
+        flags["model"] = DEFAULT_TURN_MODEL if api_key_from_env() else "local"
+    try:
+        config = build(flags, config_path=args.config)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not args.verbose:
+        # Errors reach the console as events already; the log would say them twice.
+        for name in ("lookout.source", "lookout.turns", "lookout.tool"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+    options = AskOptions(
+        question=args.question,
+        wait=not args.no_wait,
+        sample_fps=args.report_fps,
+        period_s=args.period,
+        page_size=args.page_size,
+    )
+    try:
+        app = AskApp(config, options)
+    except (SourceError, MissingApiKey) as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+    try:
+        code = anyio.run(app.run)
+    except KeyboardInterrupt:
+        code = EXIT_FAILURE
+    return _exit_now_if_threads_linger(code)
+
+
 def cmd_count(args: argparse.Namespace) -> int:
     from device.sources import SourceError, open_source
     from models.detector import DetectorError, PersonDetector
@@ -297,6 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {
         "run": cmd_run,
         "count": cmd_count,
+        "ask": cmd_ask,
         "doctor": cmd_doctor,
         "report": cmd_report,
     }

@@ -264,7 +264,10 @@ class Conversation:
                     emit(ErrorEvent(message=message, where="model"))
                     return outcome
                 self._mark_delivered()
-                self.history.append(_reply_content(reply))
+                content = _reply_content(reply)
+                if content.parts:
+                    # An empty reply is not history: the API refuses empty contents.
+                    self.history.append(content)
                 if reply.usage is not None:
                     emit(
                         Usage(

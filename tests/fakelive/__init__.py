@@ -1,9 +1,26 @@
-"""A fake Gemini Live server over TLS, for driving the real google-genai SDK in tests.
+"""Fake Gemini servers over TLS (Live WebSocket and REST generateContent), for driving the
+real google-genai SDK in tests.
 
-See ``tests/fakelive/server.py`` and ``docs/gemini-live-wire.md``.
+See ``tests/fakelive/server.py``, ``tests/fakelive/rest.py``, ``docs/gemini-live-wire.md`` and
+``docs/gemini-rest-wire.md``.
 """
 
 from .certs import TestCerts, make_test_certs
+from .rest import (
+    NO_ANSWER,
+    FakeGenerateServer,
+    FakeHttpError,
+    FunctionCallSent,
+    FunctionResponseSent,
+    GenerateRequest,
+    NoAnswer,
+    Responder,
+    ThreadedFakeGenerateServer,
+    error_response,
+    function_call_response,
+    model_response,
+    text_response,
+)
 from .server import (
     ClientContent,
     ClientMessage,
@@ -22,20 +39,33 @@ from .server import (
 )
 
 __all__ = [
+    "NO_ANSWER",
     "ClientContent",
     "ClientMessage",
+    "FakeGenerateServer",
+    "FakeHttpError",
     "FakeLiveServer",
+    "FunctionCallSent",
     "FunctionResponseRecord",
+    "FunctionResponseSent",
+    "GenerateRequest",
     "LiveConnection",
     "LiveEndpoint",
+    "NoAnswer",
     "RealtimeInput",
+    "Responder",
     "SentMessage",
     "TestCerts",
+    "ThreadedFakeGenerateServer",
     "ThreadedFakeLiveServer",
     "ToolCallSpec",
     "b64decode_any",
     "client_for",
+    "error_response",
+    "function_call_response",
     "get_field",
     "get_path",
     "make_test_certs",
+    "model_response",
+    "text_response",
 ]

@@ -1,0 +1,304 @@
+"""``lookout ask``: one request-response question about the camera.
+
+It opens the source, asks the model (the local one, or Gemini through
+``generate_content``) with three tools (count now, a long-running occupancy
+report, paged per-minute counts), prints the answer on stdout and everything
+else (tool calls, job state, progress, errors) on stderr. A report's progress
+is shown to people (progress bar on a terminal, ``--events``, ``--db``) and
+never sent to the model; the command waits for running jobs unless
+``--no-wait``, and Ctrl-C cancels them (recorded, and told to the model).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+from dataclasses import dataclass, field
+from typing import TextIO
+
+import anyio
+from anyio import CancelScope
+
+from device.app import sample_video
+from device.config import Config
+from device.events import SourceStateEvent
+from device.sampler import FrameSampler
+from device.sinks import EventSink, JsonlSink
+from device.source_runner import SourceRunner, StateChange
+from device.sources import FrameSource, SourceError, open_source
+from live import MemoryEventLog, SQLiteEventLog
+from live.clock import Clock, MonotonicClock
+from live.eventlog import EventLog
+from live.events import (
+    ErrorEvent,
+    Event,
+    JobProgress,
+    JobUpdate,
+    ModelText,
+    ToolCall,
+    ToolResult,
+)
+from live.jobs import JobStore, MemoryJobStore, SQLiteJobStore
+from live.turn_model import TurnModel
+from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner
+from models.detector import PersonDetector
+from tools.occupancy import MemoryOccupancyLog, OccupancyLog, OccupancyTools, SQLiteOccupancyLog
+
+log = logging.getLogger("lookout.ask")
+
+ASK_INSTRUCTION = (
+    "You are Lookout, a camera agent answering questions about the people in view. "
+    "Use count_people_now for how many people are there now. Use "
+    "start_occupancy_report(minutes) to watch for a while: it answers at once with a "
+    "job_id and its summary arrives later as another answer to the same call. Use "
+    "fetch_counts(job_id, cursor) to read per-minute counts one page at a time. Answer "
+    "briefly with the numbers. Do not describe people's appearance."
+)
+
+
+def model_name(config: Config) -> str:
+    from models.gemini_turns import DEFAULT_TURN_MODEL
+
+    if config.model:
+        return config.model
+    return DEFAULT_TURN_MODEL if config.api_key else "local"
+
+
+def build_turn_model(config: Config) -> TurnModel:
+    name = model_name(config)
+    if name == "local":
+        from models.local_turns import LocalTurnModel
+
+        return LocalTurnModel()
+    from models.gemini_turns import GeminiTurnModel
+
+    return GeminiTurnModel(name, api_key=config.api_key)
+
+
+@dataclass
+class AskOptions:
+    question: str
+    wait: bool = True
+    sample_fps: float = 1.0  # report samples per second of source time
+    period_s: float = 60.0  # span of one row of fetch_counts ("per minute")
+    page_size: int = 10
+
+
+class AskConsole:
+    """The answer on ``out``; what happened on the way on ``err`` (a progress bar on a tty)."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+        self.tty = bool(getattr(err, "isatty", lambda: False)())
+        self._bar_shown = False
+        self._last_tenth: dict[str, int] = {}
+
+    def _err_line(self, text: str) -> None:
+        self._clear_bar()
+        self.err.write(text + "\n")
+        self.err.flush()
+
+    def _clear_bar(self) -> None:
+        if self._bar_shown:
+            self.err.write("\r\x1b[2K")
+            self._bar_shown = False
+
+    def write(self, event: Event) -> None:
+        if isinstance(event, ModelText):
+            self._clear_bar()
+            self.out.write(event.text + "\n")
+            self.out.flush()
+        elif isinstance(event, ToolCall):
+            args = ", ".join(f"{k}={json.dumps(v)}" for k, v in event.args.items())
+            self._err_line(f"-> {event.name}({args})  [{event.id}]")
+        elif isinstance(event, ToolResult):
+            text = json.dumps(event.response, separators=(",", ":"))
+            if len(text) > 160:
+                text = text[:157] + "..."
+            self._err_line(f"<- {event.name} {text}")
+        elif isinstance(event, JobUpdate):
+            detail = f": {event.error}" if event.error else ""
+            self._err_line(f"job {event.job_id} ({event.name}) {event.state}{detail}")
+        elif isinstance(event, JobProgress):
+            self._progress(event)
+        elif isinstance(event, ErrorEvent):
+            where = f" [{event.where}]" if event.where else ""
+            self._err_line(f"error{where}: {event.message}")
+        elif isinstance(event, SourceStateEvent) and event.state in {"reconnecting", "failed"}:
+            reason = f": {event.reason}" if event.reason else ""
+            self._err_line(f"source {event.source} {event.state}{reason}")
+
+    def _progress(self, event: JobProgress) -> None:
+        share = event.fraction if event.fraction is not None else 0.0
+        if self.tty:
+            bar = "#" * int(share * 30)
+            self.err.write(f"\r\x1b[2K  [{bar:<30}] {share:4.0%} {event.message}")
+            self.err.flush()
+            self._bar_shown = True
+            return
+        tenth = int(share * 10)
+        if tenth > self._last_tenth.get(event.job_id, -1):
+            self._last_tenth[event.job_id] = tenth
+            self._err_line(f"job {event.job_id}: {share:.0%} {event.message}")
+
+    def close(self) -> None:
+        self._clear_bar()
+        self.err.flush()
+
+
+@dataclass
+class AskApp:
+    config: Config
+    options: AskOptions
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    clock: Clock = field(default_factory=MonotonicClock)
+    model: TurnModel | None = None  # tests inject a recording model
+    source_override: FrameSource | None = None
+    watch_signals: bool = True
+
+    def __post_init__(self) -> None:
+        spec = self.config.source
+        if self.source_override is None and spec is None:
+            video = sample_video()
+            if video is None:
+                raise SourceError(
+                    "no --source given and the sample video is missing "
+                    "(run python3 scripts/fetch_sample_data.py)"
+                )
+            spec = str(video)
+        self.source: FrameSource = self.source_override or open_source(
+            spec or "",
+            clock_now=self.clock.now,
+            folder_fps=self.config.folder_fps,
+            read_timeout_s=self.config.stall_timeout * 2,
+        )
+        self.turn_model = self.model or build_turn_model(self.config)
+        self.console = AskConsole(self.out, self.err)
+        self.sinks: list[EventSink] = [self.console]
+        if self.config.events is not None:
+            self.sinks.append(JsonlSink(self.config.events))
+        self.event_log: EventLog
+        self.job_store: JobStore
+        self.occupancy: OccupancyLog
+        if self.config.db is not None:
+            self.event_log = SQLiteEventLog(self.config.db, session="ask")
+            self.job_store = SQLiteJobStore(self.config.db)
+            self.occupancy = SQLiteOccupancyLog(self.config.db)
+        else:
+            self.event_log = MemoryEventLog()
+            self.job_store = MemoryJobStore()
+            self.occupancy = MemoryOccupancyLog()
+        self.source_runner = SourceRunner(
+            self.source,
+            clock=self.clock,
+            on_state=self._on_source_state,
+            loop=self.config.loop,
+            stall_timeout_s=self.config.stall_timeout,
+        )
+        self.sampler = FrameSampler(self.source_runner, clock=self.clock, pace=self.config.pace)
+        self.tools = OccupancyTools(
+            self.sampler,
+            self._make_detector,
+            self.occupancy,
+            sample_fps=self.options.sample_fps,
+            bucket_s=self.options.period_s,
+            page_size=self.options.page_size,
+            k=self.config.smoothing,
+            min_hold_s=self.config.min_hold,
+        )
+        self.errors = 0
+        self.outcomes: list[TurnOutcome] = []
+        self.conversation: Conversation | None = None
+
+    def _make_detector(self) -> PersonDetector:
+        return PersonDetector(self.config.detector, threshold=self.config.threshold)
+
+    def _on_source_state(self, change: StateChange) -> None:
+        event = SourceStateEvent(
+            source=self.source.name,
+            state=change.state.value,
+            reason=change.reason,
+            attempt=change.attempt,
+        )
+        self.event_log.record(event)
+        self._write(event)
+
+    def _write(self, event: Event) -> None:
+        if isinstance(event, ErrorEvent) or (isinstance(event, JobUpdate) and event.error):
+            self.errors += 1
+        for sink in self.sinks:
+            try:
+                sink.write(event)
+            except Exception:
+                log.exception("event sink failed")
+
+    async def run(self) -> int:
+        runner = TurnRunner(
+            self.turn_model,
+            self.tools.tools(),
+            TurnConfig(
+                system_instruction=self.config.system_instruction or ASK_INSTRUCTION,
+                secrets=self.config.secrets(),
+            ),
+            clock=self.clock,
+            event_log=self.event_log,
+            job_store=self.job_store,
+        )
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self.source_runner.run)
+                async with runner.open() as conversation:
+                    self.conversation = conversation
+                    if self.watch_signals:
+                        tg.start_soon(self._watch_signals, conversation, tg.cancel_scope)
+                    async for event in conversation.run_async(self.options.question):
+                        self._write(event)
+                    self.outcomes.append(conversation.last_outcome or TurnOutcome.MODEL_FAILED)
+                    if self.options.wait:
+                        async for event in conversation.follow_up():
+                            self._write(event)
+                    elif conversation.running_jobs:
+                        self.console._err_line(
+                            "not waiting for "
+                            + ", ".join(conversation.running_jobs)
+                            + " (--no-wait): it is cancelled now"
+                        )
+                tg.cancel_scope.cancel()
+        finally:
+            await self._close()
+        answered = bool(self.outcomes) and self.outcomes[0] is TurnOutcome.ANSWERED
+        return 0 if answered and self.errors == 0 else 1
+
+    async def _watch_signals(self, conversation: Conversation, scope: CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                self.console._err_line("interrupted: cancelling running jobs")
+                with anyio.move_on_after(3):
+                    for job_id in conversation.running_jobs:
+                        await conversation.cancel_job(job_id, "interrupted by the user")
+                scope.cancel()
+                return
+
+    async def _close(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.source_runner.close()
+            aclose = getattr(self.turn_model, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except Exception:
+                    log.exception("closing the model failed")
+        self.event_log.close()
+        for store in (self.job_store, self.occupancy):
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
+        for sink in self.sinks:
+            sink.close()
+
+
+__all__ = ["ASK_INSTRUCTION", "AskApp", "AskConsole", "AskOptions", "build_turn_model"]

@@ -1,0 +1,220 @@
+"""The embedded offline model for request-response questions (``lookout ask``).
+
+Deterministic and small, so a device answers with no network and no API key,
+through exactly the runtime path Gemini takes (tool calls with ids, tickets,
+late results, pages). It reads only the conversation it is sent:
+
+* a question: "how many" / "count" / "people" -> ``count_people_now()``;
+  "report" (with "N minutes" or "N seconds") -> ``start_occupancy_report``;
+  a job id ("counts for job-...") -> ``fetch_counts`` from the first page;
+* tool answers: it says what they mean; a finished report makes it read every
+  page of per-minute counts (``fetch_counts`` with each ``next_cursor``), then
+  it summarises.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from typing import Any
+
+import anyio
+from google.genai import types
+
+from live.model import FunctionCallRequest
+from live.turn_model import TurnReply, TurnRequest
+
+COUNT_NOW = "count_people_now"
+REPORT = "start_occupancy_report"
+FETCH = "fetch_counts"
+HELP = (
+    "I can count the people in view now ('how many people?'), watch for a while and "
+    "summarise ('report for 5 minutes'), and read a report's per-minute counts "
+    "('counts for job-...')."
+)
+_JOB_ID = re.compile(r"\bjob-[0-9a-f]{6,}\b")
+_DURATION = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(h|hours?|m|min|mins|minutes?|s|sec|secs|seconds?)\b", re.I
+)
+_COUNT_WORDS = re.compile(
+    r"\b(how many|count|people|persons?|anyone|anybody|occupancy now)\b", re.I
+)
+_REPORT_WORDS = re.compile(r"\b(report|survey|watch|monitor)\b", re.I)
+
+
+def people(n: int) -> str:
+    return "1 person" if n == 1 else f"{n} people"
+
+
+def minutes_in(text: str, default: float = 1.0) -> float:
+    match = _DURATION.search(text)
+    if match is None:
+        return default
+    value, unit = float(match.group(1)), match.group(2).lower()
+    if unit.startswith("h"):
+        return value * 60
+    if unit.startswith("s"):
+        return value / 60
+    return value
+
+
+class LocalTurnModel:
+    """Implements ``live.turn_model.TurnModel`` without any network."""
+
+    def __init__(self) -> None:
+        self.name = "local"
+        self._ids = itertools.count(1)
+
+    async def generate(self, request: TurnRequest) -> TurnReply:
+        await anyio.lowlevel.checkpoint()
+        declared = {d.name for d in request.declarations if d.name}
+        last = request.contents[-1] if request.contents else None
+        responses = (
+            [p.function_response for p in (last.parts or []) if p.function_response] if last else []
+        )
+        if responses:
+            return self._after_tools(request, responses, declared)
+        text = " ".join(p.text for p in (last.parts or []) if p.text) if last else ""
+        return self._answer_question(text.strip(), declared)
+
+    def _call(self, name: str, args: dict[str, Any]) -> FunctionCallRequest:
+        return FunctionCallRequest(f"local-{next(self._ids)}", name, args)
+
+    def _answer_question(self, text: str, declared: set[str]) -> TurnReply:
+        job = _JOB_ID.search(text)
+        if job and FETCH in declared:
+            return TurnReply(calls=(self._call(FETCH, {"job_id": job.group(0), "cursor": ""}),))
+        if _REPORT_WORDS.search(text) and REPORT in declared:
+            minutes = round(minutes_in(text), 4)
+            return TurnReply(calls=(self._call(REPORT, {"minutes": minutes}),))
+        if _COUNT_WORDS.search(text) and COUNT_NOW in declared:
+            return TurnReply(calls=(self._call(COUNT_NOW, {}),))
+        return TurnReply(text=HELP)
+
+    def _after_tools(
+        self,
+        request: TurnRequest,
+        responses: list[types.FunctionResponse],
+        declared: set[str],
+    ) -> TurnReply:
+        texts: list[str] = []
+        calls: list[FunctionCallRequest] = []
+        for response in responses:
+            payload = dict(response.response or {})
+            name = response.name or ""
+            if payload.get("status") == "error":
+                texts.append(f"Sorry, {name} failed: {payload.get('error', 'no reason given')}")
+            elif name == COUNT_NOW:
+                texts.append(
+                    f"{people(int(payload.get('people', 0)))} in view "
+                    f"(frame {payload.get('frame')} at {float(payload.get('t', 0.0)):.1f} s "
+                    f"of {payload.get('source', 'the source')})."
+                )
+            elif name == REPORT:
+                text, call = self._report(payload, declared)
+                if text:
+                    texts.append(text)
+                if call is not None:
+                    calls.append(call)
+            elif name == FETCH:
+                text, call = self._page(request, payload)
+                if text:
+                    texts.append(text)
+                if call is not None:
+                    calls.append(call)
+            else:
+                texts.append(f"{name} answered {json.dumps(payload, sort_keys=True)}.")
+        return TurnReply(text=" ".join(texts), calls=tuple(calls))
+
+    def _report(
+        self, payload: dict[str, Any], declared: set[str]
+    ) -> tuple[str, FunctionCallRequest | None]:
+        job_id = str(payload.get("job_id", "?"))
+        status = payload.get("status")
+        if status == "started":
+            return f"Started occupancy report {job_id}; I will summarise it when it is done.", None
+        if status == "running":
+            return f"Report {job_id} is still running.", None
+        if status != "succeeded":
+            reason = payload.get("error", "no reason given")
+            return f"The occupancy report {job_id} {status}: {reason}.", None
+        if payload.get("periods") and FETCH in declared:
+            return "", self._call(FETCH, {"job_id": job_id, "cursor": ""})
+        return summary(payload), None
+
+    def _page(
+        self, request: TurnRequest, payload: dict[str, Any]
+    ) -> tuple[str, FunctionCallRequest | None]:
+        job_id = str(payload.get("job_id", ""))
+        cursor = payload.get("next_cursor")
+        if cursor:
+            if not payload.get("counts") and not payload.get("complete"):
+                return f"Report {job_id} has no more finished minutes yet.", None
+            return "", self._call(FETCH, {"job_id": job_id, "cursor": cursor})
+        pages = _pages_read(request, job_id)
+        buckets = [b for page in pages for b in page.get("counts", [])]
+        result = _report_result(request, job_id)
+        lines = [summary(result)] if result else [f"Counts of {job_id}:"]
+        for b in buckets:
+            start, end = float(b.get("start_s", 0.0)), float(b.get("end_s", 0.0))
+            lines.append(
+                f"{_span(start, end)}: {b.get('min')}-{b.get('max')} (mean {b.get('mean')})"
+            )
+        return " ".join(lines) if len(lines) == 1 else "\n".join(lines), None
+
+
+def summary(result: dict[str, Any]) -> str:
+    if not result.get("samples"):
+        return f"Report {result.get('job_id')} saw no frames."
+    early = " (the source ended early)" if result.get("ended_early") else ""
+    return (
+        f"Occupancy over {float(result.get('watched_s', 0)):.0f} s of "
+        f"{result.get('source', 'the source')}{early}: min {result.get('min')}, "
+        f"max {result.get('max')}, mean {result.get('mean')} people, "
+        f"{result.get('changes')} changes."
+    )
+
+
+def _span(start: float, end: float) -> str:
+    if start % 60 == 0 and end % 60 == 0:
+        return f"minute {int(start // 60) + 1}"
+    return f"{start:.0f}-{end:.0f} s"
+
+
+def _responses(request: TurnRequest) -> list[types.FunctionResponse]:
+    return [
+        p.function_response
+        for content in request.contents
+        for p in content.parts or []
+        if p.function_response is not None
+    ]
+
+
+def _report_result(request: TurnRequest, job_id: str) -> dict[str, Any] | None:
+    for response in reversed(_responses(request)):
+        payload = response.response or {}
+        if (
+            response.name == REPORT
+            and payload.get("job_id") == job_id
+            and payload.get("status") == "succeeded"
+        ):
+            return dict(payload)
+    return None
+
+
+def _pages_read(request: TurnRequest, job_id: str) -> list[dict[str, Any]]:
+    """The pages of ``job_id`` read since the walk last started from the first page."""
+    pages: list[dict[str, Any]] = []
+    for response in _responses(request):
+        payload = response.response or {}
+        if response.name != FETCH or payload.get("job_id") != job_id or "counts" not in payload:
+            continue
+        counts = payload.get("counts") or []
+        if counts and counts[0].get("period") == 0:
+            pages = []  # a walk from the first page starts again
+        pages.append(dict(payload))
+    return pages
+
+
+__all__ = ["LocalTurnModel", "minutes_in", "summary"]

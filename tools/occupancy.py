@@ -1,0 +1,354 @@
+"""Request-response tools on the camera: count now, an occupancy report, its pages.
+
+* ``count_people_now()``: one detector pass on the newest frame.
+* ``start_occupancy_report(minutes)``: long-running; samples the source for that
+  long and summarises min/max/mean occupancy and the number of changes. Its
+  progress goes to people, never to the model; its per-minute counts are kept
+  in an ``OccupancyLog`` (memory, or SQLite beside the event log).
+* ``fetch_counts(job_id, cursor)``: one page of a report's per-minute counts and
+  the cursor of the next page.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import numpy as np
+
+from device.sources import Frame
+from live.paging import paginate
+from live.tool import Tool, ToolArgumentError, ToolContext
+from models.detector import Detections
+from tools.function_tool import FunctionTool
+from tools.smoothing import CountSmoother
+
+MAX_REPORT_MINUTES = 24 * 60
+
+
+class Detector(Protocol):
+    def detect(self, frame_bgr: np.ndarray) -> Detections: ...
+
+
+class FrameProvider(Protocol):
+    name: str
+
+    async def newest(self) -> Frame: ...
+
+    def samples(self, fps: float, duration_s: float) -> AsyncIterator[Frame]: ...
+
+
+@dataclass
+class Bucket:
+    """Occupancy in one period (a minute by default) of a report."""
+
+    index: int
+    start_s: float
+    length_s: float
+    samples: int = 0
+    min: int | None = None
+    max: int | None = None
+    total: int = 0
+
+    def add(self, count: int) -> None:
+        self.samples += 1
+        self.total += count
+        self.min = count if self.min is None else min(self.min, count)
+        self.max = count if self.max is None else max(self.max, count)
+
+    def to_dict(self) -> dict[str, Any]:
+        mean = round(self.total / self.samples, 2) if self.samples else None
+        return {
+            "period": self.index,
+            "start_s": round(self.start_s, 1),
+            "end_s": round(self.start_s + self.length_s, 1),
+            "samples": self.samples,
+            "min": self.min,
+            "max": self.max,
+            "mean": mean,
+        }
+
+
+class OccupancyLog(Protocol):
+    def put_bucket(self, job_id: str, bucket: dict[str, Any]) -> None: ...
+
+    def finish(self, job_id: str) -> None: ...
+
+    def buckets(self, job_id: str) -> tuple[list[dict[str, Any]], bool] | None:
+        """A job's buckets so far and whether the job has finished; None if unknown."""
+        ...
+
+    def job_ids(self) -> list[str]: ...
+
+
+class MemoryOccupancyLog:
+    def __init__(self) -> None:
+        self._jobs: dict[str, tuple[dict[int, dict[str, Any]], bool]] = {}
+        self._lock = threading.Lock()
+
+    def put_bucket(self, job_id: str, bucket: dict[str, Any]) -> None:
+        with self._lock:
+            buckets, _ = self._jobs.setdefault(job_id, ({}, False))
+            buckets[int(bucket["period"])] = dict(bucket)
+
+    def finish(self, job_id: str) -> None:
+        with self._lock:
+            buckets, _ = self._jobs.get(job_id, ({}, False))
+            self._jobs[job_id] = (buckets, True)
+
+    def buckets(self, job_id: str) -> tuple[list[dict[str, Any]], bool] | None:
+        with self._lock:
+            entry = self._jobs.get(job_id)
+            if entry is None:
+                return None
+            return [dict(entry[0][k]) for k in sorted(entry[0])], entry[1]
+
+    def job_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._jobs)
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS occupancy_jobs (
+    job_id TEXT PRIMARY KEY,
+    finished INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS occupancy_periods (
+    job_id TEXT NOT NULL,
+    period INTEGER NOT NULL,
+    start_s REAL NOT NULL,
+    end_s REAL NOT NULL,
+    samples INTEGER NOT NULL,
+    min INTEGER,
+    max INTEGER,
+    mean REAL,
+    PRIMARY KEY (job_id, period)
+);
+"""
+
+
+class SQLiteOccupancyLog:
+    """Per-minute counts in SQLite, so a later ``lookout ask --db`` can page them."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(Path(path), timeout=10, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.executescript(_SCHEMA)
+        self._conn.commit()
+
+    def put_bucket(self, job_id: str, bucket: dict[str, Any]) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO occupancy_jobs(job_id) VALUES (?) ON CONFLICT DO NOTHING", (job_id,)
+            )
+            self._conn.execute(
+                "INSERT OR REPLACE INTO occupancy_periods VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    job_id,
+                    bucket["period"],
+                    bucket["start_s"],
+                    bucket["end_s"],
+                    bucket["samples"],
+                    bucket["min"],
+                    bucket["max"],
+                    bucket["mean"],
+                ),
+            )
+            self._conn.commit()
+
+    def finish(self, job_id: str) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO occupancy_jobs(job_id, finished) VALUES (?, 1) "
+                "ON CONFLICT(job_id) DO UPDATE SET finished = 1",
+                (job_id,),
+            )
+            self._conn.commit()
+
+    def buckets(self, job_id: str) -> tuple[list[dict[str, Any]], bool] | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT finished FROM occupancy_jobs WHERE job_id = ?", (job_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            rows = self._conn.execute(
+                "SELECT period, start_s, end_s, samples, min, max, mean FROM occupancy_periods "
+                "WHERE job_id = ? ORDER BY period",
+                (job_id,),
+            ).fetchall()
+        keys = ("period", "start_s", "end_s", "samples", "min", "max", "mean")
+        return [dict(zip(keys, r, strict=True)) for r in rows], bool(row[0])
+
+    def job_ids(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT job_id FROM occupancy_jobs")]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+@dataclass
+class OccupancyTools:
+    """The three tools over one frame provider and one detector (loaded on first use)."""
+
+    frames: FrameProvider
+    detector: Callable[[], Detector]
+    log: OccupancyLog = field(default_factory=MemoryOccupancyLog)
+    sample_fps: float = 1.0
+    bucket_s: float = 60.0
+    page_size: int = 10
+    k: int = 3
+    min_hold_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.sample_fps <= 0 or self.bucket_s <= 0 or self.page_size < 1:
+            raise ValueError("sample_fps and bucket_s must be positive, page_size at least 1")
+        self._detector: Detector | None = None
+        self._load_lock = threading.Lock()
+        # One inference at a time: a report and a question share one small CPU.
+        self._limiter = anyio.CapacityLimiter(1)
+
+    def tools(self) -> list[Tool]:
+        return [
+            FunctionTool(self.count_people_now),
+            FunctionTool(self.start_occupancy_report, long_running=True, check=_check_report_args),
+            FunctionTool(self.fetch_counts),
+        ]
+
+    def _detect(self, image: np.ndarray) -> int:
+        with self._load_lock:
+            if self._detector is None:
+                self._detector = self.detector()
+        return len(self._detector.detect(image))
+
+    async def _count(self, frame: Frame) -> int:
+        return await anyio.to_thread.run_sync(self._detect, frame.image, limiter=self._limiter)
+
+    async def count_people_now(self) -> dict[str, Any]:
+        """Count the people in view right now (one detector pass on the newest frame).
+
+        Returns {"people": n, "frame": index, "t": seconds into the source, "source": name}.
+        """
+        frame = await self.frames.newest()
+        people = await self._count(frame)
+        return {
+            "people": people,
+            "frame": frame.index,
+            "t": round(frame.t, 2),
+            "source": self.frames.name,
+        }
+
+    async def start_occupancy_report(self, minutes: float, context: ToolContext) -> dict[str, Any]:
+        """Watch the camera for a number of minutes and summarise how many people were there.
+
+        The summary has min, max and mean occupancy and how often the count changed;
+        per-minute counts are read afterwards with fetch_counts(job_id, cursor).
+
+        Args:
+            minutes: how long to watch, in minutes (fractions allowed, at most 1440).
+        """
+        job_id = context.job_id or context.call_id
+        duration = minutes * 60.0
+        smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s)
+        buckets: dict[int, Bucket] = {}
+        counts: list[int] = []
+        changes = 0
+        start_t: float | None = None
+        last_t = 0.0
+        async for frame in self.frames.samples(self.sample_fps, duration):
+            raw = await self._count(frame)
+            if start_t is None:
+                start_t = frame.t
+            last_t = frame.t - start_t
+            change = smoother.update(raw, frame.t)
+            if change is not None and change.previous is not None:
+                changes += 1
+            count = smoother.current if smoother.current is not None else raw
+            counts.append(count)
+            index = int(last_t // self.bucket_s)
+            for done in [i for i in buckets if i < index]:
+                # A finished bucket is readable (fetch_counts) while the job goes on.
+                await self._save(job_id, buckets.pop(done))
+            bucket = buckets.setdefault(index, Bucket(index, index * self.bucket_s, self.bucket_s))
+            bucket.add(count)
+            context.progress(
+                min(1.0, last_t / duration),
+                f"{last_t:.0f}/{duration:.0f} s of {self.frames.name}: {count} in view",
+            )
+        for bucket in buckets.values():
+            await self._save(job_id, bucket)
+        await anyio.to_thread.run_sync(self.log.finish, job_id)
+        span = last_t + (1.0 / self.sample_fps if counts else 0.0)
+        n_buckets = math.ceil(span / self.bucket_s) if counts else 0
+        return {
+            "minutes": minutes,
+            "source": self.frames.name,
+            "watched_s": round(span, 1),
+            "ended_early": span + 1e-6 < duration,
+            "samples": len(counts),
+            "min": min(counts) if counts else None,
+            "max": max(counts) if counts else None,
+            "mean": round(sum(counts) / len(counts), 2) if counts else None,
+            "changes": changes,
+            "periods": n_buckets,
+            "period_s": self.bucket_s,
+            "pages": math.ceil(n_buckets / self.page_size),
+        }
+
+    async def _save(self, job_id: str, bucket: Bucket) -> None:
+        await anyio.to_thread.run_sync(self.log.put_bucket, job_id, bucket.to_dict())
+
+    def fetch_counts(self, job_id: str, cursor: str = "") -> dict[str, Any]:
+        """Read one page of an occupancy report's per-minute counts (one row per period).
+
+        Start with an empty cursor; pass each answer's next_cursor to read on.
+        next_cursor is null after the last page.
+
+        Args:
+            job_id: the job_id that start_occupancy_report answered with.
+            cursor: where to continue; empty for the first page.
+        """
+        found = self.log.buckets(job_id)
+        if found is None:
+            known = self.log.job_ids()
+            listed = ", ".join(known[-5:]) if known else "none yet"
+            raise ToolArgumentError(
+                f"fetch_counts: no report with job_id {job_id!r} (known: {listed})"
+            )
+        buckets, finished = found
+        page = paginate(
+            buckets, cursor, self.page_size, tool="fetch_counts", more_coming=not finished
+        )
+        return {
+            "job_id": job_id,
+            "counts": page.items,
+            "next_cursor": page.next_cursor,
+            "complete": finished and page.next_cursor is None,
+        }
+
+
+def _check_report_args(args: dict[str, Any]) -> None:
+    minutes = args.get("minutes")
+    if not isinstance(minutes, int | float) or not 0 < minutes <= MAX_REPORT_MINUTES:
+        raise ToolArgumentError(
+            f"start_occupancy_report: minutes must be more than 0 and at most "
+            f"{MAX_REPORT_MINUTES}, got {minutes!r}"
+        )
+
+
+__all__ = [
+    "Bucket",
+    "MemoryOccupancyLog",
+    "OccupancyLog",
+    "OccupancyTools",
+    "SQLiteOccupancyLog",
+]
