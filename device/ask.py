@@ -213,6 +213,8 @@ class AskApp:
         self.errors = 0
         self.outcomes: list[TurnOutcome] = []
         self.conversation: Conversation | None = None
+        self._interrupted = False
+        self._finished = anyio.Event()
 
     def _make_detector(self) -> PersonDetector:
         return PersonDetector(self.config.detector, threshold=self.config.threshold)
@@ -267,21 +269,35 @@ class AskApp:
                             + ", ".join(conversation.running_jobs)
                             + " (--no-wait): it is cancelled now"
                         )
+                self._finished.set()
                 tg.cancel_scope.cancel()
         finally:
             await self._close()
+        if self._interrupted:
+            return 1
         answered = bool(self.outcomes) and self.outcomes[0] is TurnOutcome.ANSWERED
         return 0 if answered and self.errors == 0 else 1
 
     async def _watch_signals(self, conversation: Conversation, scope: CancelScope) -> None:
+        """First Ctrl-C: cancel running jobs and let the model hear of it; second: leave now."""
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
-                self.console._err_line("interrupted: cancelling running jobs")
-                with anyio.move_on_after(3):
-                    for job_id in conversation.running_jobs:
-                        await conversation.cancel_job(job_id, "interrupted by the user")
-                scope.cancel()
-                return
+            async with anyio.create_task_group() as tg:
+                async for _ in signals:
+                    if self._interrupted:
+                        scope.cancel()
+                        return
+                    self._interrupted = True
+                    self.console._err_line("interrupted: cancelling running jobs")
+                    tg.start_soon(self._cancel_jobs, conversation, scope)
+
+    async def _cancel_jobs(self, conversation: Conversation, scope: CancelScope) -> None:
+        with anyio.move_on_after(3):
+            for job_id in conversation.running_jobs:
+                await conversation.cancel_job(job_id, "interrupted by the user")
+        # The cancelled result goes to the model; give that a moment, then leave regardless.
+        with anyio.move_on_after(5):
+            await self._finished.wait()
+        scope.cancel()
 
     async def _close(self) -> None:
         with anyio.CancelScope(shield=True):

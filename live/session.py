@@ -16,8 +16,9 @@ import dataclasses
 import functools
 import itertools
 import logging
+import math
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ from live.events import (
     ErrorEvent,
     Event,
     Interrupted,
+    JobProgress,
     JobUpdate,
     ModelAudio,
     ModelText,
@@ -629,6 +631,7 @@ class LiveSession:
             # A ticket now, the result later with the same call id (declared NON_BLOCKING).
             job_id = f"job-{uuid.uuid4().hex[:10]}"
             context.job_id = job_id
+            context.progress = self._job_progress(call_id, job_id, tool.name)
             self._respond(
                 call_id,
                 tool.name,
@@ -674,6 +677,25 @@ class LiveSession:
                     id=call_id, job_id=job_id, name=tool.name, state="cancelled", error="cancelled"
                 )
             )
+
+    def _job_progress(
+        self, call_id: str, job_id: str, name: str, interval_s: float = 0.5
+    ) -> Callable[[float | None, str], None]:
+        """Progress of a job for people (events, log, sinks); the model never gets it."""
+        last = [-math.inf]
+
+        def progress(fraction: float | None, message: str) -> None:
+            now = self.clock.now()
+            if now - last[0] < interval_s and fraction != 1.0:
+                return
+            last[0] = now
+            self._emit(
+                JobProgress(
+                    id=call_id, job_id=job_id, name=name, fraction=fraction, message=message
+                )
+            )
+
+        return progress
 
     def _start_stream(self, tool: Tool, call_id: str, args: dict[str, Any]) -> None:
         if not self.config.allow_concurrent_calls:

@@ -18,8 +18,9 @@ from live import (
     Runner,
     SessionConfig,
     SessionError,
+    ToolContext,
 )
-from live.events import ConnectionState, Emission, ErrorEvent, JobUpdate
+from live.events import ConnectionState, Emission, ErrorEvent, JobProgress, JobUpdate
 from live.model import SendRealtime
 from live.testing import ScriptedModel
 from tests.live.harness import blob_value, harness
@@ -306,8 +307,9 @@ async def test_a_server_that_drops_every_connection_at_once_is_given_up_on() -> 
 async def test_a_long_running_tool_in_live_mode_answers_with_a_ticket_then_the_result() -> None:
     release = anyio.Event()
 
-    async def survey(minutes: float) -> dict[str, Any]:
+    async def survey(minutes: float, context: ToolContext) -> dict[str, Any]:
         """Survey for a while."""
+        context.progress(0.5, "half way")
         await release.wait()
         return {"max": 3}
 
@@ -327,3 +329,7 @@ async def test_a_long_running_tool_in_live_mode_answers_with_a_ticket_then_the_r
         assert not final.will_continue
         states = [e.state for e in h.log.events if isinstance(e, JobUpdate)]
         assert states == ["running", "succeeded"]
+        # Progress reached the log, not the model.
+        (progress,) = [e for e in h.log.events if isinstance(e, JobProgress)]
+        assert (progress.fraction, progress.message) == (0.5, "half way")
+        assert not any("half way" in str(r.response) for r in h.model.responses())
