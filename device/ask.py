@@ -15,6 +15,7 @@ import json
 import logging
 import signal
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -40,7 +41,7 @@ from live.events import (
     ToolCall,
     ToolResult,
 )
-from live.jobs import JobStore, MemoryJobStore, SQLiteJobStore
+from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
 from live.turn_model import TurnModel
 from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner
 from models.detector import PersonDetector
@@ -257,6 +258,8 @@ class AskApp:
                     self.conversation = conversation
                     if self.watch_signals:
                         tg.start_soon(self._watch_signals, conversation, tg.cancel_scope)
+                    if self.config.db is not None:
+                        await self._carry_over(conversation)
                     async for event in conversation.run_async(self.options.question):
                         self._write(event)
                     self.outcomes.append(conversation.last_outcome or TurnOutcome.MODEL_FAILED)
@@ -277,6 +280,23 @@ class AskApp:
             return 1
         answered = bool(self.outcomes) and self.outcomes[0] is TurnOutcome.ANSWERED
         return 0 if answered and self.errors == 0 else 1
+
+    async def _carry_over(self, conversation: Conversation) -> None:
+        """Jobs of earlier runs in this --db: close the orphans, hand over unseen results."""
+        jobs = await anyio.to_thread.run_sync(self.job_store.jobs)
+        for job in jobs:
+            if job.state is JobState.RUNNING:
+                # Its process ended (killed, power cut) before it did.
+                job.state, job.error = JobState.FAILED, "lookout ended before the job finished"
+                job.ended_at = time.time()
+                await anyio.to_thread.run_sync(self.job_store.put, job)
+        unseen = [job for job in jobs if not job.delivered]
+        for job in unseen:
+            self.console._err_line(
+                f"{job.job_id} ({job.name}, {job.state.value}) ended in an earlier run without "
+                "the model hearing of it: its result goes with this question"
+            )
+        conversation.carry_over(unseen)
 
     async def _watch_signals(self, conversation: Conversation, scope: CancelScope) -> None:
         """First Ctrl-C: cancel running jobs and let the model hear of it; second: leave now."""

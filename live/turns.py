@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import enum
 import itertools
+import json
 import logging
 import math
 import time
@@ -175,6 +176,8 @@ class Conversation:
         self._pending = 0  # jobs not yet ended and delivered
         self._closing = False
         self._undelivered: set[str] = set()  # jobs whose result the model has not seen yet
+        self._carried: dict[str, Job] = {}  # ended jobs of earlier conversations (carry_over)
+        self._to_carry: list[Job] = []  # ... waiting for the next message
         self.last_outcome: TurnOutcome | None = None
         # Events of jobs and of the turns their results resume. Unbounded on purpose:
         # they are few (progress is throttled) and none may be lost before follow_up().
@@ -189,7 +192,14 @@ class Conversation:
         reading early does not leave the conversation half-way through a step.
         """
         send, recv = anyio.create_memory_object_stream[Event](math.inf)
-        content = types.Content(role="user", parts=[types.Part(text=message)])
+        parts = [types.Part(text=message)]
+        if self._to_carry:
+            parts.insert(0, types.Part(text=_carried_text(self._to_carry)))
+            for job in self._to_carry:
+                self._carried[job.job_id] = job
+                self._undelivered.add(job.job_id)
+            self._to_carry = []
+        content = types.Content(role="user", parts=parts)
 
         async def turn() -> None:
             async with send:
@@ -226,6 +236,15 @@ class Conversation:
     @property
     def running_jobs(self) -> list[str]:
         return [r.job.job_id for r in self._jobs.values() if r.job.state is JobState.RUNNING]
+
+    def carry_over(self, jobs: Sequence[Job]) -> None:
+        """Results of ended jobs from an earlier conversation that never reached the model.
+
+        The call that started them is not in this history, so they cannot go as
+        FunctionResponses; they go as text in front of the next message instead,
+        and are marked delivered once a model call with them succeeds.
+        """
+        self._to_carry += [job for job in jobs if job.state.ended and not job.delivered]
 
     async def cancel_job(self, job_id: str, reason: str = "cancelled") -> bool:
         """Cancel a running job and wait until it has ended; False if it was not running."""
@@ -508,7 +527,8 @@ class Conversation:
                 ErrorEvent(
                     message=(
                         f"the result of {job.job_id} has not reached the model yet; it is kept "
-                        "in the job store and goes with the next request"
+                        "in the job store and goes to the model with the next message (a later "
+                        "conversation on the same store carries it over)"
                     ),
                     where="job",
                     id=job.call_id,
@@ -518,11 +538,13 @@ class Conversation:
     def _mark_delivered(self) -> None:
         """A model call succeeded: every result in the history has now reached the model."""
         for job_id in list(self._undelivered):
-            self._undelivered.discard(job_id)
             running = self._jobs.get(job_id)
-            if running is not None:
-                running.job.delivered = True
-                self._tg.start_soon(self._store, running.job)
+            job = running.job if running is not None else self._carried.get(job_id)
+            if job is None:
+                continue
+            self._undelivered.discard(job_id)
+            job.delivered = True
+            self._tg.start_soon(self._store, job)
 
     async def _store(self, job: Job) -> None:
         try:
@@ -558,6 +580,11 @@ class Conversation:
             for job in running:
                 await job.done.wait()
         self._bg_send.close()
+
+
+def _carried_text(jobs: Sequence[Job]) -> str:
+    lines = [json.dumps({"tool": job.name, **job.final_response()}) for job in jobs]
+    return "Results of earlier long-running jobs that had not reached you:\n" + "\n".join(lines)
 
 
 def _reply_content(reply: TurnReply) -> types.Content:

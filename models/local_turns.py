@@ -75,8 +75,9 @@ class LocalTurnModel:
         )
         if responses:
             return self._after_tools(request, responses, declared)
-        text = " ".join(p.text for p in (last.parts or []) if p.text) if last else ""
-        return self._answer_question(text.strip(), declared)
+        # The question is the last text; parts before it are context (carried-over results).
+        texts = [p.text for p in (last.parts or []) if p.text] if last else []
+        return self._answer_question(texts[-1].strip() if texts else "", declared)
 
     def _call(self, name: str, args: dict[str, Any]) -> FunctionCallRequest:
         return FunctionCallRequest(f"local-{next(self._ids)}", name, args)

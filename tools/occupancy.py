@@ -22,7 +22,6 @@ from typing import Any, Protocol
 import anyio
 import numpy as np
 
-from device.sources import Frame
 from live.paging import paginate
 from live.tool import Tool, ToolArgumentError, ToolContext
 from models.detector import Detections
@@ -34,6 +33,19 @@ MAX_REPORT_MINUTES = 24 * 60
 
 class Detector(Protocol):
     def detect(self, frame_bgr: np.ndarray) -> Detections: ...
+
+
+class Frame(Protocol):
+    """What the tools need of a frame (``device.sources.Frame`` has it)."""
+
+    @property
+    def image(self) -> np.ndarray: ...
+
+    @property
+    def t(self) -> float: ...
+
+    @property
+    def index(self) -> int: ...
 
 
 class FrameProvider(Protocol):
@@ -216,6 +228,9 @@ class OccupancyTools:
         self._load_lock = threading.Lock()
         # One inference at a time: a report and a question share one small CPU.
         self._limiter = anyio.CapacityLimiter(1)
+        # What the model is told of the source: a file's name, not where it lives on disk.
+        name = self.frames.name
+        self._source = Path(name).name if Path(name).is_file() else name
 
     def tools(self) -> list[Tool]:
         return [
@@ -244,7 +259,7 @@ class OccupancyTools:
             "people": people,
             "frame": frame.index,
             "t": round(frame.t, 2),
-            "source": self.frames.name,
+            "source": self._source,
         }
 
     async def start_occupancy_report(self, minutes: float, context: ToolContext) -> dict[str, Any]:
@@ -282,8 +297,10 @@ class OccupancyTools:
             bucket.add(count)
             context.progress(
                 min(1.0, last_t / duration),
-                f"{last_t:.0f}/{duration:.0f} s of {self.frames.name}: {count} in view",
+                f"{last_t:.0f}/{duration:.0f} s of {self._source}: {count} in view",
             )
+        if counts:
+            context.progress(1.0, f"{last_t:.0f} s of {self._source} watched")
         for bucket in buckets.values():
             await self._save(job_id, bucket)
         await anyio.to_thread.run_sync(self.log.finish, job_id)
@@ -291,7 +308,7 @@ class OccupancyTools:
         n_buckets = math.ceil(span / self.bucket_s) if counts else 0
         return {
             "minutes": minutes,
-            "source": self.frames.name,
+            "source": self._source,
             "watched_s": round(span, 1),
             "ended_early": span + 1e-6 < duration,
             "samples": len(counts),

@@ -18,6 +18,7 @@ import pytest
 from device.ask import AskApp, AskOptions
 from device.config import build
 from live.events import ErrorEvent, Event, JobProgress, JobUpdate, ToolCall, ToolResult
+from live.jobs import Job, JobState, SQLiteJobStore
 from live.turn_model import TurnReply, TurnRequest
 from live.turns import ToolModeError, TurnRunner
 from models.detector import PersonDetector
@@ -267,3 +268,35 @@ def test_ctrl_c_cancels_a_running_report_and_records_it(tmp_path: Path) -> None:
     assert job["state"] == "cancelled" and job["error"] == "interrupted by the user"
     # The model was told, with the call id of the ticket.
     assert "cancelled: interrupted by the user" in out
+
+
+@pytest.mark.anyio
+async def test_results_the_model_never_saw_are_carried_into_the_next_run(tmp_path: Path) -> None:
+    db = tmp_path / "lookout.db"
+    store = SQLiteJobStore(db)
+    unseen = Job("job-aaaaaaaaaa", "call-1", "start_occupancy_report", {"minutes": 1.0})
+    unseen.state, unseen.result = JobState.SUCCEEDED, {"max": 4, "mean": 2.5}
+    orphan = Job("job-bbbbbbbbbb", "call-2", "start_occupancy_report", {"minutes": 9.0})
+    seen = Job("job-cccccccccc", "call-3", "start_occupancy_report", {"minutes": 1.0})
+    seen.state, seen.delivered = JobState.SUCCEEDED, True
+    for job in (unseen, orphan, seen):  # as a run killed mid-job would leave them
+        store.put(job)
+    store.close()
+    app, _ = make_app("how many people?", tmp_path, db=db)
+    model = app.turn_model
+    assert isinstance(model, RecordingLocalModel)
+    assert await app.run() == 0
+    first = model.requests[0].contents[-1].parts or []
+    assert first[-1].text == "how many people?"
+    carried = first[0].text or ""
+    assert '"job_id": "job-aaaaaaaaaa", "status": "succeeded", "max": 4' in carried
+    assert '"job_id": "job-bbbbbbbbbb", "status": "failed"' in carried
+    assert "job-cccccccccc" not in carried
+    store = SQLiteJobStore(db)
+    jobs = {job.job_id: job for job in store.jobs()}
+    store.close()
+    assert all(job.delivered for job in jobs.values())
+    assert jobs["job-bbbbbbbbbb"].state is JobState.FAILED
+    assert jobs["job-bbbbbbbbbb"].error == "lookout ended before the job finished"
+    err = app.err.getvalue()  # type: ignore[attr-defined]
+    assert "job-aaaaaaaaaa (start_occupancy_report, succeeded) ended in an earlier run" in err
