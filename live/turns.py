@@ -282,7 +282,7 @@ class Conversation:
                     )
                     emit(ErrorEvent(message=message, where="model"))
                     return outcome
-                self._mark_delivered()
+                await self._mark_delivered()
                 content = _reply_content(reply)
                 if content.parts:
                     # An empty reply is not history: the API refuses empty contents.
@@ -456,7 +456,12 @@ class Conversation:
                 await self._deliver(running, job.final_response(), emit)
         finally:
             self._pending -= 1
-            self._bg_send.send_nowait(None)  # wakes follow_up() to check for the end
+            self._wake_follow_up()
+
+    def _wake_follow_up(self) -> None:
+        """Let follow_up() check whether anything is still pending."""
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._bg_send.send_nowait(None)
 
     def _progress(self, running: _RunningJob, fraction: float | None, message: str) -> None:
         job = running.job
@@ -492,7 +497,7 @@ class Conversation:
                 await self._deliver(running, response, emit, final=False)
             finally:
                 self._pending -= 1
-                self._bg_send.send_nowait(None)
+                self._wake_follow_up()
 
         self._tg.start_soon(deliver)
 
@@ -535,7 +540,7 @@ class Conversation:
                 )
             )
 
-    def _mark_delivered(self) -> None:
+    async def _mark_delivered(self) -> None:
         """A model call succeeded: every result in the history has now reached the model."""
         for job_id in list(self._undelivered):
             running = self._jobs.get(job_id)
@@ -544,7 +549,7 @@ class Conversation:
                 continue
             self._undelivered.discard(job_id)
             job.delivered = True
-            self._tg.start_soon(self._store, job)
+            await self._store(job)
 
     async def _store(self, job: Job) -> None:
         try:
