@@ -453,6 +453,39 @@ def _describe(exc: BaseException, secrets: Sequence[str]) -> str:
     return f"{name}: {text}" if text else name
 
 
+def client_secrets(client: genai.Client, api_key: str | None = None) -> tuple[str, ...]:
+    """The API key a client handed in uses, to keep it out of messages and logs."""
+    key = api_key or getattr(getattr(client, "_api_client", None), "api_key", None)
+    return (key,) if isinstance(key, str) and key else ()
+
+
+def new_client(
+    api_key: str | None,
+    http_options: types.HttpOptions | None,
+    api_version: str | None,
+    *,
+    websocket_logger: bool = False,
+) -> tuple[genai.Client, str]:
+    """A Gemini Developer API client and the key it uses (see the module doc for defaults).
+
+    ``websocket_logger``: route the websocket library's log through a filter that
+    removes the key (Live only; REST clients take no such argument).
+    """
+    key = (api_key or "").strip() or api_key_from_env()
+    if not key:
+        raise MissingApiKey()
+    options = http_options.model_copy() if http_options is not None else types.HttpOptions()
+    if not options.api_version or api_version:
+        options.api_version = resolve_api_version(api_version)
+    if websocket_logger:
+        args = dict(options.async_client_args or {})
+        args.setdefault("logger", _RedactingLogger(logging.getLogger("websockets.client"), [key]))
+        options.async_client_args = args
+    # Base URL and CA file come from the SDK's own environment variables
+    # (GOOGLE_GEMINI_BASE_URL, SSL_CERT_FILE), read here, once.
+    return genai.Client(vertexai=False, api_key=key, http_options=options), key
+
+
 class GeminiLiveModel:
     """``live.model.LiveModel`` for the Gemini Developer API (API key; not Vertex)."""
 
@@ -469,25 +502,15 @@ class GeminiLiveModel:
         self._session_http_options: types.HttpOptions | None = None
         if client is not None:
             self._client = client
-            key = api_key or getattr(getattr(client, "_api_client", None), "api_key", None)
-            self._secrets: tuple[str, ...] = (key,) if isinstance(key, str) and key else ()
+            self._secrets: tuple[str, ...] = client_secrets(client, api_key)
             if self.options.api_version:
                 # A given client keeps its own settings; only an explicit version overrides.
                 self._session_http_options = types.HttpOptions(api_version=self.options.api_version)
             return
-        key = (api_key or "").strip() or api_key_from_env()
-        if not key:
-            raise MissingApiKey()
+        self._client, key = new_client(
+            api_key, http_options, self.options.api_version, websocket_logger=True
+        )
         self._secrets = (key,)
-        options_ = http_options.model_copy() if http_options is not None else types.HttpOptions()
-        if not options_.api_version or self.options.api_version:
-            options_.api_version = resolve_api_version(self.options.api_version)
-        args = dict(options_.async_client_args or {})
-        args.setdefault("logger", _RedactingLogger(logging.getLogger("websockets.client"), [key]))
-        options_.async_client_args = args
-        # Base URL and CA file come from the SDK's own environment variables
-        # (GOOGLE_GEMINI_BASE_URL, SSL_CERT_FILE), read here, once.
-        self._client = genai.Client(vertexai=False, api_key=key, http_options=options_)
 
     @property
     def client(self) -> genai.Client:
@@ -551,8 +574,10 @@ __all__ = [
     "GeminiOptions",
     "MissingApiKey",
     "api_key_from_env",
+    "client_secrets",
     "default_modalities",
     "model_events",
+    "new_client",
     "parse_duration",
     "resolve_api_version",
 ]

@@ -35,7 +35,7 @@ from google.genai import errors, types
 from live.model import FunctionCallRequest, ModelUsage
 from live.redact import redact
 from live.turn_model import TurnModelError, TurnReply, TurnRequest
-from models.gemini import MissingApiKey, api_key_from_env, resolve_api_version
+from models.gemini import client_secrets, new_client
 
 DEFAULT_TURN_MODEL = "gemini-3.8-flash"
 DEFAULT_TIMEOUT_S = 60.0
@@ -144,21 +144,12 @@ class GeminiTurnModel:
         self._owns_client = client is None
         if client is not None:
             self._client = client
-            key = api_key or getattr(getattr(client, "_api_client", None), "api_key", None)
-            self._secrets: tuple[str, ...] = (key,) if isinstance(key, str) and key else ()
+            self._secrets: tuple[str, ...] = client_secrets(client, api_key)
             if api_version:
                 self._request_options.api_version = api_version
             return
-        key = (api_key or "").strip() or api_key_from_env()
-        if not key:
-            raise MissingApiKey()
+        self._client, key = new_client(api_key, http_options, api_version)
         self._secrets = (key,)
-        options = http_options.model_copy() if http_options is not None else types.HttpOptions()
-        if not options.api_version or api_version:
-            options.api_version = resolve_api_version(api_version)
-        # Base URL and CA file come from the SDK's own environment variables
-        # (GOOGLE_GEMINI_BASE_URL, SSL_CERT_FILE), read here, once.
-        self._client = genai.Client(vertexai=False, api_key=key, http_options=options)
 
     @property
     def client(self) -> genai.Client:
