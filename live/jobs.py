@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -96,6 +98,25 @@ class Job:
             delivered=bool(data.get("delivered")),
             extra=dict(data.get("extra") or {}),
         )
+
+
+class ProgressThrottle:
+    """At most one progress report per interval, so a job reporting per frame floods nothing.
+
+    The report of completion (fraction 1.0) always passes.
+    """
+
+    def __init__(self, now: Callable[[], float], interval_s: float) -> None:
+        self._now = now
+        self._interval_s = interval_s
+        self._last = -math.inf
+
+    def due(self, fraction: float | None) -> bool:
+        now = self._now()
+        if now - self._last < self._interval_s and fraction != 1.0:
+            return False
+        self._last = now
+        return True
 
 
 class JobStore(Protocol):
@@ -184,4 +205,4 @@ class SQLiteJobStore:
             self._conn.close()
 
 
-__all__ = ["Job", "JobState", "JobStore", "MemoryJobStore", "SQLiteJobStore"]
+__all__ = ["Job", "JobState", "JobStore", "MemoryJobStore", "ProgressThrottle", "SQLiteJobStore"]

@@ -16,7 +16,6 @@ import dataclasses
 import functools
 import itertools
 import logging
-import math
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from live.events import (
     Usage,
 )
 from live.input_stream import InputStream
+from live.jobs import ProgressThrottle
 from live.model import (
     ConnectionLost,
     FunctionCallRequest,
@@ -77,7 +77,7 @@ from live.redact import redact, short_error
 from live.requests import LiveRequest, LiveRequestQueue, RequestKind
 from live.stop_streaming import STOP_STREAMING, StopStreamingTool
 from live.streams import Emitter, StreamHandle, emission_message
-from live.tool import Tool, ToolArgumentError, ToolContext
+from live.tool import Tool, ToolArgumentError, ToolContext, check_unique_names
 
 log = logging.getLogger("lookout.session")
 
@@ -118,11 +118,8 @@ class Runner:
         clock: Clock | None = None,
         event_log: EventLog | None = None,
     ) -> None:
-        names = [tool.name for tool in tools]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"duplicate tool names: {', '.join(duplicates)}")
-        if STOP_STREAMING in names:
+        check_unique_names(tools)
+        if STOP_STREAMING in (tool.name for tool in tools):
             raise ValueError("stop_streaming is built in; do not list it")
         self.model = model
         self.tools = list(tools)
@@ -682,13 +679,11 @@ class LiveSession:
         self, call_id: str, job_id: str, name: str, interval_s: float = 0.5
     ) -> Callable[[float | None, str], None]:
         """Progress of a job for people (events, log, sinks); the model never gets it."""
-        last = [-math.inf]
+        throttle = ProgressThrottle(self.clock.now, interval_s)
 
         def progress(fraction: float | None, message: str) -> None:
-            now = self.clock.now()
-            if now - last[0] < interval_s and fraction != 1.0:
+            if not throttle.due(fraction):
                 return
-            last[0] = now
             self._emit(
                 JobProgress(
                     id=call_id, job_id=job_id, name=name, fraction=fraction, message=message

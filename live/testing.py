@@ -265,24 +265,11 @@ TurnScript = TurnReply | Exception | Callable[[TurnRequest], "TurnReply | Except
 
 
 def function_responses(request: TurnRequest) -> list[types.FunctionResponse]:
-    """Every FunctionResponse in a request's history, oldest first."""
-    out = []
-    for content in request.contents:
-        for part in content.parts or []:
-            if part.function_response is not None:
-                out.append(part.function_response)
-    return out
+    return request.function_responses()
 
 
 def last_function_responses(request: TurnRequest) -> list[types.FunctionResponse]:
-    """The FunctionResponses of the newest content (what the model is answering now)."""
-    if not request.contents:
-        return []
-    return [
-        p.function_response
-        for p in request.contents[-1].parts or []
-        if p.function_response is not None
-    ]
+    return request.last_function_responses()
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -75,3 +75,11 @@ class Tool(Protocol):
     def stream(self, args: dict[str, Any], context: ToolContext) -> AsyncIterator[dict[str, Any]]:
         """Start a streaming tool; each item is one emission to the model."""
         ...
+
+
+def check_unique_names(tools: Sequence[Tool]) -> None:
+    """A runner's tools are looked up by name: two of one name would shadow each other."""
+    names = [tool.name for tool in tools]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate tool names: {', '.join(duplicates)}")

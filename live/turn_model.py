@@ -24,6 +24,18 @@ class TurnRequest:
     declarations: tuple[types.FunctionDeclaration, ...] = ()
     system_instruction: str | None = None
 
+    def function_responses(self) -> list[types.FunctionResponse]:
+        """Every FunctionResponse in the history, oldest first."""
+        return [r for content in self.contents for r in _responses_in(content)]
+
+    def last_function_responses(self) -> list[types.FunctionResponse]:
+        """The FunctionResponses of the newest content (what the model is answering now)."""
+        return _responses_in(self.contents[-1]) if self.contents else []
+
+
+def _responses_in(content: types.Content) -> list[types.FunctionResponse]:
+    return [p.function_response for p in content.parts or [] if p.function_response is not None]
+
 
 @dataclass(frozen=True)
 class TurnReply:

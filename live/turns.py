@@ -57,10 +57,10 @@ from live.events import (
     Usage,
     UserText,
 )
-from live.jobs import Job, JobState, JobStore, MemoryJobStore
+from live.jobs import Job, JobState, JobStore, MemoryJobStore, ProgressThrottle
 from live.model import FunctionCallRequest
 from live.redact import redact, short_error
-from live.tool import Tool, ToolArgumentError, ToolContext
+from live.tool import Tool, ToolArgumentError, ToolContext, check_unique_names
 from live.turn_model import TurnModel, TurnModelError, TurnReply, TurnRequest
 
 log = logging.getLogger("lookout.turns")
@@ -119,10 +119,7 @@ class TurnRunner:
         event_log: EventLog | None = None,
         job_store: JobStore | None = None,
     ) -> None:
-        names = [tool.name for tool in tools]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"duplicate tool names: {', '.join(duplicates)}")
+        check_unique_names(tools)
         for tool in tools:
             if tool.is_streaming:
                 raise streaming_refusal(tool.name)
@@ -153,9 +150,9 @@ class _RunningJob:
     job: Job
     tool: Tool
     wire_id: str | None  # the model's own call id (None when it gave none)
+    throttle: ProgressThrottle
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     cancel_reason: str = ""
-    last_progress: float = -math.inf
     done: anyio.Event = field(default_factory=anyio.Event)
 
 
@@ -398,7 +395,8 @@ class Conversation:
             args=args,
             started_at=time.time(),
         )
-        running = _RunningJob(job, tool, wire_id)
+        throttle = ProgressThrottle(self.clock.now, self.config.progress_interval_s)
+        running = _RunningJob(job, tool, wire_id, throttle)
         self._jobs[job.job_id] = running
         self._pending += 1
         await self._store(job)
@@ -470,10 +468,8 @@ class Conversation:
         if fraction is not None:
             fraction = min(1.0, max(0.0, float(fraction)))
         job.fraction, job.message = fraction, message
-        now = self.clock.now()
-        if now - running.last_progress < self.config.progress_interval_s and fraction != 1.0:
+        if not running.throttle.due(fraction):
             return
-        running.last_progress = now
         self._emitter(self._bg_send)(
             JobProgress(
                 id=job.call_id,

@@ -70,9 +70,7 @@ class LocalTurnModel:
         await anyio.lowlevel.checkpoint()
         declared = {d.name for d in request.declarations if d.name}
         last = request.contents[-1] if request.contents else None
-        responses = (
-            [p.function_response for p in (last.parts or []) if p.function_response] if last else []
-        )
+        responses = request.last_function_responses()
         if responses:
             return self._after_tools(request, responses, declared)
         # The question is the last text; parts before it are context (carried-over results).
@@ -104,29 +102,31 @@ class LocalTurnModel:
         for response in responses:
             payload = dict(response.response or {})
             name = response.name or ""
-            if payload.get("status") == "error":
-                texts.append(f"Sorry, {name} failed: {payload.get('error', 'no reason given')}")
-            elif name == COUNT_NOW:
-                texts.append(
-                    f"{people(int(payload.get('people', 0)))} in view "
-                    f"(frame {payload.get('frame')} at {float(payload.get('t', 0.0)):.1f} s "
-                    f"of {payload.get('source', 'the source')})."
-                )
-            elif name == REPORT:
-                text, call = self._report(payload, declared)
-                if text:
-                    texts.append(text)
-                if call is not None:
-                    calls.append(call)
-            elif name == FETCH:
-                text, call = self._page(request, payload)
-                if text:
-                    texts.append(text)
-                if call is not None:
-                    calls.append(call)
-            else:
-                texts.append(f"{name} answered {json.dumps(payload, sort_keys=True)}.")
+            text, call = self._answer(request, name, payload, declared)
+            if text:
+                texts.append(text)
+            if call is not None:
+                calls.append(call)
         return TurnReply(text=" ".join(texts), calls=tuple(calls))
+
+    def _answer(
+        self, request: TurnRequest, name: str, payload: dict[str, Any], declared: set[str]
+    ) -> tuple[str, FunctionCallRequest | None]:
+        """What to say about one tool answer, and the call to make next (if any)."""
+        if payload.get("status") == "error":
+            return f"Sorry, {name} failed: {payload.get('error', 'no reason given')}", None
+        if name == COUNT_NOW:
+            return (
+                f"{people(int(payload.get('people', 0)))} in view "
+                f"(frame {payload.get('frame')} at {float(payload.get('t', 0.0)):.1f} s "
+                f"of {payload.get('source', 'the source')}).",
+                None,
+            )
+        if name == REPORT:
+            return self._report(payload, declared)
+        if name == FETCH:
+            return self._page(request, payload)
+        return f"{name} answered {json.dumps(payload, sort_keys=True)}.", None
 
     def _report(
         self, payload: dict[str, Any], declared: set[str]
@@ -183,17 +183,8 @@ def _span(start: float, end: float) -> str:
     return f"{start:.0f}-{end:.0f} s"
 
 
-def _responses(request: TurnRequest) -> list[types.FunctionResponse]:
-    return [
-        p.function_response
-        for content in request.contents
-        for p in content.parts or []
-        if p.function_response is not None
-    ]
-
-
 def _report_result(request: TurnRequest, job_id: str) -> dict[str, Any] | None:
-    for response in reversed(_responses(request)):
+    for response in reversed(request.function_responses()):
         payload = response.response or {}
         if (
             response.name == REPORT
@@ -207,7 +198,7 @@ def _report_result(request: TurnRequest, job_id: str) -> dict[str, Any] | None:
 def _pages_read(request: TurnRequest, job_id: str) -> list[dict[str, Any]]:
     """The pages of ``job_id`` read since the walk last started from the first page."""
     pages: list[dict[str, Any]] = []
-    for response in _responses(request):
+    for response in request.function_responses():
         payload = response.response or {}
         if response.name != FETCH or payload.get("job_id") != job_id or "counts" not in payload:
             continue
