@@ -66,6 +66,26 @@ def sample_video() -> Path | None:
     return next((p for p in candidates if p.is_file()), None)
 
 
+def configured_source(config: Config, clock: Clock) -> FrameSource:
+    """The source ``--source`` names, else the sample video; nothing is opened yet."""
+    spec = config.source
+    if spec is None:
+        video = sample_video()
+        if video is None:
+            raise SourceError(
+                "no --source given and the sample video is missing "
+                "(run python3 scripts/fetch_sample_data.py)"
+            )
+        spec = str(video)
+    return open_source(
+        spec,
+        clock_now=clock.now,
+        folder_fps=config.folder_fps,
+        # A stuck network read gives up a little after the watchdog does.
+        read_timeout_s=config.stall_timeout * 2,
+    )
+
+
 def build_model(config: Config) -> LiveModel:
     if not config.uses_gemini:
         return LocalModel()
@@ -111,24 +131,8 @@ class App:
     source_override: FrameSource | None = None  # tests inject faulty sources here
 
     def __post_init__(self) -> None:
-        spec = self.config.source
-        if self.source_override is not None:
-            spec = self.source_override.name
-        elif spec is None:
-            video = sample_video()
-            if video is None:
-                raise SourceError(
-                    "no --source given and the sample video is missing "
-                    "(run python3 scripts/fetch_sample_data.py)"
-                )
-            spec = str(video)
-        self.source_spec = spec
-        self.source: FrameSource = self.source_override or open_source(
-            spec,
-            clock_now=self.clock.now,
-            folder_fps=self.config.folder_fps,
-            # A stuck network read gives up a little after the watchdog does.
-            read_timeout_s=self.config.stall_timeout * 2,
+        self.source: FrameSource = self.source_override or configured_source(
+            self.config, self.clock
         )
         self.model = build_model(self.config)
         self.counter = CountPeople(
@@ -342,4 +346,4 @@ def describe_config(config: Config) -> dict[str, Any]:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in data.items()}
 
 
-__all__ = ["App", "SourceState", "describe_config", "sample_video"]
+__all__ = ["App", "SourceState", "configured_source", "describe_config", "sample_video"]

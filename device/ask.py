@@ -22,13 +22,13 @@ from typing import TextIO
 import anyio
 from anyio import CancelScope
 
-from device.app import sample_video
+from device.app import configured_source
 from device.config import Config
 from device.events import SourceStateEvent
 from device.sampler import FrameSampler
 from device.sinks import EventSink, JsonlSink
 from device.source_runner import SourceRunner, StateChange
-from device.sources import FrameSource, SourceError, open_source
+from device.sources import FrameSource
 from live import MemoryEventLog, SQLiteEventLog
 from live.clock import Clock, MonotonicClock
 from live.eventlog import EventLog
@@ -162,20 +162,8 @@ class AskApp:
     watch_signals: bool = True
 
     def __post_init__(self) -> None:
-        spec = self.config.source
-        if self.source_override is None and spec is None:
-            video = sample_video()
-            if video is None:
-                raise SourceError(
-                    "no --source given and the sample video is missing "
-                    "(run python3 scripts/fetch_sample_data.py)"
-                )
-            spec = str(video)
-        self.source: FrameSource = self.source_override or open_source(
-            spec or "",
-            clock_now=self.clock.now,
-            folder_fps=self.config.folder_fps,
-            read_timeout_s=self.config.stall_timeout * 2,
+        self.source: FrameSource = self.source_override or configured_source(
+            self.config, self.clock
         )
         self.turn_model = self.model or build_turn_model(self.config)
         self.console = AskConsole(self.out, self.err)

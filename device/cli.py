@@ -175,6 +175,18 @@ def _quiet_native_logs(verbose: bool) -> None:
         os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
 
 
+def _set_up_logging(verbose: bool, quiet: dict[str, int]) -> None:
+    """Log to stderr; without -v the ``quiet`` loggers only from the level given."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not verbose:
+        for name, level in quiet.items():
+            logging.getLogger(name).setLevel(level)
+
+
 def _exit_now_if_threads_linger(code: int) -> int:
     """Leave promptly even if a worker thread is stuck in a camera read.
 
@@ -209,15 +221,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+    # The console already reports source and connection states as events.
+    _set_up_logging(
+        args.verbose, {"lookout.source": logging.ERROR, "lookout.session": logging.ERROR}
     )
-    if not args.verbose:
-        # The console already reports source and connection states as events.
-        logging.getLogger("lookout.source").setLevel(logging.ERROR)
-        logging.getLogger("lookout.session").setLevel(logging.ERROR)
     try:
         app = App(config, read_stdin=args.stdin or sys.stdin.isatty())
     except SourceError as exc:
@@ -257,26 +264,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return _fail("--report-fps and --period must be positive")
     if args.page_size < 1:
         return _fail("--page-size must be at least 1")
+    # Without --model, device.ask.model_name picks ask's default (not the Live one).
     flags = {name: getattr(args, name) for name in ASK_FLAGS}
-    if flags["model"] is None:
-        # Not the Live default: ask speaks generate_content (see device.ask.model_name).
-        from device.config import api_key_from_env
-        from models.gemini_turns import DEFAULT_TURN_MODEL
-
-        flags["model"] = DEFAULT_TURN_MODEL if api_key_from_env() else "local"
     try:
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    if not args.verbose:
-        # Errors reach the console as events already; the log would say them twice.
-        for name in ("lookout.source", "lookout.turns", "lookout.tool"):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
+    # Errors reach the console as events already; the log would say them twice.
+    _set_up_logging(
+        args.verbose, {"lookout.source": logging.CRITICAL, "lookout.turns": logging.CRITICAL,
+                       "lookout.tool": logging.CRITICAL},
+    )  # fmt: skip
     options = AskOptions(
         question=args.question,
         wait=not args.no_wait,
