@@ -34,6 +34,34 @@ class Detector(Protocol):
 DetectorFactory = Callable[[], Detector]
 
 
+class SharedDetector:
+    """One detector for all the calls of a tool.
+
+    An object with ``.detect()`` is the detector; anything else is a factory,
+    called lazily in a worker thread (loading a model takes a while).
+    ``limiter`` allows one inference at a time: on a 2-core device two would
+    only slow each other.
+    """
+
+    def __init__(self, detector: Detector | DetectorFactory) -> None:
+        self._factory = detector
+        self._detector: Detector | None = detector if hasattr(detector, "detect") else None
+        self._lock = threading.Lock()
+        self.limiter = anyio.CapacityLimiter(1)
+
+    def get(self) -> Detector:
+        """The detector, loading it first if need be (call from a worker thread)."""
+        with self._lock:
+            if self._detector is None:
+                factory = self._factory
+                assert callable(factory)
+                self._detector = factory()
+            return self._detector
+
+    async def load(self) -> Detector:
+        return await anyio.to_thread.run_sync(self.get, limiter=self.limiter)
+
+
 @dataclass(frozen=True, kw_only=True)
 class CountChanged(Event):
     """A change of the smoothed people count (``t_media``: the frame's capture time)."""
@@ -148,26 +176,11 @@ class CountPeople:
     observers: list[Callable[[FrameResult], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        # An object with .detect() is the detector; anything else is a factory, called
-        # lazily in a worker thread (loading a model takes a while).
-        self._detector: Detector | None = (
-            self.detector if hasattr(self.detector, "detect") else None
-        )
-        self._load_lock = threading.Lock()
-        # One inference at a time: on a 2-core device two would only slow each other.
-        self._limiter = anyio.CapacityLimiter(1)
+        self._shared = SharedDetector(self.detector)
         self.stats = CountStats()
 
-    def _get_detector(self) -> Detector:
-        with self._load_lock:
-            if self._detector is None:
-                factory = self.detector
-                assert callable(factory)
-                self._detector = factory()
-            return self._detector
-
     async def load(self) -> Detector:
-        return await anyio.to_thread.run_sync(self._get_detector, limiter=self._limiter)
+        return await self._shared.load()
 
     def _detect(self, request: LiveRequest) -> tuple[np.ndarray | None, Detections | None, float]:
         import time
@@ -179,7 +192,7 @@ class CountPeople:
             if frame is None:
                 return None, None, 0.0
         start = time.perf_counter()
-        detections = self._get_detector().detect(frame)
+        detections = self._shared.get().detect(frame)
         return frame, detections, (time.perf_counter() - start) * 1000
 
     async def __call__(
@@ -219,7 +232,7 @@ class CountPeople:
                 continue
             try:
                 frame, detections, detect_ms = await anyio.to_thread.run_sync(
-                    self._detect, request, limiter=self._limiter
+                    self._detect, request, limiter=self._shared.limiter
                 )
             except Exception as exc:
                 # One bad inference must not end the stream; a persistent failure is reported.

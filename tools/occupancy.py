@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,15 +24,11 @@ import numpy as np
 
 from live.paging import paginate
 from live.tool import Tool, ToolArgumentError, ToolContext
-from models.detector import Detections
+from tools.count_people import Detector, DetectorFactory, SharedDetector
 from tools.function_tool import FunctionTool
 from tools.smoothing import CountSmoother
 
 MAX_REPORT_MINUTES = 24 * 60
-
-
-class Detector(Protocol):
-    def detect(self, frame_bgr: np.ndarray) -> Detections: ...
 
 
 class Frame(Protocol):
@@ -213,7 +209,7 @@ class OccupancyTools:
     """The three tools over one frame provider and one detector (loaded on first use)."""
 
     frames: FrameProvider
-    detector: Callable[[], Detector]
+    detector: Detector | DetectorFactory
     log: OccupancyLog = field(default_factory=MemoryOccupancyLog)
     sample_fps: float = 1.0
     bucket_s: float = 60.0
@@ -224,10 +220,8 @@ class OccupancyTools:
     def __post_init__(self) -> None:
         if self.sample_fps <= 0 or self.bucket_s <= 0 or self.page_size < 1:
             raise ValueError("sample_fps and bucket_s must be positive, page_size at least 1")
-        self._detector: Detector | None = None
-        self._load_lock = threading.Lock()
-        # One inference at a time: a report and a question share one small CPU.
-        self._limiter = anyio.CapacityLimiter(1)
+        # A report and a question share one detector, one inference at a time.
+        self._shared = SharedDetector(self.detector)
         # What the model is told of the source: a file's name, not where it lives on disk.
         name = self.frames.name
         self._source = Path(name).name if Path(name).is_file() else name
@@ -239,14 +233,11 @@ class OccupancyTools:
             FunctionTool(self.fetch_counts),
         ]
 
-    def _detect(self, image: np.ndarray) -> int:
-        with self._load_lock:
-            if self._detector is None:
-                self._detector = self.detector()
-        return len(self._detector.detect(image))
-
     async def _count(self, frame: Frame) -> int:
-        return await anyio.to_thread.run_sync(self._detect, frame.image, limiter=self._limiter)
+        def detect() -> int:
+            return len(self._shared.get().detect(frame.image))
+
+        return await anyio.to_thread.run_sync(detect, limiter=self._shared.limiter)
 
     async def count_people_now(self) -> dict[str, Any]:
         """Count the people in view right now (one detector pass on the newest frame).
@@ -287,7 +278,8 @@ class OccupancyTools:
             change = smoother.update(raw, frame.t)
             if change is not None and change.previous is not None:
                 changes += 1
-            count = smoother.current if smoother.current is not None else raw
+            current = smoother.current  # the median of the window, computed once per sample
+            count = current if current is not None else raw
             counts.append(count)
             index = int(last_t // self.bucket_s)
             for done in [i for i in buckets if i < index]:
