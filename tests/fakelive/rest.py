@@ -24,13 +24,11 @@ a :class:`ThreadedFakeGenerateServer` whose methods are blocking calls.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import inspect
 import json
 import re
 import shutil
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +39,7 @@ from aiohttp import web
 from google import genai
 
 from .certs import TestCerts, make_test_certs
-from .server import DEFAULT_API_KEY, DEFAULT_API_VERSION, LiveEndpoint, get_field
+from .server import DEFAULT_API_KEY, DEFAULT_API_VERSION, LiveEndpoint, ThreadedServer, get_field
 
 __all__ = [
     "NO_ANSWER",
@@ -547,89 +545,14 @@ class FakeGenerateServer:
         return web.json_response(payload, status=error.status)
 
 
-class ThreadedFakeGenerateServer:
+class ThreadedFakeGenerateServer(ThreadedServer["FakeGenerateServer"]):
     """A :class:`FakeGenerateServer` on its own event loop in a daemon thread.
 
     Methods are blocking calls that run on the server's loop, so its state is only touched
     there; ``requests`` returns a snapshot.
     """
 
-    def __init__(self, server: FakeGenerateServer) -> None:
-        self.server = server
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stop: asyncio.Event | None = None
-        self._endpoint: LiveEndpoint | None = None
-
-    def start(self, timeout: float = 10.0) -> LiveEndpoint:
-        started: concurrent.futures.Future[LiveEndpoint] = concurrent.futures.Future()
-        self._thread = threading.Thread(
-            target=asyncio.run, args=(self._main(started),), name="fake-generate", daemon=True
-        )
-        self._thread.start()
-        self._endpoint = started.result(timeout)
-        return self._endpoint
-
-    async def _main(self, started: concurrent.futures.Future[LiveEndpoint]) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        try:
-            endpoint = await self.server.start()
-        except BaseException as exc:
-            started.set_exception(exc)
-            return
-        started.set_result(endpoint)
-        try:
-            await self._stop.wait()
-        finally:
-            await self.server.stop()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self._loop is not None and self._stop is not None and self._thread is not None:
-            if self._thread.is_alive():
-                self._loop.call_soon_threadsafe(self._stop.set)
-            self._thread.join(timeout)
-        self._loop = self._stop = self._thread = None
-
-    def call(self, fn: Callable[[], Awaitable[T]], *, timeout: float | None = 30.0) -> T:
-        """Run ``fn()`` (a coroutine factory) on the server's loop and return its result."""
-        if self._loop is None:
-            raise RuntimeError("threaded fake generate server not running")
-
-        async def run() -> T:
-            return await fn()
-
-        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
-
-    def _sync(self, fn: Callable[[], T]) -> T:
-        async def run() -> T:
-            return fn()
-
-        return self.call(run)
-
-    @property
-    def endpoint(self) -> LiveEndpoint:
-        if self._endpoint is None:
-            raise RuntimeError("threaded fake generate server not running")
-        return self._endpoint
-
-    @property
-    def base_url(self) -> str:
-        return self.endpoint.base_url
-
-    def env(
-        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
-    ) -> dict[str, str]:
-        return self.endpoint.env(api_version=api_version, api_key=api_key)
-
-    def subprocess_env(
-        self,
-        base: Mapping[str, str] | None = None,
-        *,
-        api_version: str = DEFAULT_API_VERSION,
-        api_key: str = DEFAULT_API_KEY,
-    ) -> dict[str, str]:
-        return self.endpoint.subprocess_env(base, api_version=api_version, api_key=api_key)
+    what = "fake generate server"
 
     @property
     def requests(self) -> list[GenerateRequest]:

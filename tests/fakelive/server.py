@@ -40,7 +40,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from google import genai
 from google.genai import types
@@ -956,14 +956,25 @@ class _Keep:
     """Sentinel type: "leave this option unchanged"."""
 
 
-class ThreadedFakeLiveServer:
-    """A :class:`FakeLiveServer` on its own event loop in a daemon thread.
+class _Serving(Protocol):
+    async def start(self) -> LiveEndpoint: ...
+
+    async def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Serving)
+
+
+class ThreadedServer(Generic[S]):
+    """A fake server on its own event loop in a daemon thread (for subprocess tests).
 
     Every method is a blocking call that runs the corresponding coroutine on the server's loop
-    (so state is only ever touched there). Predicates given to :meth:`wait_for` also run there.
+    (so state is only ever touched there). Predicates given to ``wait_for`` also run there.
     """
 
-    def __init__(self, server: FakeLiveServer) -> None:
+    what = "fake server"  # for thread names and errors
+
+    def __init__(self, server: S) -> None:
         self.server = server
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -973,7 +984,10 @@ class ThreadedFakeLiveServer:
     def start(self, timeout: float = 10.0) -> LiveEndpoint:
         started: concurrent.futures.Future[LiveEndpoint] = concurrent.futures.Future()
         self._thread = threading.Thread(
-            target=asyncio.run, args=(self._main(started),), name="fake-live", daemon=True
+            target=asyncio.run,
+            args=(self._main(started),),
+            name=self.what.replace(" ", "-"),
+            daemon=True,
         )
         self._thread.start()
         self._endpoint = started.result(timeout)
@@ -1003,7 +1017,7 @@ class ThreadedFakeLiveServer:
     def call(self, fn: Callable[[], Awaitable[T]], *, timeout: float | None = 30.0) -> T:
         """Run ``fn()`` (a coroutine factory) on the server's loop and return its result."""
         if self._loop is None:
-            raise RuntimeError("threaded fake live server not running")
+            raise RuntimeError(f"threaded {self.what} not running")
 
         async def run() -> T:
             return await fn()
@@ -1016,12 +1030,10 @@ class ThreadedFakeLiveServer:
 
         return self.call(run)
 
-    # -- same surface as FakeLiveServer, blocking ------------------------------------------
-
     @property
     def endpoint(self) -> LiveEndpoint:
         if self._endpoint is None:
-            raise RuntimeError("threaded fake live server not running")
+            raise RuntimeError(f"threaded {self.what} not running")
         return self._endpoint
 
     @property
@@ -1045,6 +1057,12 @@ class ThreadedFakeLiveServer:
         api_key: str = DEFAULT_API_KEY,
     ) -> dict[str, str]:
         return self.endpoint.subprocess_env(base, api_version=api_version, api_key=api_key)
+
+
+class ThreadedFakeLiveServer(ThreadedServer["FakeLiveServer"]):
+    """A :class:`FakeLiveServer` on its own event loop in a daemon thread."""
+
+    what = "fake live server"
 
     def set_options(
         self,
