@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +21,10 @@ from live.turn_model import TurnReply, TurnRequest
 from live.turns import ToolModeError, TurnRunner
 from models.detector import PersonDetector
 from models.local_turns import LocalTurnModel
+from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file
 from tools import FunctionTool
 from tools.count_people import CountPeople
-
-LOOKOUT = [sys.executable, "-m", "device.cli"]
 
 
 class RecordingLocalModel(LocalTurnModel):
@@ -202,19 +199,6 @@ def test_the_streaming_count_people_tool_is_refused_in_request_response_mode() -
 # ----------------------------------------------------------------------------- the command
 
 
-def lookout(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
-    return subprocess.run(
-        [*LOOKOUT, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO_ROOT,
-        env=env,
-        check=False,
-    )
-
-
 def test_lookout_ask_how_many_from_the_command_line() -> None:
     result = lookout("ask", "how many people?", "--source", str(data_file("vtest.avi")))
     assert result.returncode == 0, result.stderr
@@ -237,7 +221,7 @@ def test_lookout_ask_bad_input_gets_one_line() -> None:
 
 def test_ctrl_c_cancels_a_running_report_and_records_it(tmp_path: Path) -> None:
     db = tmp_path / "ask.db"
-    env = {k: v for k, v in os.environ.items() if k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
+    env = offline_env()
     process = subprocess.Popen(
         [*LOOKOUT, "ask", "report for 10 minutes", "--db", str(db),
          "--source", str(data_file("vtest.avi")), "--loop"],

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,23 +18,8 @@ from device.app import App
 from device.config import build
 from device.sources import Frame, SourceError
 from live.eventlog import read_events
+from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file
-
-LOOKOUT = [sys.executable, "-m", "device.cli"]
-
-
-def lookout(*args: str, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
-    return subprocess.run(
-        [*LOOKOUT, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO_ROOT,
-        env=env,
-        check=False,
-        **kw,
-    )
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -140,7 +123,7 @@ def test_a_refusing_camera_url_reconnects_and_the_session_survives(tmp_path: Pat
 
 def test_sigterm_stops_within_two_seconds_with_a_complete_log(tmp_path: Path) -> None:
     out, db = tmp_path / "events.jsonl", tmp_path / "events.sqlite"
-    env = {k: v for k, v in os.environ.items() if k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
+    env = offline_env()
     proc = subprocess.Popen(
         [*LOOKOUT, "run", "--source", str(data_file("vtest.avi")), "--model", "local",
          "--no-http", "--events", str(out), "--db", str(db)],
