@@ -179,6 +179,7 @@ class Conversation:
         # Events of jobs and of the turns their results resume. Unbounded on purpose:
         # they are few (progress is throttled) and none may be lost before follow_up().
         self._bg_send, self._bg_recv = anyio.create_memory_object_stream[Event | None](math.inf)
+        self._bg_emit = self._emitter(self._bg_send)
 
     # ---------------------------------------------------------------- public
 
@@ -406,7 +407,7 @@ class Conversation:
 
     async def _run_job(self, running: _RunningJob) -> None:
         job, tool = running.job, running.tool
-        emit = self._emitter(self._bg_send)
+        emit = self._bg_emit
         context = ToolContext(
             call_id=job.call_id,
             function_name=job.name,
@@ -470,7 +471,7 @@ class Conversation:
         job.fraction, job.message = fraction, message
         if not running.throttle.due(fraction):
             return
-        self._emitter(self._bg_send)(
+        self._bg_emit(
             JobProgress(
                 id=job.call_id,
                 job_id=job.job_id,
@@ -485,7 +486,7 @@ class Conversation:
         if job.state.ended or self._closing:
             return
         response = {**payload, "job_id": job.job_id, "status": "running"}
-        emit = self._emitter(self._bg_send)
+        emit = self._bg_emit
         self._pending += 1
 
         async def deliver() -> None:

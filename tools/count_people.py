@@ -51,6 +51,9 @@ class SharedDetector:
 
     def get(self) -> Detector:
         """The detector, loading it first if need be (call from a worker thread)."""
+        detector = self._detector
+        if detector is not None:
+            return detector  # the per-frame case: no lock once loaded
         with self._lock:
             if self._detector is None:
                 factory = self._factory
