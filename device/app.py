@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import sys
@@ -86,6 +87,11 @@ def configured_source(config: Config, clock: Clock) -> FrameSource:
     )
 
 
+def detector_factory(config: Config) -> Callable[[], PersonDetector]:
+    """Builds the configured detector when first needed (loading takes a while)."""
+    return functools.partial(PersonDetector, config.detector, threshold=config.threshold)
+
+
 def build_model(config: Config) -> LiveModel:
     if not config.uses_gemini:
         return LocalModel()
@@ -136,7 +142,7 @@ class App:
         )
         self.model = build_model(self.config)
         self.counter = CountPeople(
-            detector=self._make_detector,
+            detector=detector_factory(self.config),
             max_fps=self.config.detect_fps,
             k=self.config.smoothing,
             min_hold_s=self.config.min_hold,
@@ -173,18 +179,10 @@ class App:
         )
         self._stop_requested = False
 
-    def _make_detector(self) -> PersonDetector:
-        return PersonDetector(self.config.detector, threshold=self.config.threshold)
-
     # ------------------------------------------------------------- callbacks
 
     def _on_source_state(self, change: StateChange) -> None:
-        event = SourceStateEvent(
-            source=self.source.name,
-            state=change.state.value,
-            reason=change.reason,
-            attempt=change.attempt,
-        )
+        event = SourceStateEvent.of(self.source.name, change)
         if self.session is not None:
             self.session.publish(event)
         else:

@@ -22,7 +22,7 @@ from typing import TextIO
 import anyio
 from anyio import CancelScope
 
-from device.app import configured_source
+from device.app import configured_source, detector_factory
 from device.config import Config
 from device.events import SourceStateEvent
 from device.sampler import FrameSampler
@@ -44,7 +44,6 @@ from live.events import (
 from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
 from live.turn_model import TurnModel
 from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner
-from models.detector import PersonDetector
 from tools.occupancy import MemoryOccupancyLog, OccupancyLog, OccupancyTools, SQLiteOccupancyLog
 
 log = logging.getLogger("lookout.ask")
@@ -191,7 +190,7 @@ class AskApp:
         self.sampler = FrameSampler(self.source_runner, clock=self.clock, pace=self.config.pace)
         self.tools = OccupancyTools(
             self.sampler,
-            self._make_detector,
+            detector_factory(self.config),
             self.occupancy,
             sample_fps=self.options.sample_fps,
             bucket_s=self.options.period_s,
@@ -205,16 +204,8 @@ class AskApp:
         self._interrupted = False
         self._finished = anyio.Event()
 
-    def _make_detector(self) -> PersonDetector:
-        return PersonDetector(self.config.detector, threshold=self.config.threshold)
-
     def _on_source_state(self, change: StateChange) -> None:
-        event = SourceStateEvent(
-            source=self.source.name,
-            state=change.state.value,
-            reason=change.reason,
-            attempt=change.attempt,
-        )
+        event = SourceStateEvent.of(self.source.name, change)
         self.event_log.record(event)
         self._write(event)
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from live.events import Event
+
+if TYPE_CHECKING:
+    from device.source_runner import StateChange
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -15,6 +18,12 @@ class SourceStateEvent(Event):
     state: str
     reason: str = ""
     attempt: int = 0
+
+    @classmethod
+    def of(cls, source: str, change: StateChange) -> SourceStateEvent:
+        return cls(
+            source=source, state=change.state.value, reason=change.reason, attempt=change.attempt
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
