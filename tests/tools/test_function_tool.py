@@ -1,16 +1,19 @@
-"""Declarations built from signatures; hidden parameters; argument checking."""
+"""Declarations built from signatures; hidden parameters; argument checking and constraints."""
 
 from __future__ import annotations
 
+import enum
 import functools
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, Literal
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from typing import Annotated, Any, Literal
 
 import pytest
 from google.genai import types
+from pydantic import Field
 
 from live import InputStream, ToolArgumentError, ToolContext
-from tools import FunctionTool, is_streaming_callable
+from tools import FunctionTool, is_streaming_callable, schema_for
 
 
 async def watch(
@@ -179,6 +182,225 @@ def test_good_arguments_are_converted() -> None:
 def test_unsupported_parameter_type_fails_at_construction() -> None:
     def f(x: complex) -> None:
         """Complex numbers have no schema."""
+
+    with pytest.raises(TypeError, match="unsupported parameter type"):
+        FunctionTool(f)
+
+
+def bounded(
+    count: Annotated[int, Field(ge=1, le=10, description="how many, 1 to 10")],
+    ratio: Annotated[float, Field(gt=0, lt=1)] = 0.5,
+    name: Annotated[str, Field(max_length=8, pattern="^[a-z]+$")] | None = None,
+    tags: Annotated[list[str], Field(min_length=1, max_length=3)] | None = None,
+    every: int = 1,
+    verbose: bool = False,
+    label: str = "",
+) -> dict[str, Any]:
+    """Constraints in the signature.
+
+    Args:
+        count: the docstring's words, which the Field's description overrides.
+        ratio: share of frames to look at.
+    """
+    return {}
+
+
+def test_annotated_constraints_are_declared_with_their_description() -> None:
+    decl = FunctionTool(bounded).declaration()
+    assert decl.parameters is not None and decl.parameters.properties is not None
+    props = decl.parameters.properties
+    assert props["count"].type == types.Type.INTEGER
+    assert props["count"].description == "how many, 1 to 10"
+    assert (props["count"].minimum, props["count"].maximum) == (1, 10)
+    # An exclusive bound on a float has no exact Schema form: validate enforces it alone.
+    assert props["ratio"].description == "share of frames to look at."
+    assert props["ratio"].minimum is None and props["ratio"].maximum is None
+    assert props["name"].nullable is True
+    assert (props["name"].max_length, props["name"].pattern) == (8, "^[a-z]+$")
+    assert (props["tags"].min_items, props["tags"].max_items) == (1, 3)
+    assert decl.parameters.required == ["count"]
+
+
+def test_an_exclusive_integer_bound_is_declared_as_the_inclusive_one() -> None:
+    schema = schema_for(Annotated[int, Field(gt=0, lt=5)])
+    assert (schema.minimum, schema.maximum) == (1, 4)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"count": 0}, "bounded: count must be at least 1, got 0"),
+        ({"count": 11}, "bounded: count must be at most 10, got 11"),
+        ({"count": 1, "ratio": 1}, "bounded: ratio must be less than 1.0, got 1"),
+        ({"count": 1, "ratio": 0.0}, "bounded: ratio must be more than 0.0, got 0.0"),
+        ({"count": 1, "name": "Bob"}, "bounded: name must match '^[a-z]+$', got str 'Bob'"),
+        ({"count": 1, "name": "abcdefghi"}, "bounded: name must have at most 8 characters, got 9"),
+        ({"count": 1, "tags": []}, "bounded: tags must have at least 1 item, got 0"),
+        ({"count": 1, "tags": ["a", 2]}, "bounded: tags[1] must be a string, got int 2"),
+    ],
+)
+def test_values_outside_annotated_constraints_are_refused_in_one_line(
+    args: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ToolArgumentError) as info:
+        FunctionTool(bounded).validate(args)
+    assert str(info.value) == message
+
+
+def test_values_inside_annotated_constraints_pass() -> None:
+    args = {"count": 10, "ratio": 0.25, "name": "abc", "tags": ["a", "b", "c"]}
+    assert FunctionTool(bounded).validate(args) == args
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"count": "3"}, "count must be an integer, got str '3'"),
+        ({"count": 1, "ratio": "0.5"}, "ratio must be a number, got str '0.5'"),
+        ({"count": 1, "ratio": True}, "ratio must be a number, got bool True"),
+        ({"count": 1, "verbose": 1}, "verbose must be true or false, got int 1"),
+        ({"count": 1, "verbose": "true"}, "verbose must be true or false, got str 'true'"),
+        ({"count": 1, "label": 3}, "label must be a string, got int 3"),
+        ({"count": 1, "every": "2"}, "every must be an integer, got str '2'"),
+    ],
+)
+def test_nothing_is_coerced_from_another_type(args: dict[str, Any], message: str) -> None:
+    with pytest.raises(ToolArgumentError) as info:
+        FunctionTool(bounded).validate(args)
+    assert str(info.value) == f"bounded: {message}"
+
+
+def test_a_megabyte_argument_is_not_echoed_back() -> None:
+    huge = "x" * 1_000_000
+    for args in ({"count": huge}, {"count": 1, "name": huge}, {"count": [[huge] * 1000] * 1000}):
+        with pytest.raises(ToolArgumentError) as info:
+            FunctionTool(bounded).validate(args)
+        assert len(str(info.value)) < 120 and "\n" not in str(info.value)
+
+
+def test_several_errors_make_one_line_naming_the_first_few() -> None:
+    args = {"count": "x", "ratio": "y", "name": 3, "tags": "z", "every": 0.5, "verbose": None}
+    with pytest.raises(ToolArgumentError) as info:
+        FunctionTool(bounded).validate(args)
+    message = str(info.value)
+    assert message == (
+        "bounded: count must be an integer, got str 'x'; ratio must be a number, got str 'y'; "
+        "name must be a string, got int 3 (and 3 more)"
+    )
+
+
+def test_check_runs_after_the_types_are_right() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def check(args: dict[str, Any]) -> None:
+        seen.append(args)
+        if args.get("name") and "tags" not in args:
+            raise ToolArgumentError("bounded: a name needs tags")
+
+    tool = FunctionTool(bounded, check=check)
+    with pytest.raises(ToolArgumentError, match="count must be at least 1"):
+        tool.validate({"count": 0})
+    assert seen == []
+    with pytest.raises(ToolArgumentError, match="a name needs tags"):
+        tool.validate({"count": 2.0, "name": "abc"})
+    assert seen == [{"count": 2, "name": "abc"}]
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+def choices(colour: Colour = Colour.RED, level: Level = Level.LOW, pick: Literal[1, 2] = 1) -> None:
+    """Enum and Literal choices."""
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"colour": "blue"}, {"colour": Colour.BLUE}),
+        ({"colour": Colour.BLUE}, {"colour": Colour.BLUE}),
+        # The declaration lists enum values as strings, so the text form of 2 is 2.
+        ({"level": "2"}, {"level": Level.HIGH}),
+        ({"level": 2}, {"level": Level.HIGH}),
+        ({"pick": 2.0}, {"pick": 2}),
+    ],
+)
+def test_choices_accept_their_values(args: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert FunctionTool(choices).validate(args) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"colour": "green"}, "colour must be one of red, blue, got str 'green'"),
+        ({"level": True}, "level must be one of 1, 2, got bool True"),
+        ({"pick": True}, "pick must be one of 1, 2, got bool True"),
+        ({"pick": "1"}, "pick must be one of 1, 2, got str '1'"),
+        ({"pick": None}, "pick must not be null"),
+    ],
+)
+def test_choices_refuse_anything_else(args: dict[str, Any], message: str) -> None:
+    with pytest.raises(ToolArgumentError) as info:
+        FunctionTool(choices).validate(args)
+    assert str(info.value) == f"choices: {message}"
+
+
+def test_only_the_arguments_given_come_back_and_defaults_are_never_copied() -> None:
+    lock = threading.Lock()  # cannot be copied: pydantic must never see it
+
+    def f(
+        json: int,
+        model_config: str = "",
+        _private: bool = False,
+        guard: dict[str, Any] | None = lock,  # type: ignore[assignment]
+    ) -> None:
+        """Names pydantic reserves for itself, a default it could not copy."""
+
+    tool = FunctionTool(f)
+    assert tool.validate({"json": 1}) == {"json": 1}
+    assert tool.validate({"json": 1, "model_config": "a", "_private": True}) == {
+        "json": 1,
+        "model_config": "a",
+        "_private": True,
+    }
+
+
+def test_sequences_and_mappings_are_checked_element_wise() -> None:
+    def f(
+        points: Sequence[int] = (),
+        weights: dict[str, float] | None = None,
+        raw: dict | None = None,  # type: ignore[type-arg]
+    ) -> None:
+        """Containers."""
+
+    tool = FunctionTool(f)
+    decl = tool.declaration()
+    assert decl.parameters is not None and decl.parameters.properties is not None
+    points = decl.parameters.properties["points"]
+    assert points.type == types.Type.ARRAY and points.items is not None
+    assert points.items.type == types.Type.INTEGER
+    assert tool.validate({"points": (1, 2.0), "raw": {"a": [1]}}) == {
+        "points": [1, 2],
+        "raw": {"a": [1]},
+    }
+    assert tool.validate({"weights": {"a": 1}}) == {"weights": {"a": 1.0}}
+    with pytest.raises(ToolArgumentError, match=r"^f: points\[1\] must be an integer, got str"):
+        tool.validate({"points": [1, "2", "3"]})
+    with pytest.raises(ToolArgumentError, match=r"^f: weights\['b'\] must be a number, got str"):
+        tool.validate({"weights": {"a": 1, "b": "heavy"}})
+    with pytest.raises(ToolArgumentError, match=r"^f: weights must be an object, got list"):
+        tool.validate({"weights": [1]})
+
+
+def test_an_annotated_type_that_cannot_be_declared_fails_at_construction() -> None:
+    def f(x: Annotated[complex, Field(description="no schema")]) -> None:
+        """Complex numbers have no schema, Field or not."""
 
     with pytest.raises(TypeError, match="unsupported parameter type"):
         FunctionTool(f)
