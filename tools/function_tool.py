@@ -78,8 +78,19 @@ def _hints(func: Callable[..., Any]) -> dict[str, Any]:
         # include_extras keeps Annotated[..., Field(...)]: constraints and descriptions.
         return typing.get_type_hints(func, include_extras=True)
     except Exception:
-        # Unresolvable forward references: fall back to the raw annotations.
-        return dict(getattr(func, "__annotations__", {}))
+        pass
+    # One unresolvable forward reference (often just the return type, imported under
+    # TYPE_CHECKING) must not cost the other parameters their types and constraints:
+    # resolve each on its own, keeping the raw text of those that still fail.
+    globalns = getattr(inspect.unwrap(func), "__globals__", {})
+    hints: dict[str, Any] = {}
+    for name, annotation in dict(getattr(func, "__annotations__", {})).items():
+        try:
+            alone = pytypes.SimpleNamespace(__annotations__={name: annotation})
+            hints[name] = typing.get_type_hints(alone, globalns, include_extras=True)[name]
+        except Exception:
+            hints[name] = annotation
+    return hints
 
 
 def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:

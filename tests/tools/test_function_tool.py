@@ -404,3 +404,23 @@ def test_an_annotated_type_that_cannot_be_declared_fails_at_construction() -> No
 
     with pytest.raises(TypeError, match="unsupported parameter type"):
         FunctionTool(f)
+
+
+def test_one_unresolvable_annotation_leaves_the_others_their_types_and_constraints() -> None:
+    def f(
+        count: Annotated[int, Field(ge=1)],
+        later: Later = None,  # type: ignore[name-defined] # noqa: F821
+    ) -> OnlyForTypeCheckers:  # type: ignore[name-defined] # noqa: F821
+        """The return type is imported under TYPE_CHECKING, say."""
+
+    tool = FunctionTool(f)
+    decl = tool.declaration()
+    assert decl.parameters is not None and decl.parameters.properties is not None
+    count = decl.parameters.properties["count"]
+    assert count.type == types.Type.INTEGER and count.minimum == 1
+    # What cannot be resolved is declared as text and, as before, not checked.
+    assert decl.parameters.properties["later"].type == types.Type.STRING
+    marker = object()
+    assert tool.validate({"count": 2, "later": marker}) == {"count": 2, "later": marker}
+    with pytest.raises(ToolArgumentError, match="count must be at least 1"):
+        tool.validate({"count": 0})
