@@ -155,7 +155,7 @@ class Config(BaseModel):
     )
     db: FilePath | None = Field(
         default=None,
-        description="record events in this SQLite file",
+        description="record events in this SQLite file (ask: also jobs and per-minute counts)",
         json_schema_extra=_unset("none"),
     )
     threshold: float = Field(default=0.45, gt=0, lt=1, description="detector score threshold")
