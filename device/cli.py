@@ -213,11 +213,6 @@ def _exit_now_if_threads_linger(code: int) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     _quiet_native_logs(args.verbose)
-    import anyio
-
-    from device.app import App
-    from device.sources import SourceError
-
     flags = {name: getattr(args, name) for name in RUN_SETTINGS}
     if args.no_http:
         flags["http"] = ""
@@ -225,6 +220,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
+    # Imported once the settings are known good: a typo is refused at once, not after
+    # a second of loading OpenCV, onnxruntime and the Gemini SDK.
+    import anyio
+
+    from device.app import App
+    from device.sources import SourceError
+
     # The console already reports source and connection states as events.
     _set_up_logging(
         args.verbose, {"lookout.source": logging.ERROR, "lookout.session": logging.ERROR}
@@ -250,12 +252,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     _quiet_native_logs(args.verbose)
-    import anyio
-
-    from device.ask import AskApp, AskOptions
-    from device.sources import SourceError
-    from models.gemini import MissingApiKey
-
     if not args.question.strip():
         return _fail("the question is empty")
     # Without --model, device.ask.model_name picks ask's default (not the Live one).
@@ -265,6 +261,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
+    import anyio  # after the settings, as in cmd_run
+
+    from device.ask import AskApp, AskOptions
+    from device.sources import SourceError
+    from models.gemini import MissingApiKey
+
     # Errors reach the console as events already; the log would say them twice.
     _set_up_logging(
         args.verbose, {"lookout.source": logging.CRITICAL, "lookout.turns": logging.CRITICAL,
