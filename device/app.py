@@ -331,17 +331,14 @@ class App:
 
 def describe_config(config: Config) -> dict[str, Any]:
     """The effective configuration without secrets (for logs and the status page)."""
-    from dataclasses import asdict
-
-    data = asdict(config)
-    data.pop("api_key", None)
+    data = config.model_dump(mode="json")  # api_key is never dumped; paths become strings
     if data.get("http_token"):
         data["http_token"] = "***"
     password = config.mqtt_password()
     if password and data.get("mqtt"):
         data["mqtt"] = str(data["mqtt"]).replace(f":{password}@", ":***@")
     data["model"] = config.model_name()
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in data.items()}
+    return data
 
 
 __all__ = ["App", "SourceState", "configured_source", "describe_config", "sample_video"]

@@ -1,4 +1,8 @@
-"""The ``lookout`` command line: run, count, doctor, report."""
+"""The ``lookout`` command line: run, ask, count, doctor, report.
+
+The flags of run, ask and doctor are generated from the fields of device.config.Config
+(and AskFlags), so names, help and validation have one source.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
+
+from device.config import (
+    COMMAND_LINE,
+    MAX_FPS,
+    SETTINGS,
+    SYSTEM_CONFIG,
+    Config,
+    ConfigError,
+    apply,
+    base_type,
+    build,
+    choices,
+    flag_name,
+    parse_flags,
+)
+
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
@@ -21,74 +43,77 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"lookout: {message} (see {self.prog} --help)\n")
 
 
-def _add_run(sub: Any) -> None:
-    p = sub.add_parser("run", help="run the live agent (default: sample video, local model)")
-    p.add_argument(
-        "--source", help="camera index (0), video file, image folder, RTSP/HTTP URL, or picam"
+# The settings each command takes as flags; their types, defaults and help come from Config.
+RUN_SETTINGS: tuple[str, ...] = SETTINGS
+ASK_SETTINGS = (
+    "source", "model", "pace", "loop", "events", "db", "threshold", "detector", "folder_fps",
+)  # fmt: skip
+DOCTOR_SETTINGS = ("source", "model", "detector")
+
+
+class AskFlags(BaseModel):
+    """``lookout ask``'s own options (not settings: no config file key)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    report_fps: float = Field(
+        default=1.0, gt=0, le=MAX_FPS, description="frames per second an occupancy report looks at"
     )
-    p.add_argument(
-        "--model",
-        help="local, or a Gemini Live model name (default: gemini-3.8-live when an API key is set, else local)",
+    period: float = Field(
+        default=60.0, gt=0, le=86400, description="seconds per row of a report's counts"
     )
-    p.add_argument(
-        "--fps", type=float, help="frames per second sampled for the model lane (default 1)"
+    page_size: int = Field(default=10, ge=1, le=1000, description="rows per page of fetch_counts")
+    no_wait: bool = Field(
+        default=False, description="do not wait for a long-running job (it is cancelled)"
     )
-    p.add_argument(
-        "--detect-fps", type=float, help="frames per second count_people looks at (default 2)"
-    )
-    p.add_argument(
-        "--send-frames",
-        action="store_true",
-        default=None,
-        help="also send frames to the model (at most --fps, <= --max-side px)",
-    )
-    p.add_argument(
-        "--privacy", action="store_true", default=None, help="no image ever leaves the device"
-    )
-    p.add_argument(
-        "--pace",
-        choices=["realtime", "fast"],
-        help="file replay: by timestamps or as fast as possible",
-    )
-    p.add_argument("--loop", action="store_true", default=None, help="replay a file forever")
-    p.add_argument("--duration", type=float, help="stop after this many seconds")
-    p.add_argument("--events", type=Path, help="write events as JSON lines to this file")
-    p.add_argument("--db", type=Path, help="record events in this SQLite file")
-    p.add_argument("--threshold", type=float, help="detector score threshold (default 0.45)")
-    p.add_argument(
-        "--detector", type=Path, help="ONNX person detector (default: the shipped NanoDet-g 416)"
-    )
-    p.add_argument(
-        "--max-side", type=int, help="resize frames to at most this many pixels (default 768)"
-    )
-    p.add_argument("--jpeg-quality", type=int, help="JPEG quality 1-100 (default 80)")
-    p.add_argument(
-        "--emit", choices=["function_response", "text"], help="how tool results reach the model"
-    )
-    p.add_argument(
-        "--scheduling",
-        choices=["silent", "when_idle", "interrupt"],
-        help="when the model reacts to a count change (default when_idle)",
-    )
-    p.add_argument("--folder-fps", type=float, help="frame rate of an image folder source (default 1)")
-    p.add_argument("--stall-timeout", type=float, help="seconds without a frame before a camera is reopened (default 5)")
-    p.add_argument(
-        "--min-hold",
-        type=float,
-        help="seconds a new count must hold before it is reported (default 1)",
-    )
-    p.add_argument("--device-id", help="name of this device (MQTT topics, status page)")
-    p.add_argument("--http", help="status server address HOST:PORT (default 127.0.0.1:8765)")
-    p.add_argument("--no-http", action="store_true", help="no status server")
-    p.add_argument(
-        "--http-token", help="bearer token required by the status server (all routes but /healthz)"
-    )
-    p.add_argument("--mqtt", help="publish to an MQTT broker, mqtt://host:port")
-    p.add_argument(
+
+
+def _default_text(field: FieldInfo) -> str:
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and "unset" in extra:
+        return str(extra["unset"])
+    default = field.default
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if isinstance(default, float):
+        return f"{default:g}"
+    return "none" if default is None else str(default)
+
+
+_METAVARS: dict[Any, str] = {int: "N", float: "N", Path: "PATH"}
+
+
+def _add_fields(parser: argparse.ArgumentParser, model: type[BaseModel], names: Sequence[str]) -> None:
+    """One flag per field. Values stay strings (None: not given) for the model to validate,
+    so that a bad value gets the model's message and "not given" is never a default."""
+    for name in names:
+        field = model.model_fields[name]
+        text = f"{field.description} (default: {_default_text(field)})"
+        options: dict[str, Any] = {"default": None, "help": text.replace("%", "%%")}
+        kind = base_type(field)
+        if kind is bool:
+            options["action"] = "store_true"
+        elif allowed := choices(field):
+            options["choices"] = allowed
+        elif kind in _METAVARS:
+            options["metavar"] = _METAVARS[kind]
+        parser.add_argument(flag_name(name), **options)
+
+
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--config",
         type=Path,
-        help="TOML config file (default /etc/lookout/lookout.toml if present)",
+        metavar="PATH",
+        help=f"TOML config file (default {SYSTEM_CONFIG} if present)",
     )
+
+
+def _add_run(sub: Any) -> None:
+    p = sub.add_parser("run", help="run the live agent (default: sample video, local model)")
+    _add_fields(p, Config, RUN_SETTINGS)
+    p.add_argument("--no-http", action="store_true", help="no status server (same as --http '')")
+    _add_config(p)
     p.add_argument(
         "--stdin",
         action="store_true",
@@ -113,29 +138,16 @@ def _add_ask(sub: Any) -> None:
         help="ask one question (how many people now, an occupancy report, a report's counts)",
     )
     p.add_argument("question", help='e.g. "how many people?" or "report for 5 minutes"')
-    p.add_argument("--source", help="camera index (0), video file, image folder, RTSP/HTTP URL, or picam")
-    p.add_argument("--model", help="local, or a Gemini model name (default: gemini-3.8-flash when an API key is set, else local)")
-    p.add_argument("--pace", choices=["realtime", "fast"], help="file replay: by timestamps (default) or as fast as possible")
-    p.add_argument("--loop", action="store_true", default=None, help="replay a file forever")
-    p.add_argument("--events", type=Path, help="write events (with job progress) as JSON lines to this file")
-    p.add_argument("--db", type=Path, help="record events, jobs and per-minute counts in this SQLite file")
-    p.add_argument("--threshold", type=float, help="detector score threshold (default 0.45)")
-    p.add_argument("--detector", type=Path, help="ONNX person detector (default: the shipped NanoDet-g 416)")
-    p.add_argument("--folder-fps", type=float, help="frame rate of an image folder source (default 1)")
-    p.add_argument("--report-fps", type=float, default=1.0, help="frames per second an occupancy report looks at (default 1)")
-    p.add_argument("--period", type=float, default=60.0, help="seconds per row of a report's counts (default 60: per minute)")
-    p.add_argument("--page-size", type=int, default=10, help="rows per page of fetch_counts (default 10)")
-    p.add_argument("--no-wait", action="store_true", help="do not wait for a long-running job (it is cancelled)")
-    p.add_argument("--config", type=Path, help="TOML config file (default /etc/lookout/lookout.toml if present)")
+    _add_fields(p, Config, ASK_SETTINGS)
+    _add_fields(p, AskFlags, tuple(AskFlags.model_fields))
+    _add_config(p)
     p.add_argument("-v", "--verbose", action="store_true", help="log more")
 
 
 def _add_doctor(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check camera/source, model file, runtime, API key")
-    p.add_argument("--source")
-    p.add_argument("--model")
-    p.add_argument("--detector", type=Path)
-    p.add_argument("--config", type=Path)
+    _add_fields(p, Config, DOCTOR_SETTINGS)
+    _add_config(p)
 
 
 def _add_report(sub: Any) -> None:
@@ -158,13 +170,6 @@ def parser() -> argparse.ArgumentParser:
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
     print(f"lookout: {message}", file=sys.stderr)
     return code
-
-
-RUN_FLAGS = (
-    "source", "model", "fps", "detect_fps", "send_frames", "privacy", "pace", "loop", "duration",
-    "events", "db", "threshold", "detector", "max_side", "jpeg_quality", "emit", "scheduling",
-    "min_hold", "device_id", "http", "http_token", "mqtt", "folder_fps", "stall_timeout",
-)  # fmt: skip
 
 
 def _quiet_native_logs(verbose: bool) -> None:
@@ -208,19 +213,20 @@ def _exit_now_if_threads_linger(code: int) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     _quiet_native_logs(args.verbose)
-    import anyio
-
-    from device.app import App
-    from device.config import ConfigError, build
-    from device.sources import SourceError
-
-    flags = {name: getattr(args, name) for name in RUN_FLAGS}
+    flags = {name: getattr(args, name) for name in RUN_SETTINGS}
     if args.no_http:
         flags["http"] = ""
     try:
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
+    # Imported once the settings are known good: a typo is refused at once, not after
+    # a second of loading OpenCV, onnxruntime and the Gemini SDK.
+    import anyio
+
+    from device.app import App
+    from device.sources import SourceError
+
     # The console already reports source and connection states as events.
     _set_up_logging(
         args.verbose, {"lookout.source": logging.ERROR, "lookout.session": logging.ERROR}
@@ -244,32 +250,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _exit_now_if_threads_linger(code)
 
 
-ASK_FLAGS = (
-    "source", "model", "pace", "loop", "events", "db", "threshold", "detector", "folder_fps",
-)  # fmt: skip
-
-
 def cmd_ask(args: argparse.Namespace) -> int:
     _quiet_native_logs(args.verbose)
-    import anyio
-
-    from device.ask import AskApp, AskOptions
-    from device.config import ConfigError, build
-    from device.sources import SourceError
-    from models.gemini import MissingApiKey
-
     if not args.question.strip():
         return _fail("the question is empty")
-    if args.report_fps <= 0 or args.period <= 0:
-        return _fail("--report-fps and --period must be positive")
-    if args.page_size < 1:
-        return _fail("--page-size must be at least 1")
     # Without --model, device.ask.model_name picks ask's default (not the Live one).
-    flags = {name: getattr(args, name) for name in ASK_FLAGS}
+    flags = {name: getattr(args, name) for name in ASK_SETTINGS}
     try:
+        extras = parse_flags(AskFlags, {name: getattr(args, name) for name in AskFlags.model_fields})
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
+    import anyio  # after the settings, as in cmd_run
+
+    from device.ask import AskApp, AskOptions
+    from device.sources import SourceError
+    from models.gemini import MissingApiKey
+
     # Errors reach the console as events already; the log would say them twice.
     _set_up_logging(
         args.verbose, {"lookout.source": logging.CRITICAL, "lookout.turns": logging.CRITICAL,
@@ -277,10 +274,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     )  # fmt: skip
     options = AskOptions(
         question=args.question,
-        wait=not args.no_wait,
-        sample_fps=args.report_fps,
-        period_s=args.period,
-        page_size=args.page_size,
+        wait=not extras.no_wait,
+        sample_fps=extras.report_fps,
+        period_s=extras.period,
+        page_size=extras.page_size,
     )
     try:
         app = AskApp(config, options)
@@ -355,6 +352,15 @@ def cmd_count(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from device.doctor import doctor
 
+    # Only the values are checked here (build would refuse a missing detector file,
+    # which is for the doctor to report).
+    flags = {name: getattr(args, name) for name in DOCTOR_SETTINGS}
+    try:
+        checked = apply(Config(), {k: v for k, v in flags.items() if v is not None}, COMMAND_LINE)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    for name in DOCTOR_SETTINGS:
+        setattr(args, name, getattr(checked, name))
     return doctor(args)
 
 

@@ -1,63 +1,244 @@
-"""Configuration: a TOML file, then command-line flags (flags win), secrets from the environment.
+"""Configuration: one pydantic model is the single source of truth for every setting.
 
-Every problem a user can cause (unknown key, wrong type, value out of range)
-raises ConfigError with one line that names the setting and the source it
-came from; the CLI prints it and exits 2.
+Each field of ``Config`` gives a setting's type, default, constraints and
+one-line description; the TOML keys, the ``lookout`` flags and their --help
+are derived from it. Values come from defaults, then a TOML file, then
+command-line flags (flags win); secrets only from the environment.
+
+Every problem a user can cause (unknown key, wrong type, value out of range,
+a file that is not TOML) raises ConfigError with one line that names the
+setting as the user wrote it: ``--stall-timeout`` on the command line, the
+key and the file otherwise. The CLI prints it and exits 2.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import difflib
 import os
 import socket
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 SYSTEM_CONFIG = Path("/etc/lookout/lookout.toml")
 DEFAULT_GEMINI_MODEL = "gemini-3.8-live"
-PACES = ("realtime", "fast")
-EMIT_MODES = ("function_response", "text")
-SCHEDULINGS = ("silent", "when_idle", "interrupt")
+COMMAND_LINE = "command line"
+
+Pace = Literal["realtime", "fast"]
+EmitMode = Literal["function_response", "text"]
+Scheduling = Literal["silent", "when_idle", "interrupt"]
+LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+PACES: tuple[str, ...] = get_args(Pace)
+EMIT_MODES: tuple[str, ...] = get_args(EmitMode)
+SCHEDULINGS: tuple[str, ...] = get_args(Scheduling)
 
 
 class ConfigError(Exception):
     """A setting a user got wrong; the message is one line naming it."""
 
 
-@dataclass
-class Config:
-    source: str | None = None  # None: the sample video
-    model: str | None = None  # None: Gemini when an API key is set, else the local model
-    fps: float = 1.0  # capture sampling for the model lane
-    detect_fps: float = 2.0  # count_people's own rate (the capture loop samples for both)
-    send_frames: bool = False
-    privacy: bool = False
-    pace: str = "realtime"
-    loop: bool = False
-    duration: float | None = None
-    events: Path | None = None
-    db: Path | None = None
-    threshold: float = 0.45
-    detector: Path | None = None
-    max_side: int = 768
-    jpeg_quality: int = 80
-    emit: str = "function_response"
-    scheduling: str = "when_idle"
-    min_hold: float = 1.0
-    smoothing: int = 3
-    system_instruction: str | None = None
-    device_id: str = field(default_factory=lambda: _default_device_id())
-    http: str | None = "127.0.0.1:8765"
-    http_token: str | None = None
-    mqtt: str | None = None
-    stall_timeout: float = 5.0  # seconds without a frame before a live source is reopened
-    folder_fps: float = 1.0  # frame rate given to an image folder
-    log_level: str = "warning"
-    # Not settable from files or flags: secrets come from the environment only.
-    api_key: str | None = field(default=None, repr=False)
+def _to_path(value: object) -> Path:
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ValueError(f"must be a path, not {_shown(value)}")
+    if not value.strip():
+        raise ValueError("must be a path, not empty")
+    # A NUL byte would surface later as a ValueError from os.stat, far from its cause.
+    if "\0" in value:
+        raise ValueError("must not contain a NUL character")
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # ~user of a user that does not exist
+        raise ValueError(f"cannot expand ~ in {value!r}") from None
+
+
+def _camera_index(value: object) -> object:
+    # `source = 0` in TOML means camera 0; true/false are ints to Python but not indexes.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+def _lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+FilePath = Annotated[Path, BeforeValidator(_to_path)]
+SourceSpec = Annotated[str, BeforeValidator(_camera_index)]
+DeviceId = Annotated[str, AfterValidator(_not_blank)]
+Level = Annotated[LogLevel, BeforeValidator(_lower)]
+
+# Above these, timers and frame arithmetic overflow (OpenCV takes int milliseconds).
+MAX_FPS = 120.0
+MAX_DURATION_S = 1e7
+
+
+def _default_device_id() -> str:
+    name = socket.gethostname() or "lookout"
+    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.lower())
+    return cleaned.strip("-") or "lookout"
+
+
+def _unset(text: str) -> dict[str, Any]:
+    """What a setting means when it is not given, for --help (its default is None)."""
+    return {"unset": text}
+
+
+class Config(BaseModel):
+    """Every setting of a device. Construct with keywords; updates are re-validated."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        validate_assignment=True,
+        protected_namespaces=(),
+    )
+
+    source: SourceSpec | None = Field(
+        default=None,
+        description="camera index (0), video file, image folder, RTSP/HTTP URL, or picam",
+        json_schema_extra=_unset("the sample video"),
+    )
+    model: str | None = Field(
+        default=None,
+        description="local, or a Gemini model name",
+        json_schema_extra=_unset("a Gemini model when an API key is set, else local"),
+    )
+    fps: float = Field(
+        default=1.0, gt=0, le=MAX_FPS, description="frames per second sampled for the model lane"
+    )
+    detect_fps: float = Field(
+        default=2.0, gt=0, le=MAX_FPS, description="frames per second count_people looks at"
+    )
+    send_frames: bool = Field(
+        default=False,
+        description="also send frames to the model (at most --fps, at most --max-side px)",
+    )
+    privacy: bool = Field(
+        default=False, description="no image ever leaves the device, whatever else is set"
+    )
+    pace: Pace = Field(
+        default="realtime", description="file replay: by timestamps, or as fast as possible"
+    )
+    loop: bool = Field(default=False, description="replay a file forever")
+    duration: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_DURATION_S,
+        description="stop after this many seconds",
+        json_schema_extra=_unset("run until stopped"),
+    )
+    events: FilePath | None = Field(
+        default=None,
+        description="write events as JSON lines to this file",
+        json_schema_extra=_unset("none"),
+    )
+    db: FilePath | None = Field(
+        default=None,
+        description="record events in this SQLite file (ask: also jobs and per-minute counts)",
+        json_schema_extra=_unset("none"),
+    )
+    threshold: float = Field(default=0.45, gt=0, lt=1, description="detector score threshold")
+    detector: FilePath | None = Field(
+        default=None,
+        description="ONNX person detector file",
+        json_schema_extra=_unset("the shipped NanoDet-g 416"),
+    )
+    max_side: int = Field(
+        default=768, ge=64, le=4096, description="resize frames to at most this many pixels"
+    )
+    jpeg_quality: int = Field(
+        default=80, ge=1, le=100, description="JPEG quality of encoded frames"
+    )
+    emit: EmitMode = Field(
+        default="function_response",
+        description="how tool results reach the model (text: for models with synchronous "
+        "calls only)",
+    )
+    scheduling: Scheduling = Field(
+        default="when_idle", description="when the model reacts to a count change"
+    )
+    min_hold: float = Field(
+        default=1.0,
+        ge=0,
+        le=3600,
+        description="seconds a new count must hold before it is reported",
+    )
+    smoothing: int = Field(
+        default=3, ge=1, le=99, description="the count is the median of this many raw counts"
+    )
+    system_instruction: str | None = Field(
+        default=None,
+        description="system instruction given to the model",
+        json_schema_extra=_unset("the built-in one"),
+    )
+    device_id: DeviceId = Field(
+        default_factory=_default_device_id,
+        description="name of this device (MQTT topics, status page)",
+        json_schema_extra=_unset("the host name"),
+    )
+    http: str | None = Field(
+        default="127.0.0.1:8765",
+        description='status server address HOST:PORT ("": no status server)',
+    )
+    http_token: str | None = Field(
+        default=None,
+        description="bearer token required by the status server (all routes but /healthz)",
+        json_schema_extra=_unset("none"),
+    )
+    mqtt: str | None = Field(
+        default=None,
+        description="publish to an MQTT broker, mqtt://host:port",
+        json_schema_extra=_unset("no MQTT"),
+    )
+    stall_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        le=3600,
+        description="seconds without a frame before a live source is reopened",
+    )
+    folder_fps: float = Field(
+        default=1.0, gt=0, le=MAX_FPS, description="frame rate given to an image folder source"
+    )
+    log_level: Level = Field(default="warning", description="logging level")
+    require_model: bool = Field(
+        default=False,
+        description="exit 1 when the model cannot be connected after --model-attempts attempts "
+        "(without it the device keeps running and retrying)",
+    )
+    model_attempts: int = Field(
+        default=6, ge=1, le=1000, description="connection attempts before --require-model gives up"
+    )
+    fallback_after: float = Field(
+        default=30.0,
+        ge=0,
+        le=86400,
+        description="seconds without a connected model after which the console says "
+        "the count changes itself",
+    )
+    # Not settable from files or flags, never dumped or shown: secrets come from the
+    # environment only.
+    api_key: str | None = Field(default=None, repr=False, exclude=True)
 
     def model_name(self) -> str:
         if self.model:
@@ -81,81 +262,213 @@ class Config:
         except ValueError:
             return None
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; pydantic's does not validate ``update``, this one does (ConfigError)."""
+        copied = super().model_copy(deep=deep)
+        if not update:
+            return copied
+        return _validated(type(copied), _values(copied) | dict(update), str)
 
-def _default_device_id() -> str:
-    name = socket.gethostname() or "lookout"
-    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.lower())
-    return cleaned.strip("-") or "lookout"
-
-
-_FIELDS = {f.name: f for f in fields(Config) if f.name != "api_key"}
-_OPTIONAL_FLOAT = {"duration"}
-_PATHS = {"events", "db", "detector"}
-_OPTIONAL_STR = {"source", "model", "system_instruction", "http", "http_token", "mqtt"}
-_FLOATS = {"fps", "detect_fps", "threshold", "min_hold", "stall_timeout", "folder_fps"}
-_INTS = {"max_side", "jpeg_quality", "smoothing"}
-_BOOLS = {"send_frames", "privacy", "loop"}
-_STRS = {"pace", "emit", "scheduling", "device_id", "log_level"}
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise ConfigError(explain(exc, type(self), str)) from None
 
 
-def _coerce(name: str, value: Any, origin: str) -> Any:
-    where = f"{origin}: {name}"
-    if value is None:
-        if name in _OPTIONAL_FLOAT | _PATHS | _OPTIONAL_STR:
-            return None
-        raise ConfigError(f"{where} must not be empty")
-    if name in _BOOLS:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"{where} must be true or false, not {value!r}")
-    if name in _FLOATS or name in _OPTIONAL_FLOAT:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        raise ConfigError(f"{where} must be a number, not {value!r}")
-    if name in _INTS:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ConfigError(f"{where} must be an integer, not {value!r}")
-    if name in _PATHS:
-        if isinstance(value, str | Path) and str(value):
-            return Path(value).expanduser()
-        raise ConfigError(f"{where} must be a path, not {value!r}")
-    if name in _STRS or name in _OPTIONAL_STR:
-        if isinstance(value, int) and not isinstance(value, bool) and name == "source":
-            return str(value)  # `source = 0` in TOML means camera 0
-        if isinstance(value, str):
-            return value
-        raise ConfigError(f"{where} must be a string, not {value!r}")
-    raise ConfigError(f"{where} is not a setting")
+ENV_ONLY = frozenset({"api_key"})
+SETTINGS: tuple[str, ...] = tuple(name for name in Config.model_fields if name not in ENV_ONLY)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def flag_name(name: str) -> str:
+    """The command-line flag of a setting: ``stall_timeout`` -> ``--stall-timeout``."""
+    return "--" + name.replace("_", "-")
+
+
+def _values(config: BaseModel) -> dict[str, Any]:
+    # model_dump would drop the excluded api_key; this keeps every field.
+    return {name: getattr(config, name) for name in type(config).model_fields}
+
+
+def _validated(
+    model: type[M], data: Mapping[str, Any], where: Callable[[str], str], *, strict: bool = False
+) -> M:
+    try:
+        return model.model_validate(data, strict=strict)
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, model, where)) from None
+
+
+# --- turning pydantic's errors into one line -------------------------------------------
+
+_NUMBER = {"float_type", "float_parsing"}
+_INTEGER = {"int_type", "int_parsing", "int_from_float", "int_parsing_size"}
+_BOOLEAN = {"bool_type", "bool_parsing"}
+_BOUNDS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+_FIXED = {"finite_number": "must be a finite number", "string_type": "must be a string"}
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e16 else f"{value:g}"
+    return str(value)
+
+
+def _range(field: FieldInfo) -> str:
+    bounds = {
+        kind: getattr(rule, kind)
+        for rule in field.metadata
+        for kind in ("gt", "ge", "lt", "le")
+        if getattr(rule, kind, None) is not None
+    }
+    if "ge" in bounds and "le" in bounds:
+        return f"between {_number(bounds['ge'])} and {_number(bounds['le'])}"
+    if "gt" in bounds and "lt" in bounds:
+        return f"between {_number(bounds['gt'])} and {_number(bounds['lt'])} (exclusive)"
+    words = {"gt": "more than", "ge": "at least", "lt": "less than", "le": "at most"}
+    return " and ".join(f"{words[k]} {_number(v)}" for k, v in bounds.items())
+
+
+def base_type(field: FieldInfo) -> Any:
+    """A field's type without ``| None`` and without Annotated's validators."""
+    annotation: Any = field.annotation
+    if get_origin(annotation) in (Union, UnionType):
+        given = [a for a in get_args(annotation) if a is not type(None)]
+        annotation = given[0] if len(given) == 1 else annotation
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation
+
+
+def choices(field: FieldInfo) -> tuple[str, ...]:
+    """The values a Literal setting takes; empty for other types."""
+    annotation = base_type(field)
+    if get_origin(annotation) is Literal:
+        return tuple(str(c) for c in get_args(annotation))
+    return ()
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    text = repr(str(value)) if isinstance(value, Path) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _requirement(error: ErrorDetails, field: FieldInfo | None) -> tuple[str, bool]:
+    """What the value must be, and whether to show the value given after it."""
+    kind = error["type"]
+    if kind == "value_error":
+        return str(error.get("ctx", {}).get("error", error["msg"])), False
+    if kind in _BOUNDS and field is not None:
+        return f"must be {_range(field)}", True
+    if kind == "literal_error" and field is not None and choices(field):
+        return f"must be one of {', '.join(choices(field))}", True
+    if kind in _NUMBER:
+        return "must be a number", True
+    if kind in _INTEGER:
+        return "must be an integer", True
+    if kind in _BOOLEAN:
+        return "must be true or false", True
+    if kind == "extra_forbidden":
+        return "is not a setting", False
+    if kind in _FIXED:
+        return _FIXED[kind], True
+    # Anything else: pydantic's own first line, worded like ours.
+    message = error["msg"].splitlines()[0].replace("Input should be", "must be")
+    return message[:1].lower() + message[1:], True
+
+
+def explain(exc: ValidationError, model: type[BaseModel], where: Callable[[str], str]) -> str:
+    """One line for a validation error; ``where`` names a setting as its source spells it."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    field = model.model_fields.get(name)
+    requirement, show_value = _requirement(first, field)
+    line = f"{where(name)} {requirement}" if name else requirement
+    if show_value:
+        line += f", not {_shown(first['input'])}"
+    if len(errors) > 1:
+        line += f" (and {len(errors) - 1} more)"
+    return " ".join(line.split())
+
+
+# --- sources: files, flags -------------------------------------------------------------
+
+
+def _closest(key: str, known: tuple[str, ...]) -> str:
+    spelled = [k.replace("_", "-") for k in known] if "-" in key else list(known)
+    close = difflib.get_close_matches(key, spelled, n=3, cutoff=0.6)
+    if not close:
+        return "see lookout run --help for the settings"
+    return "did you mean " + " or ".join(close) + "?"
+
+
+def _keys(values: Mapping[str, Any], origin: str) -> dict[str, str]:
+    """Setting name -> the key as the source wrote it; refuses unknown or repeated keys."""
+    spelled: dict[str, str] = {}
+    for raw in values:
+        name = raw.replace("-", "_")
+        if name in ENV_ONLY:
+            raise ConfigError(
+                f"{origin}: {name} does not belong in a config file or on the command line; "
+                "set GEMINI_API_KEY in the environment"
+            )
+        if name not in SETTINGS:
+            raise ConfigError(f"{origin}: unknown setting {raw!r} ({_closest(raw, SETTINGS)})")
+        if name in spelled:
+            raise ConfigError(f"{origin}: {spelled[name]!r} and {raw!r} are the same setting")
+        spelled[name] = raw
+    return spelled
 
 
 def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
-    updates: dict[str, Any] = {}
-    for raw_key, value in values.items():
-        key = raw_key.replace("-", "_")
-        if key == "api_key":
-            raise ConfigError(
-                f"{origin}: api_key does not belong in a config file; "
-                "set GEMINI_API_KEY in the environment"
-            )
-        if key not in _FIELDS:
-            known = ", ".join(sorted(_FIELDS))
-            raise ConfigError(f"{origin}: unknown setting {raw_key!r} (known: {known})")
-        updates[key] = _coerce(key, value, origin)
-    return dataclasses.replace(config, **updates)
+    """``config`` updated with ``values`` and re-validated.
+
+    ``origin`` is COMMAND_LINE for flags (strings are parsed; errors name the
+    flag) or the file the values were read from (TOML types must match; errors
+    name the key and the file).
+    """
+    spelled = _keys(values, origin)
+    updates = {name: values[raw] for name, raw in spelled.items()}
+    data = _values(config) | updates
+    if origin == COMMAND_LINE:
+        return _validated(Config, data, flag_name)
+
+    def key(name: str) -> str:
+        return f"{origin}: {spelled.get(name, name)}"
+
+    # TOML values have types already; strict keeps `loop = 1` or `fps = "2"` out.
+    return _validated(Config, data, key, strict=True)
+
+
+def parse_flags(model: type[M], flags: Mapping[str, Any]) -> M:
+    """Validate command-line options (None: not given) into ``model``; errors name the flag."""
+    given = {name: value for name, value in flags.items() if value is not None}
+    return _validated(model, given, flag_name)
 
 
 def load_file(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"cannot read config file {path}: it is a directory") from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+        reason = " ".join(str(exc).split())
+        raise ConfigError(f"{path}: not valid TOML ({reason})") from None
     # Accept both a flat file and one with a [lookout] table.
     section = data.get("lookout", data)
     if not isinstance(section, dict):
@@ -164,35 +477,12 @@ def load_file(path: Path) -> dict[str, Any]:
 
 
 def validate(config: Config) -> Config:
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise ConfigError(message)
+    """Check what the values need from the world: files that exist, an API key.
 
-    need(config.fps > 0, f"fps must be positive, not {config.fps:g}")
-    need(config.detect_fps > 0, f"detect_fps must be positive, not {config.detect_fps:g}")
-    need(config.pace in PACES, f"pace must be one of {', '.join(PACES)}, not {config.pace!r}")
-    need(
-        config.emit in EMIT_MODES,
-        f"emit must be one of {', '.join(EMIT_MODES)}, not {config.emit!r}",
-    )
-    need(
-        config.scheduling in SCHEDULINGS,
-        f"scheduling must be one of {', '.join(SCHEDULINGS)}, not {config.scheduling!r}",
-    )
-    need(0 < config.threshold < 1, f"threshold must be between 0 and 1, not {config.threshold:g}")
-    need(64 <= config.max_side <= 4096, f"max_side must be 64..4096, not {config.max_side}")
-    need(1 <= config.jpeg_quality <= 100, f"jpeg_quality must be 1..100, not {config.jpeg_quality}")
-    need(config.min_hold >= 0, f"min_hold must not be negative, not {config.min_hold:g}")
-    need(config.smoothing >= 1, f"smoothing must be at least 1, not {config.smoothing}")
-    need(
-        config.duration is None or config.duration > 0,
-        f"duration must be positive, not {config.duration}",
-    )
-    need(config.stall_timeout > 0, "stall_timeout must be positive")
-    need(config.folder_fps > 0, f"folder_fps must be positive, not {config.folder_fps:g}")
-    need(bool(config.device_id.strip()), "device_id must not be empty")
-    if config.detector is not None:
-        need(config.detector.is_file(), f"detector model not found: {config.detector}")
+    The values themselves were checked when the Config was made.
+    """
+    if config.detector is not None and not config.detector.is_file():
+        raise ConfigError(f"detector model not found: {config.detector}")
     for name in ("events", "db"):
         path: Path | None = getattr(config, name)
         if path is not None and path.parent != Path() and not path.parent.is_dir():
@@ -222,13 +512,15 @@ def build(
     environ: Mapping[str, str] = os.environ,
     system_config: Path = SYSTEM_CONFIG,
 ) -> Config:
-    """Defaults, then the config file (``--config`` or /etc/lookout), then flags."""
+    """Defaults, then the config file (``--config`` or /etc/lookout), then flags.
+
+    A flag whose value is None was not given.
+    """
     config = Config()
-    if config_path is not None:
-        config = apply(config, load_file(config_path), str(config_path))
-    elif system_config.is_file():
-        config = apply(config, load_file(system_config), str(system_config))
+    path = config_path if config_path is not None else system_config
+    if config_path is not None or system_config.is_file():
+        config = apply(config, load_file(path), str(path))
     given = {k: v for k, v in flags.items() if v is not None}
-    config = apply(config, given, "command line")
-    config.api_key = api_key_from_env(environ)
+    config = apply(config, given, COMMAND_LINE)
+    config = config.model_copy(update={"api_key": api_key_from_env(environ)})
     return validate(config)

@@ -134,10 +134,10 @@ def _check_model(model: str | None) -> str:
 def doctor(args: argparse.Namespace) -> int:
     results = []
     if args.config is not None:
-        from device.config import ConfigError, load_file
+        from device.config import Config, ConfigError, apply, load_file
 
         try:
-            load_file(args.config)
+            apply(Config(), load_file(args.config), str(args.config))
             _line(OK, "config", str(args.config))
             results.append(OK)
         except ConfigError as exc:
