@@ -252,6 +252,7 @@ class SQLiteStore:
         self._conn = self._connect(min(busy_timeout_s, _BUSY_SLICE_S))
         self._busy_since: float | None = None
         self._conn_lock = threading.Lock()  # held for each transaction and each read
+        self._conn_closed = False
         self._cond = threading.Condition()  # guards everything below
         self._pending: deque[_Write] = deque()
         self._inflight: list[_Write] = []
@@ -492,7 +493,7 @@ class SQLiteStore:
             target, self._read_wait_s if wait_s is None else wait_s, unless_failing=True
         )
         with self._conn_lock:
-            if self._finished:
+            if self._conn_closed:
                 raise StoreError(f"{self.path}: the store is closed")
             return query(self._conn)
 
@@ -539,6 +540,8 @@ class SQLiteStore:
         """
         self.flush(timeout)
         with _REGISTRY_LOCK:
+            if self._refs <= 0:
+                return self.health()  # released already: a second close is harmless
             self._refs -= 1
             last = self._refs <= 0
             if last and _REGISTRY.get(self.path) is self:
@@ -582,6 +585,7 @@ class SQLiteStore:
         finally:
             with self._conn_lock:
                 self._conn.close()
+                self._conn_closed = True
             with self._cond:
                 self._finished = True
                 self._cond.notify_all()
@@ -886,7 +890,8 @@ def read_only(
     """Run ``query`` on a read-only connection, retrying while another process has it busy."""
     delay = 0.05
     for attempt in range(attempts):
-        conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True, timeout=busy_timeout_s)
+        uri = f"{Path(path).resolve().as_uri()}?mode=ro"  # as_uri escapes "?" and "#"
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s)
         try:
             return query(conn)
         except sqlite3.OperationalError as exc:
