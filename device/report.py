@@ -22,6 +22,7 @@ import base64
 import html
 import io
 import json
+import logging
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ OUTPUT_SUFFIXES = (".html", ".htm", ".png")
 # Times can step back a little within one run (an event stamped by its producer);
 # a larger jump back means a new run was appended to the same file.
 NEW_RUN_BACKSTEP_S = 0.5
+
+log = logging.getLogger("lookout.report")
 
 
 class ReportError(Exception):
@@ -77,6 +80,8 @@ def _load_jsonl(path: Path) -> list[dict[str, Any]]:
     except OSError as exc:
         raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
     lines = text.splitlines()
+    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
+    torn = not text.endswith("\n")
     events: list[dict[str, Any]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -84,9 +89,17 @@ def _load_jsonl(path: Path) -> list[dict[str, Any]]:
         try:
             data = json.loads(line)
         except json.JSONDecodeError:
-            if number == len(lines) and not text.endswith("\n"):
-                break  # a run killed mid-write leaves half a line: the rest is good
+            if number == last:
+                # A run killed mid-write leaves half a line: the rest is good.
+                log.warning("%s:%d: skipped the last line, not valid JSON (torn?)", path, number)
+                break
             raise ReportError(f"{path}:{number}: not valid JSON") from None
+        if number == last and torn:
+            try:
+                events.append(_checked(data, f"{path}:{number}"))
+            except ReportError:
+                log.warning("%s:%d: skipped a torn last line (not an event)", path, number)
+            continue
         events.append(_checked(data, f"{path}:{number}"))
     return events
 

@@ -11,6 +11,7 @@ from live.model import ConnectionLost, LiveConnection, LiveModel, LiveSetup, Mod
 from live.requests import LiveRequest, LiveRequestQueue, RequestKind
 from live.session import LiveSession, Runner, SessionError
 from live.stop_streaming import STOP_STREAMING
+from live.store import SQLiteStore, StoreError, StoreHealth
 from live.tool import Tool, ToolArgumentError, ToolContext
 
 __all__ = [
@@ -35,8 +36,11 @@ __all__ = [
     "RequestKind",
     "Runner",
     "SQLiteEventLog",
+    "SQLiteStore",
     "SessionConfig",
     "SessionError",
+    "StoreError",
+    "StoreHealth",
     "StreamBounds",
     "Tool",
     "ToolArgumentError",

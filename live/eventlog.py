@@ -1,21 +1,21 @@
 """The event log: every tool call, emission and stream start/stop, persisted.
 
 So that nothing that matters lives only in the model's context, the session
-records each event. ``SQLiteEventLog`` writes from its own thread so a slow
-disk never stalls the event loop, and ``close()`` flushes everything.
+records each event. ``SQLiteEventLog`` hands them to the file's store, whose
+writer thread keeps a slow, locked or full disk from stalling the event loop
+and says so, once, when it cannot write.
 """
 
 from __future__ import annotations
 
 import json
-import queue
 import sqlite3
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 from live.events import Event
+from live.store import ProblemCallback, SQLiteStore, StoreHealth, read_only
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -29,6 +29,8 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_type ON events(type);
 CREATE INDEX IF NOT EXISTS events_call ON events(call_id);
 """
+_INSERT = "INSERT INTO events(session, t, type, call_id, data) VALUES (?,?,?,?,?)"
+KIND = "event"  # the store counts (and drops) rows by kind
 
 
 class EventLog(Protocol):
@@ -51,96 +53,101 @@ class MemoryEventLog:
         return [e for e in self.events if e.type == kind]
 
 
-_STOP = object()
-
-
 class SQLiteEventLog:
-    """Append-only SQLite log, written by one background thread in batches."""
+    """Append-only SQLite log: a view over the file's ``SQLiteStore``.
 
-    def __init__(self, path: str | Path, *, session: str = "") -> None:
+    ``record`` never blocks: the store's writer thread commits in batches and,
+    while it cannot write, keeps events in memory and retries (see
+    ``live.store``). ``close`` never raises for write problems; ``complete`` and
+    ``health()`` say whether every event made it.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        session: str = "",
+        store: SQLiteStore | None = None,
+        on_problem: ProblemCallback | None = None,
+    ) -> None:
         self.path = Path(path)
         self.session = session
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Open once here so a bad path fails the caller now, with a clear error.
-        conn = sqlite3.connect(self.path)
+        self._store = store.acquire() if store is not None else SQLiteStore.open(self.path)
         try:
-            conn.executescript(_SCHEMA)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.commit()
-        finally:
-            conn.close()
-        self._queue: queue.Queue[Any] = queue.Queue()
+            self._store.ensure_schema(_SCHEMA)
+        except BaseException:
+            self._store.release(0)
+            raise
+        self._on_problem = on_problem
+        if on_problem is not None:
+            self._store.add_listener(on_problem)
         self._closed = False
-        self.written = 0
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="lookout-eventlog", daemon=True)
-        self._thread.start()
+
+    @property
+    def store(self) -> SQLiteStore:
+        return self._store
 
     def record(self, event: Event) -> None:
         if self._closed:
             return
         data = event.to_dict()
-        self._queue.put((self.session, data["t"], data["type"], event.call_id, json.dumps(data)))
+        row = (self.session, data["t"], data["type"], event.call_id, json.dumps(data))
+        self._store.write(KIND, event.type, _INSERT, row)
 
-    def _run(self) -> None:
-        conn = sqlite3.connect(self.path)
-        try:
-            stop = False
-            while not stop:
-                batch = [self._queue.get()]
-                while True:
-                    try:
-                        batch.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
-                rows = [item for item in batch if isinstance(item, tuple)]
-                stop = any(item is _STOP for item in batch)
-                if rows:
-                    conn.executemany(
-                        "INSERT INTO events(session, t, type, call_id, data) VALUES (?,?,?,?,?)",
-                        rows,
-                    )
-                    conn.commit()
-                    self.written += len(rows)
-                for item in batch:
-                    if isinstance(item, _FlushMarker):
-                        item.done.set()
-        except BaseException as exc:  # surfaced by close()
-            self._error = exc
-        finally:
-            conn.close()
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until everything recorded so far is on disk; False if it is not yet."""
+        return self._store.flush(timeout)
 
-    def flush(self, timeout: float = 5.0) -> None:
-        """Block until everything recorded so far is on disk."""
-        done = threading.Event()
-        self._queue.put(_FlushMarker(done))
-        done.wait(timeout)
+    def health(self) -> StoreHealth:
+        """The events' counts (written, pending, dropped) and the store's state."""
+        return self._store.health(KIND)
+
+    @property
+    def stats(self) -> StoreHealth:
+        return self.health()
+
+    @property
+    def written(self) -> int:
+        return self.health().written
+
+    @property
+    def complete(self) -> bool:
+        """No event was dropped (and, once the store has closed, none was left unwritten)."""
+        return self.health().complete
 
     def close(self, timeout: float = 5.0) -> None:
+        """Flush for up to ``timeout`` seconds and let go of the store.
+
+        Never raises for write problems: what was lost is said once (the
+        ``lookout.store`` log and ``on_problem``) and ``complete`` turns False.
+        """
         if self._closed:
             return
         self._closed = True
-        self._queue.put(_STOP)
-        self._thread.join(timeout)
-        if self._error is not None:
-            raise RuntimeError(f"event log {self.path} failed: {self._error}") from self._error
-
-
-class _FlushMarker:
-    def __init__(self, done: threading.Event) -> None:
-        self.done = done
+        self._store.release(timeout)
+        if self._on_problem is not None:
+            self._store.remove_listener(self._on_problem)
 
 
 def read_events(path: str | Path, *, kind: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every event recorded in a SQLite log, in order, as dicts."""
-    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
-    try:
-        query = "SELECT data FROM events"
-        params: tuple[Any, ...] = ()
-        if kind is not None:
-            query += " WHERE type = ?"
-            params = (kind,)
-        for (data,) in conn.execute(query + " ORDER BY id", params):
-            yield json.loads(data)
-    finally:
-        conn.close()
+    """Every event recorded in a SQLite log, in order, as dicts.
+
+    Through this process's store of the file if it has one open (so it sees
+    what was recorded before), else on a read-only connection that waits out
+    another process's writes.
+    """
+    query = "SELECT data FROM events"
+    params: tuple[Any, ...] = ()
+    if kind is not None:
+        query += " WHERE type = ?"
+        params = (kind,)
+
+    def rows(conn: sqlite3.Connection) -> list[str]:
+        # Read it all at once: a read transaction held while the caller iterates
+        # would keep a writing process from checkpointing.
+        return [data for (data,) in conn.execute(query + " ORDER BY id", params)]
+
+    store = SQLiteStore.lookup(path)
+    found = store.read(rows) if store is not None else read_only(path, rows)
+    for data in found:
+        yield json.loads(data)

@@ -18,9 +18,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from live.events import jsonable
+from live.store import SQLiteStore
+
+T = TypeVar("T")
 
 
 class JobState(enum.StrEnum):
@@ -167,42 +170,96 @@ CREATE TABLE IF NOT EXISTS jobs (
 """
 
 
-class SQLiteJobStore:
-    """Jobs in a SQLite table; may share its file with the event log (WAL mode)."""
+_UPSERT = (
+    "INSERT INTO jobs(job_id, name, state, started_at, data) VALUES (?,?,?,?,?) "
+    "ON CONFLICT(job_id) DO UPDATE SET state=excluded.state, data=excluded.data"
+)
+KIND = "job"  # the store counts (and drops) rows by kind
 
-    def __init__(self, path: str | Path) -> None:
+
+class SQLiteJobStore:
+    """Jobs in a SQLite table: a view over the file's ``SQLiteStore``, shared with the event log.
+
+    ``put`` waits for its commit (it is called from worker threads) but not on a
+    store that is failing: then the job waits in the store's backlog and, until
+    it is written, in memory here, so ``get`` and ``jobs`` still see it.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        store: SQLiteStore | None = None,
+        put_timeout_s: float = 10.0,
+    ) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._store = store.acquire() if store is not None else SQLiteStore.open(self.path)
+        try:
+            self._store.ensure_schema(_SCHEMA)
+        except BaseException:
+            self._store.release(0)
+            raise
+        self._put_timeout_s = put_timeout_s
         self._lock = threading.Lock()
-        # Used from worker threads, one at a time (the lock), never concurrently.
-        self._conn = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.executescript(_SCHEMA)
-        self._conn.commit()
+        self._unsaved: dict[str, tuple[int, dict[str, Any]]] = {}  # job_id: (seq, record)
+        self._closed = False
+
+    @property
+    def store(self) -> SQLiteStore:
+        return self._store
 
     def put(self, job: Job) -> None:
-        data = json.dumps(job.to_dict())
+        record = job.to_dict()
+        params = (job.job_id, job.name, job.state.value, job.started_at, json.dumps(record))
         with self._lock:
-            self._conn.execute(
-                "INSERT INTO jobs(job_id, name, state, started_at, data) VALUES (?,?,?,?,?) "
-                "ON CONFLICT(job_id) DO UPDATE SET state=excluded.state, data=excluded.data",
-                (job.job_id, job.name, job.state.value, job.started_at, data),
-            )
-            self._conn.commit()
+            seq = self._store.write(KIND, job.state.value, _UPSERT, params)
+            self._unsaved[job.job_id] = (seq, record)
+        self._store.wait_settled(seq, self._put_timeout_s, unless_failing=True)
+
+    def _read(
+        self, query: Callable[[sqlite3.Connection], T]
+    ) -> tuple[T, dict[str, dict[str, Any]]]:
+        """The query's result and the puts it may not include yet (the newest per job)."""
+        with self._lock:
+            # Settled before the read began: the read has them (or they were dropped).
+            settled = {k: seq for k, (seq, _) in self._unsaved.items() if self._store.settled(seq)}
+        found = self._store.read(query)
+        with self._lock:
+            for job_id, seq in settled.items():
+                if self._unsaved.get(job_id, (None,))[0] == seq:
+                    del self._unsaved[job_id]
+            unsaved = {k: record for k, (_, record) in self._unsaved.items()}
+        return found, unsaved
 
     def get(self, job_id: str) -> Job | None:
-        with self._lock:
-            row = self._conn.execute("SELECT data FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
-        return Job.from_dict(json.loads(row[0])) if row else None
+        def query(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT data FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+            return None if row is None else str(row[0])
+
+        data, unsaved = self._read(query)
+        if job_id in unsaved:
+            return Job.from_dict(unsaved[job_id])
+        return Job.from_dict(json.loads(data)) if data is not None else None
 
     def jobs(self) -> list[Job]:
-        with self._lock:
-            rows = self._conn.execute("SELECT data FROM jobs ORDER BY started_at, rowid").fetchall()
-        return [Job.from_dict(json.loads(r[0])) for r in rows]
+        def query(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute("SELECT data FROM jobs ORDER BY started_at, rowid").fetchall()
+            return [str(r[0]) for r in rows]
 
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        rows, unsaved = self._read(query)
+        found = [json.loads(r) for r in rows]
+        known = {d["job_id"] for d in found}
+        merged = [unsaved.get(d["job_id"], d) for d in found]
+        merged += [d for job_id, d in unsaved.items() if job_id not in known]
+        # Stable: the table's order (started_at, rowid), jobs not yet written after their peers.
+        merged.sort(key=lambda d: float(d.get("started_at") or 0.0))
+        return [Job.from_dict(d) for d in merged]
+
+    def close(self, timeout: float = 5.0) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._store.release(timeout)
 
 
 __all__ = ["Job", "JobState", "JobStore", "MemoryJobStore", "ProgressThrottle", "SQLiteJobStore"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from device.events import CaptureStatsEvent, SourceStateEvent
 from device.report import ReportError, load_events, make_report, summarize
 from live.eventlog import SQLiteEventLog
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped
+from tests.cli import lookout
 from tests.datafiles import REPO_ROOT, data_file
 from tools.count_people import CountChanged
 
@@ -135,11 +137,39 @@ def test_problems_are_one_line_report_errors(tmp_path: Path) -> None:
         assert "\n" not in str(info.value)
 
 
-def test_half_written_last_line_of_a_killed_run_is_ignored(tmp_path: Path) -> None:
+def test_half_written_last_line_of_a_killed_run_is_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = write_jsonl(tmp_path / "events.jsonl", one_run())
     with path.open("a") as file:
         file.write('{"type":"count","t":13.0,"id":"c2","cou')
-    assert len(load_events(path)) == len(one_run())
+    with caplog.at_level(logging.WARNING, logger="lookout.report"):
+        assert len(load_events(path)) == len(one_run())
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}:{len(one_run()) + 1}: skipped the last line, not valid JSON (torn?)"
+    ]
+
+
+def test_an_invalid_last_line_is_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write_jsonl(tmp_path / "events.jsonl", one_run())
+    with path.open("a") as file:
+        file.write('{"type":"count","t":13.0,"id\n\n')  # ended, by a repair, but not whole
+    with caplog.at_level(logging.WARNING, logger="lookout.report"):
+        assert len(load_events(path)) == len(one_run())
+    assert len(caplog.records) == 1
+
+
+def test_lookout_report_on_a_file_with_a_torn_last_line(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "events.jsonl", one_run())
+    with path.open("a") as file:
+        file.write('{"type":"count","t":13.0,"id":"c2","cou')
+    result = lookout("report", str(path), "--out", str(tmp_path / "report.html"), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "skipped the last line, not valid JSON" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "wrote" in result.stdout and "max 3 people" in result.stdout
 
 
 def test_missing_matplotlib_says_how_to_get_it(
