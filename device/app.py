@@ -1,4 +1,12 @@
-"""The app: wires a frame source, the capture loop, a live session and the sinks together."""
+"""The app: a frame source, the capture loop, perception and a live session, on one bus.
+
+The device is the product and the model one consumer of what it sees: while
+the source runs, perception counts and the bus carries every count change to
+the outputs (console, logs, page, metrics, MQTT) whatever the model does. The
+session starts at once and connects to its model beside it; the model may be
+absent, connecting, unreachable or connected at any moment. Only
+``--require-model`` makes a missing model fatal.
+"""
 
 from __future__ import annotations
 
@@ -16,29 +24,33 @@ from anyio import CancelScope
 from anyio.abc import TaskStatus
 from google.genai import types
 
-from device.capture import CaptureLoop, EncodedFrame
+from device.bus import EventBus
+from device.capture import CaptureLoop
+from device.commands import QUIT, run_command
 from device.config import Config
+from device.console import ConsoleSink
 from device.events import CaptureStatsEvent, SourceStateEvent
-from device.sinks import ConsoleSink, EventSink, JsonlSink
+from device.perception import Perception
+from device.sinks import JsonlSink
 from device.source_runner import SourceRunner, SourceState, StateChange
 from device.sources import FrameSource, SourceError, open_source
 from live import (
     EmitMode,
     LiveRequestQueue,
     LiveSession,
+    ReconnectPolicy,
     Runner,
     SessionConfig,
-    SessionError,
     SQLiteEventLog,
 )
 from live.clock import Clock, MonotonicClock
-from live.events import ErrorEvent, Event
+from live.events import ErrorEvent
 from live.model import LiveModel
 from live.tool import Tool
 from models.detector import PersonDetector
 from models.local import LocalModel
 from tools import FunctionTool
-from tools.count_people import CountChanged, CountPeople, FrameResult, check_count_args
+from tools.count_people import CountPeople, check_count_args, coalesce_counts
 
 log = logging.getLogger("lookout.app")
 
@@ -47,7 +59,7 @@ SYSTEM_INSTRUCTION = (
     "running: it reports the number of people in view whenever it changes. When it "
     "reports a change, say briefly how many people are in view now. Do not describe "
     "people's appearance. Use stop_streaming(function_name='count_people') when asked "
-    "to stop counting."
+    "to stop counting, and count_people_now for the count at this moment."
 )
 
 
@@ -110,14 +122,17 @@ def session_config(config: Config) -> SessionConfig:
         model_frame_interval_s=1.0 / config.fps,
         stop_timeout_s=1.0,
         flush_timeout_s=0.5,
+        reconnect=ReconnectPolicy(
+            max_attempts=config.model_attempts if config.require_model else None
+        ),
         secrets=config.secrets(),
     )
 
 
 class Service(Protocol):
-    """Something that runs beside a session (status server, MQTT publisher).
+    """Something that runs beside the device (status server, MQTT publisher).
 
-    ``run`` is started in the app's task group once the session is up and is
+    ``run`` is started in the app's task group before the source opens and is
     cancelled when the app ends; it calls ``task_status.started()`` when ready.
     """
 
@@ -126,39 +141,52 @@ class Service(Protocol):
 
 @dataclass
 class App:
+    """One device run. Outputs subscribe to ``bus`` (made here when not handed in)."""
+
     config: Config
+    bus: EventBus | None = None
     out: TextIO = field(default_factory=lambda: sys.stdout)
     clock: Clock = field(default_factory=MonotonicClock)
     read_stdin: bool = False
-    observers: list[Callable[[FrameResult], None]] = field(default_factory=list)
-    frame_observers: list[Callable[[EncodedFrame], None]] = field(default_factory=list)
-    extra_sinks: list[EventSink] = field(default_factory=list)
     services: list[Service] = field(default_factory=list)
     source_override: FrameSource | None = None  # tests inject faulty sources here
+    model_override: LiveModel | None = None  # tests and benchmarks inject a recording model
 
     def __post_init__(self) -> None:
+        if self.bus is None:
+            self.bus = EventBus(self.clock)
+        bus = self.bus
         self.source: FrameSource = self.source_override or configured_source(
             self.config, self.clock
         )
-        self.model = build_model(self.config)
-        self.counter = CountPeople(
-            detector=detector_factory(self.config),
-            max_fps=self.config.detect_fps,
+        self.model = self.model_override or build_model(self.config)
+        self.perception = Perception(
+            detector_factory(self.config),
+            detect_fps=self.config.detect_fps,
             k=self.config.smoothing,
             min_hold_s=self.config.min_hold,
-            observers=self.observers,
+            publish=bus.publish,
+            on_percept=bus.percept,
+        )
+        self.counter = CountPeople(
+            current=self.current_percept, k=self.config.smoothing, min_hold_s=self.config.min_hold
         )
         self.tools: list[Tool] = [
-            FunctionTool(self.counter, name="count_people", check=check_count_args)
+            FunctionTool(
+                self.counter, name="count_people", check=check_count_args, coalesce=coalesce_counts
+            ),
+            FunctionTool(self.counter.count_people_now),
         ]
         self.queue = LiveRequestQueue()
         self.session: LiveSession | None = None
         self.failure: str | None = None
-        self.count: int | None = None
-        self.sinks: list[EventSink] = [ConsoleSink(self.out), *self.extra_sinks]
+        self.console = ConsoleSink(self.out, fallback_after_s=self.config.fallback_after)
+        bus.subscribe(self.console)
         if self.config.events is not None:
-            self.sinks.append(JsonlSink(self.config.events))
+            bus.subscribe(JsonlSink(self.config.events))
         self.event_log = SQLiteEventLog(self.config.db) if self.config.db is not None else None
+        if self.event_log is not None:
+            bus.subscribe(_LogSink(self.event_log))
         self.source_runner = SourceRunner(
             self.source,
             clock=self.clock,
@@ -166,43 +194,33 @@ class App:
             loop=self.config.loop,
             stall_timeout_s=self.config.stall_timeout,
         )
+        sample_fps = self.config.detect_fps
+        if self.config.send_frames and not self.config.privacy:
+            sample_fps = max(sample_fps, self.config.fps)
         self.capture = CaptureLoop(
             self.source_runner,
             self.queue,
             clock=self.clock,
-            sample_fps=max(self.config.fps, self.config.detect_fps),
+            sample_fps=sample_fps,
+            perceive=self.perception.process,
             max_side=self.config.max_side,
             jpeg_quality=self.config.jpeg_quality,
             pace=self.config.pace,
             live=self.source.live,
-            on_frame=self._on_frame,
         )
         self._stop_requested = False
 
-    # ------------------------------------------------------------- callbacks
+    # ------------------------------------------------------------------ state
+
+    def current_percept(self) -> Any:
+        """Perception's newest result while the source is running; None otherwise."""
+        if self.source_runner.state is not SourceState.RUNNING:
+            return None
+        return self.perception.current()
 
     def _on_source_state(self, change: StateChange) -> None:
-        event = SourceStateEvent.of(self.source.name, change)
-        if self.session is not None:
-            self.session.publish(event)
-        else:
-            self._write(event)
-
-    def _on_frame(self, frame: EncodedFrame) -> None:
-        for observer in self.frame_observers:
-            try:
-                observer(frame)
-            except Exception:
-                log.exception("frame observer failed")
-
-    def _write(self, event: Event) -> None:
-        if isinstance(event, CountChanged):
-            self.count = event.count
-        for sink in self.sinks:
-            try:
-                sink.write(event)
-            except Exception:
-                log.exception("event sink failed")
+        assert self.bus is not None
+        self.bus.publish(SourceStateEvent.of(self.source.name, change))
 
     # ------------------------------------------------------------------- run
 
@@ -212,72 +230,64 @@ class App:
             self.queue.close()
 
     async def run(self) -> int:
+        assert self.bus is not None
         log.info("effective configuration: %s", describe_config(self.config))
         runner = Runner(
             self.model,
             self.tools,
             session_config(self.config),
             clock=self.clock,
-            event_log=self.event_log,
+            event_log=self.bus,
+            epoch=self.bus.epoch,
         )
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_signals, tg.cancel_scope)
-                try:
-                    async with runner.run_live(self.queue) as session:
-                        self.session = session
-                        self.capture.gate = session
-                        await tg.start(self.source_runner.run)
-                        for service in self.services:
-                            await tg.start(service.run, self)
-                        tg.start_soon(self._capture_then_close, session)
-                        if self.config.duration is not None:
-                            tg.start_soon(self._stop_after, self.config.duration)
-                        if self.read_stdin:
-                            tg.start_soon(self._read_commands)
-                        if isinstance(self.sinks[0], ConsoleSink) and self.sinks[0].tty:
-                            tg.start_soon(self._show_progress, self.sinks[0])
-                        async for event in session:
-                            self._write(event)
-                        if session.failure:
-                            self.failure = session.failure
-                except SessionError as exc:
-                    self.failure = str(exc)
-                    self._write(ErrorEvent(message=str(exc), where="model"))
+                async with runner.run_live(self.queue) as session:
+                    self.session = session
+                    self.capture.gate = session
+                    for service in self.services:
+                        await tg.start(service.run, self)
+                    await tg.start(self.source_runner.run)
+                    tg.start_soon(self._capture_then_close, session)
+                    if self.config.duration is not None:
+                        tg.start_soon(self._stop_after, self.config.duration)
+                    if self.read_stdin:
+                        tg.start_soon(self._read_commands, session)
+                    if self.console.tty:
+                        tg.start_soon(self._show_progress)
+                    async for _ in session:
+                        pass  # every event already went to the bus (the session's event log)
+                    if session.failure:
+                        self.failure = session.failure
                 tg.cancel_scope.cancel()
         finally:
             await self._close()
         return 1 if self.failure else 0
 
     async def _close(self) -> None:
+        assert self.bus is not None
         with anyio.CancelScope(shield=True):
             await self.source_runner.close()
-        self._write(
+        stats = self.capture.stats
+        self.bus.publish(
             CaptureStatsEvent(
-                t=self._elapsed(),
-                frames_read=self.capture.stats.frames_read,
-                frames_sampled=self.capture.stats.frames_sampled,
-                frames_encoded=self.capture.stats.frames_encoded,
-                dropped=dict(self.capture.stats.dropped),
-                encode_ms_mean=round(self.capture.stats.encode_ms_mean, 3),
+                frames_read=stats.frames_read,
+                frames_sampled=stats.frames_sampled,
+                frames_detected=self.perception.stats.detected,
+                dropped=dict(stats.dropped),
+                detect_ms_mean=round(self.perception.stats.detect_ms_mean, 3),
             )
         )
-        if self.event_log is not None:
-            self.event_log.close()
-        for sink in self.sinks:
-            sink.close()
-
-    def _elapsed(self) -> float:
-        if self.session is None:
-            return 0.0
-        return self.clock.now() - self.session.started_at
+        self.bus.close()
 
     async def _capture_then_close(self, session: LiveSession) -> None:
+        assert self.bus is not None
         try:
             await self.capture.run()
         except SourceError as exc:
             self.failure = str(exc)
-            session.publish(ErrorEvent(message=str(exc), where="source"))
+            self.bus.publish(ErrorEvent(message=str(exc), where="source"))
         if not self._stop_requested and self.failure is None:
             # Let the tools finish the last frames before the session ends.
             with anyio.move_on_after(10):
@@ -303,7 +313,13 @@ class App:
                 scope.cancel()
                 return
 
-    async def _read_commands(self) -> None:
+    async def _read_commands(self, session: LiveSession) -> None:
+        assert self.bus is not None
+        bus = self.bus
+
+        def say(text: str) -> None:
+            self.console.say(text, bus.elapsed())
+
         while not self.queue.closed:
             line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
             if not line:
@@ -311,13 +327,12 @@ class App:
             text = line.strip()
             if not text:
                 continue
-            if text.lower() in {"quit", "exit", "q"}:
+            if text.lower() in QUIT:
                 self.request_stop()
                 return
-            if not self.queue.closed:
-                self.queue.send_content(text)
+            await run_command(text, session, self.queue, say)
 
-    async def _show_progress(self, console: ConsoleSink) -> None:
+    async def _show_progress(self) -> None:
         total = None
         fps = self.source.fps
         frames = getattr(self.source, "frame_count", None)
@@ -325,8 +340,23 @@ class App:
             total = frames / fps
         while True:
             done = self.capture.stats.last_frame_t or 0.0
-            console.progress(done, total if not self.config.loop else None, self.count)
+            percept = self.current_percept()
+            count = percept.count if percept is not None else None
+            self.console.progress(done, total if not self.config.loop else None, count)
             await anyio.sleep(0.5)
+
+
+@dataclass
+class _LogSink:
+    """The SQLite event log as a bus subscriber."""
+
+    log: SQLiteEventLog
+
+    def write(self, event: Any) -> None:
+        self.log.record(event)
+
+    def close(self) -> None:
+        self.log.close()
 
 
 def describe_config(config: Config) -> dict[str, Any]:

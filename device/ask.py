@@ -16,6 +16,7 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -25,6 +26,7 @@ from anyio import CancelScope
 from device.app import configured_source, detector_factory
 from device.config import Config
 from device.events import SourceStateEvent
+from device.perception import Perception
 from device.sampler import FrameSampler
 from device.sinks import EventSink, JsonlSink
 from device.source_runner import SourceRunner, StateChange
@@ -41,10 +43,12 @@ from live.events import (
     ToolCall,
     ToolResult,
 )
+from live.frame import Frame
 from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
 from live.turn_model import TurnModel
 from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner
 from tools.occupancy import MemoryOccupancyLog, OccupancyLog, OccupancyTools, SQLiteOccupancyLog
+from tools.percept import Percept
 
 log = logging.getLogger("lookout.ask")
 
@@ -149,6 +153,30 @@ class AskConsole:
         self.err.flush()
 
 
+class PerceivedFrames:
+    """The sampler's frames through the device's perception: one detector pass each."""
+
+    def __init__(self, sampler: FrameSampler, perception: Perception) -> None:
+        self.sampler = sampler
+        self.perception = perception
+        self.name = sampler.name
+
+    async def _perceive(self, frame: Frame) -> Percept:
+        percept = await self.perception.process(frame, force=True)
+        assert percept is not None  # forced: every frame is looked at
+        if percept.error is not None:
+            # A count the detector could not make is an error, never a zero.
+            raise RuntimeError(f"the detector failed on frame {frame.index}: {percept.error}")
+        return percept
+
+    async def newest(self) -> Percept:
+        return await self._perceive(await self.sampler.newest())
+
+    async def samples(self, fps: float, duration_s: float) -> AsyncIterator[Percept]:
+        async for frame in self.sampler.samples(fps, duration_s):
+            yield await self._perceive(frame)
+
+
 @dataclass
 class AskApp:
     config: Config
@@ -188,9 +216,14 @@ class AskApp:
             stall_timeout_s=self.config.stall_timeout,
         )
         self.sampler = FrameSampler(self.source_runner, clock=self.clock, pace=self.config.pace)
-        self.tools = OccupancyTools(
-            self.sampler,
+        self.perception = Perception(
             detector_factory(self.config),
+            detect_fps=self.options.sample_fps,
+            k=self.config.smoothing,
+            min_hold_s=self.config.min_hold,
+        )
+        self.tools = OccupancyTools(
+            PerceivedFrames(self.sampler, self.perception),
             self.occupancy,
             sample_fps=self.options.sample_fps,
             bucket_s=self.options.period_s,

@@ -1,10 +1,15 @@
-"""The capture loop: source frames -> paced, sampled, resized, JPEG -> the request queue.
+"""The capture loop: source frames -> paced, sampled, resized -> perception -> the session.
 
-Reading, resizing and JPEG encoding run in worker threads; the loop itself
-only decides *which* frames go on. Files can be replayed in real time (by
-their timestamps) or as fast as the pipeline goes; in the fast pace the loop
-waits until every input-consuming tool has processed the previous frame, so a
-replay yields the same results at any speed and machine.
+The loop decides *which* frames go on and when: files are replayed in real
+time (by their timestamps) or as fast as the pipeline goes; live sources are
+sampled as they come. Each sampled frame is resized (in a worker thread, only
+when it is larger than ``max_side``), handed to perception, and put into the
+request queue with what perception made of it. No JPEG is made here: a frame
+is encoded only when something (the model lane, a viewer) asks for it.
+
+With ``--pace fast`` the loop waits until every input-consuming tool has
+taken the previous frame, so a replay gives the same results at any speed
+and on any machine.
 """
 
 from __future__ import annotations
@@ -12,20 +17,22 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import anyio
 import cv2
 import numpy as np
-from google.genai import types
 
-from device.sources import Frame
 from live.clock import Clock
+from live.frame import Frame
 from live.requests import LiveRequestQueue
+from tools.percept import Percept
 
 log = logging.getLogger("lookout.capture")
+
+Perceive = Callable[[Frame], Awaitable[Percept | None]]
 
 
 class FrameFeed(Protocol):
@@ -39,39 +46,41 @@ class InputGate(Protocol):
 
     async def wait_inputs_idle(self) -> None: ...
 
+    async def wait_delivered(self) -> None: ...
+
 
 @dataclass
 class CaptureStats:
     frames_read: int = 0
     frames_sampled: int = 0
-    frames_encoded: int = 0
+    frames_resized: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
-    encode_ms_total: float = 0.0
+    resize_ms_total: float = 0.0
     last_frame_t: float | None = None
 
     @property
-    def encode_ms_mean(self) -> float:
-        return self.encode_ms_total / self.frames_encoded if self.frames_encoded else 0.0
+    def resize_ms_mean(self) -> float:
+        return self.resize_ms_total / self.frames_resized if self.frames_resized else 0.0
 
 
-@dataclass(frozen=True)
-class EncodedFrame:
-    image: np.ndarray  # resized BGR
-    jpeg: bytes
-    t: float
-    index: int
+def check_image(image: object) -> np.ndarray:
+    """The image if it is a usable BGR frame, else ValueError saying what is wrong."""
+    if not (isinstance(image, np.ndarray) and image.ndim == 3 and image.shape[2] == 3):
+        raise ValueError(f"unusable frame of shape {getattr(image, 'shape', None)}")
+    if image.dtype != np.uint8:
+        raise ValueError(f"unusable frame of dtype {image.dtype}")
+    if image.shape[0] == 0 or image.shape[1] == 0:
+        raise ValueError("empty frame")
+    return image
 
 
-def resize_and_encode(image: np.ndarray, max_side: int, quality: int) -> tuple[np.ndarray, bytes]:
+def resized(image: np.ndarray, max_side: int) -> np.ndarray:
     height, width = image.shape[:2]
     scale = max_side / max(height, width)
-    if scale < 1.0:
-        size = (max(1, round(width * scale)), max(1, round(height * scale)))
-        image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
-    ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
-    if not ok:
-        raise ValueError("JPEG encoding failed")
-    return image, data.tobytes()
+    if scale >= 1.0:
+        return image
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    return np.asarray(cv2.resize(image, size, interpolation=cv2.INTER_AREA))
 
 
 class CaptureLoop:
@@ -82,22 +91,26 @@ class CaptureLoop:
         *,
         clock: Clock,
         sample_fps: float,
+        perceive: Perceive | None = None,
         max_side: int = 768,
         jpeg_quality: int = 80,
         pace: str = "realtime",
         live: bool = False,
         gate: InputGate | None = None,
-        on_frame: Callable[[EncodedFrame], None] | None = None,
+        consumer_wait_s: float = 5.0,
+        on_frame: Callable[[Frame], None] | None = None,
     ) -> None:
         self.feed = feed
         self.queue = queue
         self.clock = clock
         self.interval = 1.0 / sample_fps
+        self.perceive = perceive
         self.max_side = max_side
         self.jpeg_quality = jpeg_quality
         self.pace = pace
         self.live = live
         self.gate = gate
+        self.consumer_wait_s = consumer_wait_s
         self.on_frame = on_frame
         self.stats = CaptureStats()
         self._limiter = anyio.CapacityLimiter(1)
@@ -105,29 +118,31 @@ class CaptureLoop:
     async def run(self) -> None:
         """Feed frames until the source ends (files) or the loop is cancelled."""
         next_sample: float | None = None
-        replay_origin: tuple[float, float] | None = None  # (wall, media) at the first frame
+        replay_origin: tuple[float, float] | None = None  # (clock, media t) at the first frame
         fast = self.pace == "fast" and not self.live
         if fast and self.gate is not None:
-            # Nothing is processed until a tool consumes frames; don't race past the start.
-            await self.gate.wait_input_consumer()
+            # A model that calls its tools at once should see the replay from its start;
+            # one that is slow or absent must not hold the device up for long.
+            with anyio.move_on_after(self.consumer_wait_s):
+                await self.gate.wait_input_consumer()
         while not self.queue.closed:
             frame = await self.feed.next_frame()
             if frame is None:
                 return
             self.stats.frames_read += 1
-            self.stats.last_frame_t = frame.t
-            if next_sample is not None and frame.t < next_sample - 1e-6:
+            t = frame.t_media
+            self.stats.last_frame_t = t
+            if next_sample is not None and t < next_sample - 1e-6:
                 self.stats.dropped["rate"] += 1
                 continue
             # Keep a fixed sampling grid so the rate does not drift with jitter.
-            if next_sample is None or frame.t - next_sample > self.interval:
-                next_sample = frame.t
+            if next_sample is None or t - next_sample > self.interval:
+                next_sample = t
             next_sample += self.interval
             if not self.live and self.pace == "realtime":
-                if replay_origin is None or frame.t < replay_origin[1]:
-                    replay_origin = (self.clock.now(), frame.t)
-                due = replay_origin[0] + (frame.t - replay_origin[1])
-                delay = due - self.clock.now()
+                if replay_origin is None or t < replay_origin[1]:
+                    replay_origin = (self.clock.now(), t)
+                delay = replay_origin[0] + (t - replay_origin[1]) - self.clock.now()
                 if delay > 0:
                     await self.clock.sleep(delay)
                 elif delay < -2 * self.interval:
@@ -136,31 +151,34 @@ class CaptureLoop:
                     continue
             self.stats.frames_sampled += 1
             if fast and self.gate is not None:
+                # An evaluation replay: every tool took the last frame, and a connected
+                # model heard every change, before the next frame goes in.
                 await self.gate.wait_inputs_idle()
+                await self.gate.wait_delivered()
             try:
-                encoded = await anyio.to_thread.run_sync(self._encode, frame, limiter=self._limiter)
+                frame = await self._prepare(frame)
             except Exception as exc:  # a corrupt frame must not end the capture
-                self.stats.dropped["encode_error"] += 1
-                log.warning("frame %d could not be encoded: %s", frame.index, exc)
+                self.stats.dropped["unusable"] += 1
+                log.warning("frame %d is unusable: %s", frame.index, exc)
                 continue
+            percept = await self.perceive(frame) if self.perceive is not None else None
             if self.queue.closed:
                 return
-            self.queue.send_realtime(
-                types.Blob(data=encoded.jpeg, mime_type="image/jpeg"),
-                frame=encoded.image,
-                t=frame.t,
-            )
+            self.queue.send_realtime(frame=frame, percept=percept)
             if self.on_frame is not None:
-                self.on_frame(encoded)
+                self.on_frame(frame)
 
-    def _encode(self, frame: Frame) -> EncodedFrame:
+    async def _prepare(self, frame: Frame) -> Frame:
+        image = check_image(frame.image)
+        if max(image.shape[:2]) <= self.max_side:
+            if frame.jpeg_quality != self.jpeg_quality:
+                return frame.with_image(image, jpeg_quality=self.jpeg_quality)
+            return frame
         start = time.perf_counter()
-        image = frame.image
-        if not (isinstance(image, np.ndarray) and image.ndim == 3 and image.shape[2] == 3):
-            raise ValueError(f"unusable frame of shape {getattr(image, 'shape', None)}")
-        if image.dtype != np.uint8:
-            raise ValueError(f"unusable frame of dtype {image.dtype}")
-        resized, jpeg = resize_and_encode(image, self.max_side, self.jpeg_quality)
-        self.stats.frames_encoded += 1
-        self.stats.encode_ms_total += (time.perf_counter() - start) * 1000
-        return EncodedFrame(resized, jpeg, frame.t, frame.index)
+        small = await anyio.to_thread.run_sync(resized, image, self.max_side, limiter=self._limiter)
+        self.stats.frames_resized += 1
+        self.stats.resize_ms_total += (time.perf_counter() - start) * 1000
+        return frame.with_image(small, jpeg_quality=self.jpeg_quality)
+
+
+__all__ = ["CaptureLoop", "CaptureStats", "FrameFeed", "InputGate", "check_image", "resized"]

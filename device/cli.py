@@ -324,14 +324,14 @@ def cmd_count(args: argparse.Namespace) -> int:
                 continue
             detections = detector.detect(frame.image)
             raw = len(detections)
-            smoother.update(raw, frame.t)
+            smoother.update(raw, frame.t_media)
             boxes = [
                 [round(float(v), 1) for v in box] + [round(float(score), 3)]
                 for box, score in zip(detections.boxes, detections.scores, strict=True)
             ]
             record = {
                 "frame": frame.index,
-                "t": round(frame.t, 3),
+                "t": round(frame.t_media, 3),
                 "raw": raw,
                 "count": smoother.reported,
                 "boxes": boxes,
@@ -340,7 +340,7 @@ def cmd_count(args: argparse.Namespace) -> int:
                 print(json.dumps(record, separators=(",", ":")), flush=True)
             else:
                 print(
-                    f"frame {frame.index:6d}  t={frame.t:8.2f}s  raw={raw:3d}  count={smoother.reported}"
+                    f"frame {frame.index:6d}  t={frame.t_media:8.2f}s  raw={raw:3d}  count={smoother.reported}"
                 )
     except BrokenPipeError:
         return EXIT_OK

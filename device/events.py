@@ -27,12 +27,27 @@ class SourceStateEvent(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CountChanged(Event):
+    """The device's smoothed people count changed (``t_media``: the frame's time in its source).
+
+    ``count`` is null when the count became unknown (``reason`` says why).
+    """
+
+    type: ClassVar[str] = "count"
+    count: int | None
+    previous: int | None
+    raw: int | None = None
+    t_media: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class CaptureStatsEvent(Event):
     """Capture counters, reported at the end of a run (and on request)."""
 
     type: ClassVar[str] = "capture_stats"
     frames_read: int
     frames_sampled: int
-    frames_encoded: int
+    frames_detected: int
     dropped: dict[str, int]
-    encode_ms_mean: float
+    detect_ms_mean: float

@@ -37,9 +37,9 @@ import anyio
 from anyio.abc import TaskStatus
 
 from device.config import ConfigError
+from device.events import CountChanged
 from device.telemetry import AppView, strip_credentials
 from live.events import Event
-from tools.count_people import CountChanged
 
 log = logging.getLogger("lookout.mqtt")
 

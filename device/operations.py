@@ -1,9 +1,11 @@
-"""Wiring of the operations features (status server, metrics, MQTT) into an App.
+"""Wiring of the operations outputs (status server, metrics, MQTT) onto an App's bus.
 
 ``attach_operations(app)`` is what the CLI calls once the App is built and
-before it runs. Problems a user can cause (a bad ``--http`` or ``--mqtt``
-value, a taken port, a device id that cannot name MQTT topics) raise
-``ConfigError`` with one line, before anything has started.
+before it runs: each output subscribes to the bus the app was given, and the
+ones that run (server, MQTT connection) join its services. Problems a user
+can cause (a bad ``--http`` or ``--mqtt`` value, a taken port, a device id
+that cannot name MQTT topics) raise ``ConfigError`` with one line, before
+anything has started.
 """
 
 from __future__ import annotations
@@ -67,15 +69,14 @@ def setup_operations(app: App) -> Operations:
     # Bind last: every check that can fail has passed, so no socket is left open.
     if ops.server is not None:
         ops.server.listen()
+    bus = app.bus
+    assert bus is not None
     if ops.telemetry is not None:
-        telemetry = ops.telemetry
-        # App copies extra_sinks into app.sinks when it is built, so join app.sinks.
-        app.sinks.append(telemetry)
-        app.observers.append(telemetry.on_frame_result)
-        app.frame_observers.append(telemetry.on_encoded_frame)
-        telemetry.mqtt = ops.mqtt
+        bus.subscribe(ops.telemetry)
+        bus.on_percept(ops.telemetry.on_percept)
+        ops.telemetry.mqtt = ops.mqtt
     if ops.mqtt is not None:
-        app.sinks.append(ops.mqtt)
+        bus.subscribe(ops.mqtt)
         app.services.append(ops.mqtt)
     if ops.server is not None:
         app.services.append(ops.server)

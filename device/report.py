@@ -6,7 +6,10 @@ self-contained file: the chart embedded, the figures, model messages and
 stream starts/stops as tables).
 
 The count is a step function: each ``count`` event holds until the next one,
-until ``count_people`` stops, or until the run ends. Time-weighted figures
+until it becomes unknown (a ``count`` event with a null count, or the source
+leaving the running state), or until the run ends. (Logs written before the
+device counted on its own carry per-call counts, which end when their
+``count_people`` call stops.) Time-weighted figures
 (mean occupancy, time with nobody / somebody) integrate over the spans where
 the count is known; nothing is assumed before the first count or after a stop.
 A JSON-lines file appended to by several runs (its times start again from 0)
@@ -168,14 +171,18 @@ def split_runs(events: list[dict[str, Any]]) -> list[Run]:
 
 def build_timeline(events: list[dict[str, Any]]) -> Timeline:
     timeline = Timeline(split_runs(events))
+    per_call_counts = any(e["type"] == "count" and "id" in e for e in events)
     for index, run in enumerate(timeline.runs):
         if index:
             timeline.boundaries.append(run.start + run.offset)
         for event in run.events:
             t = float(event["t"]) + run.offset
             kind = event["type"]
-            if kind == "count" and isinstance(event.get("count"), int):
-                timeline.steps.append((t, event["count"]))
+            if kind == "count":
+                value = event.get("count")
+                timeline.steps.append((t, value if isinstance(value, int) else None))
+            elif kind == "source_state" and event.get("state") != "running":
+                timeline.steps.append((t, None))
             elif kind == "model_text" or (
                 kind == "transcript" and event.get("direction", "output") == "output"
             ):
@@ -185,7 +192,7 @@ def build_timeline(events: list[dict[str, Any]]) -> Timeline:
             elif kind == "stream_stopped":
                 name = str(event.get("name", ""))
                 timeline.stops.append((t, name, str(event.get("reason", ""))))
-                if name == COUNT_TOOL:
+                if name == COUNT_TOOL and per_call_counts:
                     timeline.steps.append((t, None))
         run_end = run.end + run.offset
         if timeline.steps and timeline.steps[-1][1] is not None:

@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator
 import anyio
 
 from device.source_runner import SourceRunner
-from device.sources import Frame, SourceError
+from device.sources import SourceError
 from live.clock import Clock
+from live.frame import Frame
 
 
 class SourceEnded(SourceError):
@@ -35,10 +36,10 @@ class FrameSampler:
         self._lock = anyio.Lock()
 
     def _due(self, frame: Frame) -> float:
-        if self._origin is None or frame.t < self._origin[1]:
+        if self._origin is None or frame.t_media < self._origin[1]:
             # First frame, or a looped file started again: it is due now.
-            self._origin = (self.clock.now(), frame.t)
-        return self._origin[0] + (frame.t - self._origin[1])
+            self._origin = (self.clock.now(), frame.t_media)
+        return self._origin[0] + (frame.t_media - self._origin[1])
 
     async def _read(self) -> Frame | None:
         if self._pushed_back is not None:
@@ -91,14 +92,14 @@ class FrameSampler:
                         await self.clock.sleep(delay)
             if frame is None:
                 return
-            if start is None or frame.t < start:
-                start, next_sample = frame.t, frame.t
-            if frame.t - start >= duration_s:
+            if start is None or frame.t_media < start:
+                start, next_sample = frame.t_media, frame.t_media
+            if frame.t_media - start >= duration_s:
                 return
-            if frame.t + 1e-6 < next_sample:
+            if frame.t_media + 1e-6 < next_sample:
                 continue
             # A fixed grid, so the rate does not drift with jitter or late frames.
-            while next_sample <= frame.t + 1e-6:
+            while next_sample <= frame.t_media + 1e-6:
                 next_sample += interval
             yield frame
 

@@ -1,4 +1,4 @@
-"""Where events go besides the SQLite log: the console and a JSON-lines file."""
+"""The JSON-lines event log (the console is ``device/console.py``)."""
 
 from __future__ import annotations
 
@@ -7,32 +7,18 @@ import errno
 import json
 import logging
 import os
-import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, Protocol, TextIO
 
-from live.events import (
-    ConnectionState,
-    Emission,
-    ErrorEvent,
-    Event,
-    ModelText,
-    StreamStarted,
-    StreamStopped,
-    ToolCall,
-    Transcript,
-)
+from device.bus import EventSink
+from live.events import Event
 from live.store import ProblemCallback
 
 # Persistence problems, of the SQLite store and of this file alike, are said here.
 log = logging.getLogger("lookout.store")
 
 
-class EventSink(Protocol):
-    def write(self, event: Event) -> None: ...
-
-    def close(self) -> None: ...
+__all__ = ["EventSink", "JsonlSink", "repair_torn_tail"]
 
 
 class JsonlSink:
@@ -162,80 +148,3 @@ def repair_torn_tail(path: Path) -> int:
         dropped,
     )
     return dropped
-
-
-def _fmt_t(t: float) -> str:
-    return f"[{t:7.1f}s]"
-
-
-class ConsoleSink:
-    """Human-readable lines, plus a progress line when replaying a file on a terminal."""
-
-    def __init__(self, out: TextIO = sys.stdout, *, verbose: bool = False) -> None:
-        self.out = out
-        self.verbose = verbose
-        self.tty = bool(getattr(out, "isatty", lambda: False)())
-        self._progress_shown = False
-
-    def _line(self, text: str) -> None:
-        if self._progress_shown:
-            self.out.write("\r\x1b[2K")
-            self._progress_shown = False
-        self.out.write(text + "\n")
-        self.out.flush()
-
-    def progress(self, done_s: float, total_s: float | None, count: int | None) -> None:
-        if not self.tty:
-            return
-        people = "-" if count is None else str(count)
-        if total_s:
-            share = min(1.0, max(0.0, done_s / total_s))
-            bar = "#" * int(share * 30)
-            text = f"  [{bar:<30}] {done_s:6.1f}/{total_s:.1f}s  people: {people}"
-        else:
-            text = f"  {done_s:8.1f}s  people: {people}"
-        self.out.write("\r\x1b[2K" + text)
-        self.out.flush()
-        self._progress_shown = True
-
-    def write(self, event: Event) -> None:
-        text = self.describe(event)
-        if text is not None:
-            self._line(f"{_fmt_t(event.t)} {text}")
-
-    def describe(self, event: Event) -> str | None:
-        data: dict[str, Any] = event.to_dict()
-        if isinstance(event, ModelText):
-            return f"model: {event.text}"
-        if isinstance(event, Transcript) and event.direction == "output":
-            return f"model (spoken): {event.text}"
-        if event.type == "count":
-            previous = data.get("previous")
-            was = "" if previous is None else f" (was {previous})"
-            return f"count: {data['count']}{was}  at {data['t_media']:.1f}s of the source"
-        if event.type == "source_state":
-            reason = f": {data['reason']}" if data.get("reason") else ""
-            return f"source {data['source']} {data['state']}{reason}"
-        if isinstance(event, ErrorEvent):
-            where = f" [{event.where}]" if event.where else ""
-            return f"error{where}: {event.message}"
-        if isinstance(event, ConnectionState) and event.state in {
-            "connected",
-            "disconnected",
-            "reconnecting",
-            "failed",
-        }:
-            reason = f": {event.reason}" if event.reason else ""
-            return f"model connection {event.state}{reason}"
-        if isinstance(event, StreamStarted):
-            return f"{event.name} started (call {event.id})"
-        if isinstance(event, StreamStopped):
-            return f"{event.name} stopped: {event.reason} ({event.emissions} emissions)"
-        if self.verbose and isinstance(event, ToolCall | Emission):
-            return json.dumps(data)
-        return None
-
-    def close(self) -> None:
-        if self._progress_shown:
-            self.out.write("\n")
-            self.out.flush()

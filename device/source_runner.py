@@ -23,8 +23,9 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskStatus
 
-from device.sources import Frame, FrameSource, SourceError, SourceUnavailable, UnreadableFrame
+from device.sources import FrameSource, SourceError, SourceUnavailable, UnreadableFrame
 from live.clock import Clock
+from live.frame import Frame
 
 log = logging.getLogger("lookout.source")
 
@@ -219,7 +220,7 @@ class SourceRunner:
                 return None
             self._failures = 0
             self._next_index = frame.index + 1
-            self._pass_prev_t = self._pass_last.t if self._pass_last is not None else None
+            self._pass_prev_t = self._pass_last.t_media if self._pass_last is not None else None
             self._pass_last = frame
             self._pass_frames += 1
             if self.state is not SourceState.RUNNING:
@@ -266,13 +267,13 @@ class SourceRunner:
         assert last is not None
         if self.source.fps:
             step = 1.0 / self.source.fps
-        elif self._pass_prev_t is not None and last.t > self._pass_prev_t:
-            step = last.t - self._pass_prev_t
+        elif self._pass_prev_t is not None and last.t_media > self._pass_prev_t:
+            step = last.t_media - self._pass_prev_t
         else:
             step = 1e-3  # only so that t keeps increasing
         # Unreadable images at the end of a folder still had their slots in the clip.
         frames_in_clip = max(self._next_index, last.index + 1)
-        self._t_offset += last.t + step * (frames_in_clip - last.index)
+        self._t_offset += last.t_media + step * (frames_in_clip - last.index)
         self._index_offset += frames_in_clip
         self._pass_frames = 0
         self._pass_last = None
@@ -288,7 +289,7 @@ class SourceRunner:
     def _shifted(self, frame: Frame) -> Frame:
         if not self._t_offset and not self._index_offset:
             return frame
-        return Frame(frame.image, frame.t + self._t_offset, frame.index + self._index_offset)
+        return frame.shifted(dt=self._t_offset, dindex=self._index_offset)
 
     # ------------------------------------------------------------------ live
 

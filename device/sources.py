@@ -14,15 +14,15 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import cv2
 import numpy as np
 
-from live.redact import redact
+from live.frame import Frame
+from live.redact import safe_url
 
 log = logging.getLogger("lookout.source")
 
@@ -48,13 +48,6 @@ class UnreadableFrame(SourceError):
 
 class SourceUnavailable(SourceError):
     """Retrying cannot help (a library or driver is missing)."""
-
-
-@dataclass(frozen=True)
-class Frame:
-    image: np.ndarray  # BGR uint8, HxWx3
-    t: float  # files: media time from the start; live: capture time on the clock passed in
-    index: int  # frame number from the start of the source
 
 
 class FrameSource(Protocol):
@@ -89,21 +82,17 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
-def safe_url(url: str) -> str:
-    """``url`` without user:password@ and without secret-looking query values."""
+def decode_image(data: bytes) -> np.ndarray | None:
+    """An encoded image (JPEG, PNG, BMP) as BGR, or None when it cannot be decoded."""
+    if not data:
+        return None
     try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-    except ValueError:
-        return redact(url.rsplit("@", 1)[-1])
-    if ":" in host:  # an IPv6 literal lost its brackets in hostname
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = f"{host}:{port}" if port is not None else host
-    return redact(urlunsplit((parts.scheme, netloc, parts.path, parts.query, "")))
+        image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error:
+        return None
+    if image is None or image.ndim != 3 or image.shape[2] != 3:
+        return None
+    return np.asarray(image)
 
 
 def as_bgr(image: np.ndarray) -> np.ndarray:
@@ -193,7 +182,9 @@ class CaptureSource(Generic[C]):
             index = self._next_index
             self._next_index += 1
         image, media_t = result
-        return Frame(as_bgr(image), self._frame_time(index, media_t), index)
+        return Frame(
+            as_bgr(image), t_media=self._frame_time(index, media_t), index=index, source=self.name
+        )
 
     def seek(self, index: int) -> None:
         if index < 0:
@@ -398,13 +389,12 @@ class ImageFolderSource:
             self._index += 1
             path = self._files[index]
         try:
-            data = np.fromfile(path, dtype=np.uint8)
-            image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
-        except (OSError, cv2.error) as exc:
+            image = decode_image(np.fromfile(path, dtype=np.uint8).tobytes())
+        except OSError as exc:
             raise UnreadableFrame(f"cannot read image {path}: {exc}", index=index) from None
         if image is None:
             raise UnreadableFrame(f"cannot read image {path}", index=index)
-        return Frame(as_bgr(image), index / self._fps, index)
+        return Frame(as_bgr(image), t_media=index / self._fps, index=index, source=self.name)
 
     def seek(self, index: int) -> None:
         if index < 0:

@@ -232,6 +232,7 @@ class StatusServer:
         web_app.router.add_get("/events", self._events)
         web_app.router.add_get("/api/state", self._api_state)
         web_app.router.add_post("/api/streams/stop", self._stop_stream)
+        web_app.router.add_post("/api/streams/start", self._start_stream)
         return web_app
 
     # ------------------------------------------------------------ middleware
@@ -321,7 +322,8 @@ class StatusServer:
 
     async def _healthz(self, request: web.Request) -> web.Response:
         health = self.telemetry.health()
-        return self._json({"ok": health.ok, "reason": health.reason}, 200 if health.ok else 503)
+        body = {"ok": health.ok, "status": health.status, "reason": health.reason}
+        return self._json(body, 200 if health.ok else 503)
 
     async def _metrics(self, request: web.Request) -> web.Response:
         body = self._scrub(self.telemetry.metrics_text().decode())
@@ -391,15 +393,43 @@ class StatusServer:
         finally:
             self._streams.discard(task)
 
-    async def _stop_stream(self, request: web.Request) -> web.Response:
+    async def _json_body(self, request: web.Request) -> dict[str, Any] | web.Response:
         if request.content_type != "application/json":
             return self._json({"error": "send a JSON body"}, 415)
         try:
             body = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             return self._json({"error": "body is not valid JSON"}, 400)
         if not isinstance(body, dict):
             return self._json({"error": "body must be a JSON object"}, 400)
+        return body
+
+    async def _start_stream(self, request: web.Request) -> web.Response:
+        """Start a streaming tool as a device call: same runtime path, nothing to the model."""
+        body = await self._json_body(request)
+        if isinstance(body, web.Response):
+            return body
+        name, args = body.get("function_name"), body.get("args", {})
+        if not isinstance(name, str) or not isinstance(args, dict):
+            error = "give function_name (string) and optional args (object)"
+            return self._json({"error": error}, 400)
+        session = self.telemetry.app.session
+        if session is None:
+            return self._json({"error": "session not running"}, 503)
+        startable = session.streaming_tools()
+        if name not in startable:
+            listed = ", ".join(startable) or "none"
+            error = f"{name[:60]!r} is not a streaming tool (these are: {listed})"
+            return self._json({"error": error}, 400)
+        call = await session.call_tool(name, args)
+        if not call.ok:
+            return self._json({"error": call.response.get("error", "refused")}, 400)
+        return self._json({"status": f"started {name} as a device call", "id": call.call_id})
+
+    async def _stop_stream(self, request: web.Request) -> web.Response:
+        body = await self._json_body(request)
+        if isinstance(body, web.Response):
+            return body
         name, call_id = body.get("function_name"), body.get("call_id")
         if not all(v is None or isinstance(v, str) for v in (name, call_id)) or not (
             name or call_id

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from google.genai import types
 
+from live.backoff import Backoff
+
 
 class EmitMode(enum.Enum):
     """How a streaming tool's emissions reach the model.
@@ -39,16 +41,28 @@ class StreamBounds:
 
 @dataclass(frozen=True)
 class ReconnectPolicy:
-    max_attempts: int = 6
+    """How the session (re)connects to its model, which may be away at any moment.
+
+    ``max_attempts=None`` (the default) keeps trying for as long as the session
+    runs: the device works without a model and picks it up when it comes. A
+    number makes the session give up (and end) after that many attempts in a
+    row, for those who want a missing model to be fatal.
+    """
+
+    max_attempts: int | None = None
     initial_backoff_s: float = 0.5
-    max_backoff_s: float = 15.0
+    max_backoff_s: float = 30.0
     connect_timeout_s: float = 15.0
+    # A setup the model refused (bad key, unknown model) is refused again at once:
+    # such retries wait this long, in case the key or the quota is fixed meanwhile.
+    refused_backoff_s: float = 300.0
 
     def backoff(self, attempt: int) -> float:
-        """Delay before reconnect attempt ``attempt`` (1-based); the first is immediate."""
-        if attempt <= 1:
-            return 0.0
-        return float(min(self.max_backoff_s, self.initial_backoff_s * 2 ** (attempt - 2)))
+        """Delay before connection attempt ``attempt`` (1-based); the first is immediate."""
+        return Backoff(self.initial_backoff_s, self.max_backoff_s).delay(attempt - 1)
+
+    def gives_up_after(self, attempt: int) -> bool:
+        return self.max_attempts is not None and attempt >= self.max_attempts
 
 
 @dataclass(frozen=True)

@@ -115,12 +115,15 @@ class ToolResult(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Emission(Event):
+    """One emission of a stream; ``to_model`` False for a device call (recorded only)."""
+
     type: ClassVar[str] = "emission"
     id: str
     name: str
     payload: dict[str, Any]
     seq: int
     final: bool = False
+    to_model: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,6 +132,7 @@ class StreamStarted(Event):
     id: str
     name: str
     args: dict[str, Any]
+    by: str = "model"  # who called it: the model, or the device (page, console)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,13 +148,23 @@ class StreamStopped(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class ConnectionState(Event):
-    """Model connection: connecting, connected, disconnected, reconnecting, failed, closed."""
+    """The model connection changed.
+
+    ``state``: ``connecting`` (an attempt starts; ``reconnecting`` after a lost
+    connection), ``connected``, ``disconnected`` (lost; ``code`` and ``reason``
+    say why), ``unreachable`` (an attempt failed, ``retry_in_s`` says when the
+    next one is), ``refused`` (the model refused the setup; retried much later),
+    ``go_away`` (the server asked us to reconnect), ``failed`` (given up: only
+    when the model is required) and ``closed``.
+    """
 
     type: ClassVar[str] = "connection"
     state: str
     attempt: int = 0
     code: int | None = None
     reason: str = ""
+    model: str = ""
+    retry_in_s: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

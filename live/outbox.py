@@ -1,132 +1,206 @@
-"""Messages on their way to the model, kept across disconnects.
+"""Messages on their way to the model, kept while it is away.
 
-A message leaves the outbox only once the connection accepted it, so
-emissions made while the model is unreachable are delivered after the
-reconnect, in order, exactly once. The outbox is bounded: when it overflows,
-older intermediate emissions of a call are collapsed into the newest one
-(a count that changed five times during an outage arrives as its latest
-value), and stale camera frames are dropped; content is never dropped.
+A message leaves the outbox only once the connection accepted it, so nothing
+is lost across a disconnect. Emissions of a stream are kept in their logical
+form (call id, payload) until they are sent, which lets the outbox merge them:
+while the model cannot take a stream's emissions (disconnected, or slower than
+the stream), a new emission replaces the one still waiting, through the tool's
+``coalesce`` rule. On its return the model is told each stream's current state
+once, with what changed while it was away, not a replay of every change (the
+event log has every one). Camera frames are never kept for later: a picture
+from before an outage is worth nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
+from google.genai import types
 
-from live.model import Outbound, SendRealtime, SendToolResponse
+from live.config import EmitMode
+from live.model import Outbound, SendContent, SendRealtime, SendToolResponse
+
+Coalesce = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class OutEmission:
+    """One emission of a stream, before it is put into its wire form."""
+
+    call_id: str
+    name: str
+    payload: dict[str, Any]
+    final: bool
+    scheduling: types.FunctionResponseScheduling
+
+
+def render_emission(mode: EmitMode, emission: OutEmission) -> Outbound:
+    """The wire form of one emission for its call id, in the session's mode.
+
+    Text mode never completes the turn: an emission must not force the model
+    to answer, only inform its next answer.
+    """
+    if mode is EmitMode.TEXT:
+        text = f"Function {emission.name} returned: {json.dumps(emission.payload, default=str)}"
+        return SendContent(
+            types.Content(role="user", parts=[types.Part(text=text)]), turn_complete=False
+        )
+    return SendToolResponse(
+        (
+            types.FunctionResponse(
+                id=emission.call_id,
+                name=emission.name,
+                response=emission.payload,
+                will_continue=not emission.final,
+                scheduling=emission.scheduling,
+            ),
+        )
+    )
+
+
+@dataclass(frozen=True)
+class OutItem:
+    """What the sender takes: a message as it is, or an emission to render."""
+
+    message: Outbound | None = None
+    emission: OutEmission | None = None
 
 
 @dataclass
 class OutboxStats:
     posted: int = 0
     sent: int = 0
-    collapsed: int = 0
+    coalesced: int = 0
     frames_dropped: int = 0
     max_depth: int = 0
 
 
-def _emission_call_id(message: Outbound) -> str | None:
-    """Call id of an intermediate (will_continue) single response, else None."""
-    if isinstance(message, SendToolResponse) and len(message.responses) == 1:
-        response = message.responses[0]
-        if response.will_continue and not _is_pending_answer(message):
-            return response.id
-    return None
-
-
-def _is_pending_answer(message: SendToolResponse) -> bool:
-    response = message.responses[0].response or {}
-    return "status" in response and len(response) == 1 and "pending" in str(response["status"])
-
-
 class Outbox:
-    def __init__(self, maxsize: int = 256) -> None:
-        self.maxsize = max(2, maxsize)
+    def __init__(self, render: Callable[[OutEmission], Outbound], coalesce: Coalesce) -> None:
         self.stats = OutboxStats()
-        self._items: deque[Outbound] = deque()
-        self._wakeup = anyio.Event()
+        self._render = render
+        self._coalesce = coalesce
+        self._items: deque[OutItem] = deque()
+        self._wakeup: anyio.Event | None = None
+        self._drained: anyio.Event | None = None
+        self._changed: anyio.Event | None = None
         self._in_flight = 0
-        self._drained = anyio.Event()
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def post(self, message: Outbound) -> None:
-        self._items.append(message)
-        self.stats.posted += 1
-        if len(self._items) > self.maxsize:
-            self._shrink()
-        self.stats.max_depth = max(self.stats.max_depth, len(self._items))
-        self._wakeup.set()
+    # ---------------------------------------------------------------- posting
 
-    def _shrink(self) -> None:
-        # Stale frames go first: nobody wants a picture from before the outage.
-        for index, message in enumerate(self._items):
-            if isinstance(message, SendRealtime):
-                del self._items[index]
-                self.stats.frames_dropped += 1
-                return
-        # Then an intermediate emission that a newer one of the same call supersedes.
-        newest: dict[str, int] = {}
-        for index, message in enumerate(self._items):
-            call_id = _emission_call_id(message)
-            if call_id is not None:
-                newest[call_id] = index
-        for index, message in enumerate(self._items):
-            call_id = _emission_call_id(message)
-            if call_id is not None and newest[call_id] != index:
-                del self._items[index]
-                self.stats.collapsed += 1
-                return
+    def post(self, message: Outbound) -> None:
+        self._append(OutItem(message=message))
+
+    def post_emission(self, emission: OutEmission) -> None:
+        if not emission.final:
+            for index, item in enumerate(self._items):
+                waiting = item.emission
+                if (
+                    waiting is not None
+                    and waiting.call_id == emission.call_id
+                    and not waiting.final
+                ):
+                    del self._items[index]
+                    payload = self._coalesce(emission.name, waiting.payload, emission.payload)
+                    emission = dataclasses.replace(emission, payload=payload)
+                    self.stats.coalesced += 1
+                    break
+        self._append(OutItem(emission=emission))
+
+    def _append(self, item: OutItem) -> None:
+        self._items.append(item)
+        self.stats.posted += 1
+        self.stats.max_depth = max(self.stats.max_depth, len(self._items))
+        if self._wakeup is not None:
+            self._wakeup.set()
 
     def drop_frames(self) -> int:
-        kept: deque[Outbound] = deque(m for m in self._items if not isinstance(m, SendRealtime))
+        kept = deque(i for i in self._items if not isinstance(i.message, SendRealtime))
         dropped = len(self._items) - len(kept)
         self._items = kept
         self.stats.frames_dropped += dropped
         return dropped
 
-    def drop_responses(self, call_ids: set[str]) -> int:
-        """Remove queued tool responses for these call ids (a new model session)."""
+    def drop_calls(self, call_ids: set[str]) -> int:
+        """Remove what waits for these call ids (they belong to a model session that is gone)."""
 
-        def stale(message: Outbound) -> bool:
+        def stale(item: OutItem) -> bool:
+            if item.emission is not None:
+                return item.emission.call_id in call_ids
+            message = item.message
             return isinstance(message, SendToolResponse) and all(
                 r.id in call_ids for r in message.responses
             )
 
-        kept: deque[Outbound] = deque(m for m in self._items if not stale(m))
+        kept = deque(i for i in self._items if not stale(i))
         dropped = len(self._items) - len(kept)
         self._items = kept
         return dropped
 
-    def pop(self) -> Outbound | None:
-        """Take the next message to send; follow with mark_sent() or push_front()."""
+    # ---------------------------------------------------------------- sending
+
+    def pop(self) -> OutItem | None:
+        """Take the next item to send; follow with mark_sent(), mark_dropped() or push_front()."""
         if not self._items:
             return None
         self._in_flight += 1
         return self._items.popleft()
 
-    def push_front(self, message: Outbound) -> None:
-        """Put back a message whose send failed, ahead of everything else."""
+    def wire(self, item: OutItem) -> Outbound:
+        if item.message is not None:
+            return item.message
+        assert item.emission is not None
+        return self._render(item.emission)
+
+    def push_front(self, item: OutItem) -> None:
+        """Put back an item whose send failed, ahead of everything else."""
         self._in_flight -= 1
-        self._items.appendleft(message)
+        self._items.appendleft(item)
+        self.poke()
 
     def mark_sent(self) -> None:
         self._in_flight -= 1
         self.stats.sent += 1
-        if not self._items and not self._in_flight:
-            self._drained.set()
+        self._check_drained()
 
     def mark_dropped(self) -> None:
         self._in_flight -= 1
-        if not self._items and not self._in_flight:
+        self._check_drained()
+
+    def _check_drained(self) -> None:
+        self.poke()
+        if not self._items and not self._in_flight and self._drained is not None:
             self._drained.set()
+            self._drained = None
+
+    @property
+    def empty(self) -> bool:
+        """Nothing waiting and nothing being sent."""
+        return not self._items and not self._in_flight
+
+    def poke(self) -> None:
+        """Wake ``wait_change`` (a message left, or the connection changed)."""
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def wait_change(self) -> None:
+        if self._changed is None:
+            self._changed = anyio.Event()
+        await self._changed.wait()
 
     async def wait_drained(self) -> None:
         while self._items or self._in_flight:
-            if self._drained.is_set():
+            if self._drained is None:
                 self._drained = anyio.Event()
             await self._drained.wait()
 
@@ -135,5 +209,8 @@ class Outbox:
             self._wakeup = anyio.Event()
             await self._wakeup.wait()
 
-    def snapshot(self) -> list[Outbound]:
+    def snapshot(self) -> list[OutItem]:
         return list(self._items)
+
+
+__all__ = ["OutEmission", "OutItem", "Outbox", "OutboxStats", "render_emission"]

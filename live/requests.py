@@ -12,6 +12,9 @@ from typing import Any
 import anyio
 from google.genai import types
 
+from live.buffer import LatestWins
+from live.frame import JPEG_MIME, Frame
+
 
 class RequestKind(enum.Enum):
     CONTENT = "content"
@@ -24,26 +27,46 @@ class RequestKind(enum.Enum):
 class LiveRequest:
     """One item put into a session.
 
-    ``frame`` and ``t_capture`` ride beside a realtime blob inside the process
-    only (the decoded image, so no tool has to decode the JPEG again, and the
-    capture time, so tools can reason in media time). They are never sent to a
-    model. ``t_enqueue`` is when the request entered the queue (queue clock).
+    A realtime request carries a ``blob`` (what a model would receive) and,
+    inside the process only, the decoded ``frame`` (so no tool decodes a JPEG
+    again) and ``percept``: what the device's perception made of the frame, for
+    the tools that consume it. Neither is ever sent to a model. When only a
+    ``Frame`` is given, the blob is its JPEG, made on first use. ``t_enqueue``
+    is when the request entered the queue (queue clock).
     """
 
     kind: RequestKind
     content: types.Content | None = None
     turn_complete: bool = False
-    blob: types.Blob | None = None
+    given_blob: types.Blob | None = None
     frame: Any = None
-    t_capture: float | None = None
+    percept: Any = None
+    mime: str = ""
     t_enqueue: float = 0.0
     seq: int = 0
 
     @property
+    def blob(self) -> types.Blob | None:
+        if self.given_blob is not None:
+            return self.given_blob
+        if isinstance(self.frame, Frame):
+            return types.Blob(data=self.frame.jpeg(), mime_type=self.mime or JPEG_MIME)
+        return None
+
+    @property
     def mime_type(self) -> str:
-        if self.blob is None or self.blob.mime_type is None:
-            return ""
-        return self.blob.mime_type
+        if self.given_blob is not None:
+            return self.given_blob.mime_type or ""
+        return self.mime
+
+    @property
+    def has_media(self) -> bool:
+        return self.given_blob is not None or isinstance(self.frame, Frame)
+
+    @property
+    def t_media(self) -> float | None:
+        """The frame's time in its source, when a ``Frame`` rides along."""
+        return self.frame.t_media if isinstance(self.frame, Frame) else None
 
 
 @dataclass
@@ -59,9 +82,8 @@ class LiveRequestQueue:
 
     The content/control lane is lossless: text, activity markers and
     turn-completion must all arrive in order. The realtime lane (camera
-    frames) is bounded and latest-wins: when the session falls behind, old
-    frames are dropped and counted, because a stale frame is worth nothing to a
-    live agent and an unbounded backlog is how latency grows without limit.
+    frames) is a ``LatestWins`` buffer: when the session falls behind, old
+    frames are dropped and counted.
     """
 
     realtime_maxsize: int = 2
@@ -72,9 +94,9 @@ class LiveRequestQueue:
         if self.realtime_maxsize < 1:
             raise ValueError("realtime_maxsize must be at least 1")
         self._content: deque[LiveRequest] = deque()
-        self._realtime: deque[LiveRequest] = deque()
+        self._realtime: LatestWins[LiveRequest] = LatestWins(self.realtime_maxsize)
         self._closed = False
-        self._wakeup = anyio.Event()
+        self._wakeup: anyio.Event | None = None
         self._seq = 0
 
     @property
@@ -86,75 +108,87 @@ class LiveRequestQueue:
         """Sequence number of the newest request put in so far."""
         return self._seq
 
-    def _put(self, lane: deque[LiveRequest], request: LiveRequest) -> None:
+    def _check_open(self) -> None:
         if self._closed:
             raise anyio.ClosedResourceError("LiveRequestQueue is closed")
-        lane.append(request)
-        self._wakeup.set()
 
     def _next_seq(self) -> int:
         self._seq += 1
         return self._seq
 
+    def _wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def _put_content(self, request: LiveRequest) -> None:
+        self._content.append(request)
+        self._wake()
+
     def send_content(self, content: types.Content | str, *, turn_complete: bool = True) -> None:
+        self._check_open()
         if isinstance(content, str):
             content = types.Content(role="user", parts=[types.Part(text=content)])
-        self._put(
-            self._content,
+        self._put_content(
             LiveRequest(
                 RequestKind.CONTENT,
                 content=content,
                 turn_complete=turn_complete,
                 t_enqueue=self.now(),
                 seq=self._next_seq(),
-            ),
+            )
         )
         self.stats.content_sent += 1
 
     def send_realtime(
         self,
-        blob: types.Blob,
+        blob: types.Blob | None = None,
         *,
         frame: Any = None,
-        t: float | None = None,
+        percept: Any = None,
     ) -> None:
+        """A frame (or other media) for the tools and, if asked, the model.
+
+        Give a ``blob`` or a ``Frame`` (whose JPEG becomes the blob when needed).
+        """
+        self._check_open()
+        if blob is None and not isinstance(frame, Frame):
+            raise ValueError("send_realtime needs a blob or a live.Frame")
         request = LiveRequest(
             RequestKind.REALTIME,
-            blob=blob,
+            given_blob=blob,
             frame=frame,
-            t_capture=t,
+            percept=percept,
+            mime=(blob.mime_type or "") if blob is not None else JPEG_MIME,
             t_enqueue=self.now(),
             seq=self._next_seq(),
         )
-        self._put(self._realtime, request)
         self.stats.realtime_sent += 1
-        while len(self._realtime) > self.realtime_maxsize:
-            self._realtime.popleft()
-            self.stats.realtime_dropped += 1
+        before = self._realtime.stats.dropped
+        self._realtime.put(request)
+        self.stats.realtime_dropped += self._realtime.stats.dropped - before
+        self._wake()
 
     def send_activity_start(self) -> None:
-        self._put(
-            self._content,
-            LiveRequest(RequestKind.ACTIVITY_START, t_enqueue=self.now(), seq=self._next_seq()),
+        self._check_open()
+        self._put_content(
+            LiveRequest(RequestKind.ACTIVITY_START, t_enqueue=self.now(), seq=self._next_seq())
         )
 
     def send_activity_end(self) -> None:
-        self._put(
-            self._content,
-            LiveRequest(RequestKind.ACTIVITY_END, t_enqueue=self.now(), seq=self._next_seq()),
+        self._check_open()
+        self._put_content(
+            LiveRequest(RequestKind.ACTIVITY_END, t_enqueue=self.now(), seq=self._next_seq())
         )
 
     def close(self) -> None:
         """End the session once the content already queued has been taken."""
         self._closed = True
-        self._wakeup.set()
+        self._wake()
 
     def get_nowait(self) -> LiveRequest | None:
         if self._content:
             return self._content.popleft()
-        if self._realtime:
-            return self._realtime.popleft()
-        return None
+        return self._realtime.get_nowait()
 
     async def get(self) -> LiveRequest:
         """Next request, content first. Raises ``anyio.EndOfStream`` after close."""

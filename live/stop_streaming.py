@@ -7,7 +7,7 @@ from typing import Any
 
 from google.genai import types
 
-from live.tool import ToolArgumentError, ToolContext
+from live.tool import ToolArgumentError, ToolContext, coalesce_updates
 
 STOP_STREAMING = "stop_streaming"
 
@@ -73,3 +73,6 @@ class StopStreamingTool:
 
     def stream(self, args: dict[str, Any], context: ToolContext) -> AsyncIterator[dict[str, Any]]:
         raise TypeError("stop_streaming is not a streaming tool")
+
+    def coalesce(self, older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
+        return coalesce_updates(older, newer)

@@ -76,6 +76,32 @@ class Tool(Protocol):
         """Start a streaming tool; each item is one emission to the model."""
         ...
 
+    def coalesce(self, older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
+        """One emission that stands for two the model has not received yet.
+
+        While the model is away, a stream's emissions are merged this way, so
+        that on its return it is told the current state once, not every change
+        it missed (the event log keeps every one). ``coalesce_updates`` is the
+        rule for tools that have no better one.
+        """
+        ...
+
+
+def coalesce_updates(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
+    """The newer emission, saying how many updates it replaces."""
+    merged = dict(newer)
+    merged.pop("while_away", None)
+    missed = _updates(older) + _updates(newer)
+    merged["while_away"] = {"updates": missed}
+    return merged
+
+
+def _updates(payload: dict[str, Any]) -> int:
+    away = payload.get("while_away")
+    if isinstance(away, dict) and isinstance(away.get("updates"), int):
+        return int(away["updates"])
+    return 1
+
 
 def check_unique_names(tools: Sequence[Tool]) -> None:
     """A runner's tools are looked up by name: two of one name would shadow each other."""

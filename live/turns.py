@@ -32,8 +32,6 @@ import itertools
 import json
 import logging
 import math
-import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,12 +41,13 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 from google.genai import types
 
+from live import dispatch
+from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
 from live.eventlog import EventLog
 from live.events import (
     ErrorEvent,
     Event,
-    JobProgress,
     JobUpdate,
     ModelText,
     ToolCall,
@@ -57,10 +56,10 @@ from live.events import (
     Usage,
     UserText,
 )
-from live.jobs import Job, JobState, JobStore, MemoryJobStore, ProgressThrottle
+from live.jobs import Job, JobState, JobStore, MemoryJobStore
 from live.model import FunctionCallRequest
-from live.redact import redact, short_error
-from live.tool import Tool, ToolArgumentError, ToolContext, check_unique_names
+from live.redact import redact
+from live.tool import Tool, check_unique_names
 from live.turn_model import TurnModel, TurnModelError, TurnReply, TurnRequest
 
 log = logging.getLogger("lookout.turns")
@@ -150,7 +149,7 @@ class _RunningJob:
     job: Job
     tool: Tool
     wire_id: str | None  # the model's own call id (None when it gave none)
-    throttle: ProgressThrottle
+    progress: dispatch.JobProgressReporter
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     cancel_reason: str = ""
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -339,45 +338,32 @@ class Conversation:
     async def _response_for(
         self, call: FunctionCallRequest, call_id: str, args: Mapping[str, Any], emit: _Emit
     ) -> dict[str, Any]:
-        tool = self.runner.tools.get(call.name)
-        if tool is None:
-            available = ", ".join(sorted(self.runner.tools)) or "none"
-            return self._error(
-                emit, call_id, f"Unknown tool '{call.name}'. Available tools: {available}"
-            )
-        try:
-            checked = tool.validate(args)
-        except ToolArgumentError as exc:
-            return self._error(emit, call_id, str(exc))
+        resolved = dispatch.resolve(self.runner.tools, call.name, args)
+        if isinstance(resolved, str):
+            return self._error(emit, call_id, resolved)
+        tool, checked = resolved.tool, resolved.args
         if tool.is_long_running:
             job = await self._start_job(tool, call_id, call.id or None, checked, emit)
             return job.ticket()
-        context = ToolContext(
-            call_id=call_id,
-            function_name=tool.name,
-            clock=self.clock,
-            logger=logging.getLogger(f"lookout.tool.{tool.name}"),
-            publish=emit,
+        context = dispatch.make_context(tool, call_id, self.clock, emit)
+        outcome = await dispatch.invoke(
+            tool,
+            checked,
+            context,
+            secrets=self.config.secrets,
+            timeout_s=self.config.tool_timeout_s,
         )
-        try:
-            with anyio.fail_after(self.config.tool_timeout_s):
-                result = await tool.call(checked, context)
-        except TimeoutError:
-            return self._error(
-                emit, call_id, f"{tool.name} timed out after {self.config.tool_timeout_s:g} s"
-            )
-        except Exception as exc:
-            message = short_error(exc, self.config.secrets)
-            log.error("tool %s (call %s) failed: %s", tool.name, call_id, message)
-            return self._error(emit, call_id, message, where=tool.name)
-        return result if isinstance(result, dict) else {"result": result}
+        if outcome.error is not None:
+            message = redact(outcome.error, self.config.secrets)
+            emit(ErrorEvent(message=message, where=outcome.where, id=call_id))
+        return outcome.response
 
     def _error(
         self, emit: _Emit, call_id: str, message: str, *, where: str = "tool_call"
     ) -> dict[str, Any]:
         message = redact(message, self.config.secrets)
         emit(ErrorEvent(message=message, where=where, id=call_id))
-        return {"status": "error", "error": message}
+        return dispatch.error_response(message)
 
     # ----------------------------------------------------------------- jobs
 
@@ -389,15 +375,11 @@ class Conversation:
         args: dict[str, Any],
         emit: _Emit,
     ) -> Job:
-        job = Job(
-            job_id=f"job-{uuid.uuid4().hex[:10]}",
-            call_id=call_id,
-            name=tool.name,
-            args=args,
-            started_at=time.time(),
+        job = dispatch.new_job(tool, call_id, args)
+        progress = dispatch.JobProgressReporter(
+            job, self.clock.now, self.config.progress_interval_s, self._bg_emit
         )
-        throttle = ProgressThrottle(self.clock.now, self.config.progress_interval_s)
-        running = _RunningJob(job, tool, wire_id, throttle)
+        running = _RunningJob(job, tool, wire_id, progress)
         self._jobs[job.job_id] = running
         self._pending += 1
         await self._store(job)
@@ -408,36 +390,22 @@ class Conversation:
     async def _run_job(self, running: _RunningJob) -> None:
         job, tool = running.job, running.tool
         emit = self._bg_emit
-        context = ToolContext(
-            call_id=job.call_id,
-            function_name=job.name,
-            clock=self.clock,
-            logger=logging.getLogger(f"lookout.tool.{job.name}"),
-            publish=emit,
-            job_id=job.job_id,
-            progress=lambda fraction, message: self._progress(running, fraction, message),
-            milestone=lambda payload: self._milestone(running, payload),
-        )
+        context = dispatch.make_context(tool, job.call_id, self.clock, emit)
+        context.job_id = job.job_id
+        context.progress = running.progress
+        context.milestone = lambda payload: self._milestone(running, payload)
         try:
             try:
-                with running.scope:
-                    result = await tool.call(job.args, context)
-                    job.result = result if isinstance(result, dict) else {"result": result}
-                    job.state = JobState.SUCCEEDED
-                    job.fraction = 1.0
-                if job.state is JobState.RUNNING:
-                    job.state = JobState.CANCELLED
-                    job.error = running.cancel_reason or "cancelled"
-            except anyio.get_cancelled_exc_class():
-                job.state = JobState.CANCELLED
-                job.error = "the conversation ended"
-                raise
-            except Exception as exc:
-                job.state = JobState.FAILED
-                job.error = short_error(exc, self.config.secrets)
-                log.error("job %s (%s) failed: %s", job.job_id, job.name, job.error)
+                await dispatch.run_job(
+                    job,
+                    tool,
+                    context,
+                    running.scope,
+                    secrets=self.config.secrets,
+                    cancel_reason=lambda: running.cancel_reason,
+                    ended_reason="the conversation ended",
+                )
             finally:
-                job.ended_at = time.time()
                 with anyio.CancelScope(shield=True):
                     await self._store(job)
                 emit(
@@ -461,25 +429,6 @@ class Conversation:
         """Let follow_up() check whether anything is still pending."""
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._bg_send.send_nowait(None)
-
-    def _progress(self, running: _RunningJob, fraction: float | None, message: str) -> None:
-        job = running.job
-        if job.state.ended:
-            return
-        if fraction is not None:
-            fraction = min(1.0, max(0.0, float(fraction)))
-        job.fraction, job.message = fraction, message
-        if not running.throttle.due(fraction):
-            return
-        self._bg_emit(
-            JobProgress(
-                id=job.call_id,
-                job_id=job.job_id,
-                name=job.name,
-                fraction=fraction,
-                message=message,
-            )
-        )
 
     def _milestone(self, running: _RunningJob, payload: dict[str, Any]) -> None:
         job = running.job
@@ -523,7 +472,9 @@ class Conversation:
             if outcome is not TurnOutcome.MODEL_FAILED or self._closing:
                 break
             if attempt + 1 < self.config.delivery_attempts:
-                await self.clock.sleep(self.config.retry_backoff_s * 2**attempt)
+                await self.clock.sleep(
+                    Backoff(self.config.retry_backoff_s, 3600).delay(attempt + 1)
+                )
         if final and job.job_id in self._undelivered:
             emit(
                 ErrorEvent(

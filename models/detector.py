@@ -21,6 +21,8 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
+from models.detections import Detections, FloatArray
+
 __all__ = [
     "DEFAULT_MODEL_PATH",
     "DetectTiming",
@@ -37,8 +39,6 @@ __all__ = [
 
 DEFAULT_MODEL_PATH: Path = Path(__file__).parent / "nanodet-g-416.onnx"
 
-FloatArray = NDArray[np.float32]
-
 # NanoDet was trained on BGR images normalised with these (ImageNet statistics in BGR order).
 NANODET_MEAN = np.array([103.53, 116.28, 123.675], dtype=np.float32)
 NANODET_STD = np.array([57.375, 57.12, 58.395], dtype=np.float32)
@@ -52,19 +52,6 @@ PERSON = 0
 
 class DetectorError(Exception):
     """The model file is missing, unreadable or not a detector this module understands."""
-
-
-@dataclass(frozen=True)
-class Detections:
-    boxes: FloatArray  # (N, 4) x1, y1, x2, y2 in source-frame pixels, clipped to the frame
-    scores: FloatArray  # (N,)
-
-    def __len__(self) -> int:
-        return int(self.scores.shape[0])
-
-    @staticmethod
-    def empty() -> Detections:
-        return Detections(np.zeros((0, 4), np.float32), np.zeros((0,), np.float32))
 
 
 @dataclass

@@ -40,7 +40,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from live.input_stream import InputStream
-from live.tool import ToolArgumentError, ToolContext
+from live.tool import ToolArgumentError, ToolContext, coalesce_updates
 
 _HIDDEN_TYPES: tuple[type, ...] = (InputStream, ToolContext)
 _HIDDEN_NAMES = {t.__name__ for t in _HIDDEN_TYPES}
@@ -507,6 +507,7 @@ class FunctionTool:
         description: str | None = None,
         check: Callable[[dict[str, Any]], None] | None = None,
         long_running: bool = False,
+        coalesce: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         """``check`` runs after type checking and may raise ToolArgumentError.
 
@@ -520,6 +521,7 @@ class FunctionTool:
         """
         self.func = func
         self._check = check
+        self._coalesce = coalesce or coalesce_updates
         target = _target(func)
         self._name = name or getattr(target, "__name__", None) or type(func).__name__
         self._streaming = inspect.isasyncgenfunction(target)
@@ -679,6 +681,9 @@ class FunctionTool:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    def coalesce(self, older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
+        return self._coalesce(older, newer)
 
     def stream(self, args: dict[str, Any], context: ToolContext) -> AsyncIterator[dict[str, Any]]:
         if not self._streaming:

@@ -20,37 +20,29 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
-import numpy as np
 
 from live.paging import paginate
 from live.store import SQLiteStore
 from live.tool import Tool, ToolArgumentError, ToolContext
-from tools.count_people import Detector, DetectorFactory, SharedDetector
 from tools.function_tool import FunctionTool
+from tools.percept import Percept
 from tools.smoothing import CountSmoother
 
 MAX_REPORT_MINUTES = 24 * 60
 
 
-class Frame(Protocol):
-    """What the tools need of a frame (``device.sources.Frame`` has it)."""
+class PerceptProvider(Protocol):
+    """Where the tools get what perception made of the source's frames."""
 
-    @property
-    def image(self) -> np.ndarray: ...
-
-    @property
-    def t(self) -> float: ...
-
-    @property
-    def index(self) -> int: ...
-
-
-class FrameProvider(Protocol):
     name: str
 
-    async def newest(self) -> Frame: ...
+    async def newest(self) -> Percept:
+        """Perception of the newest frame."""
+        ...
 
-    def samples(self, fps: float, duration_s: float) -> AsyncIterator[Frame]: ...
+    def samples(self, fps: float, duration_s: float) -> AsyncIterator[Percept]:
+        """Perception of frames ``1/fps`` apart in media time, for ``duration_s``."""
+        ...
 
 
 @dataclass
@@ -266,10 +258,9 @@ class SQLiteOccupancyLog:
 
 @dataclass
 class OccupancyTools:
-    """The three tools over one frame provider and one detector (loaded on first use)."""
+    """The three tools over what perception makes of one source."""
 
-    frames: FrameProvider
-    detector: Detector | DetectorFactory
+    frames: PerceptProvider
     log: OccupancyLog = field(default_factory=MemoryOccupancyLog)
     sample_fps: float = 1.0
     bucket_s: float = 60.0
@@ -280,8 +271,6 @@ class OccupancyTools:
     def __post_init__(self) -> None:
         if self.sample_fps <= 0 or self.bucket_s <= 0 or self.page_size < 1:
             raise ValueError("sample_fps and bucket_s must be positive, page_size at least 1")
-        # A report and a question share one detector, one inference at a time.
-        self._shared = SharedDetector(self.detector)
         # What the model is told of the source: a file's name, not where it lives on disk.
         name = self.frames.name
         self._source = Path(name).name if Path(name).is_file() else name
@@ -293,23 +282,16 @@ class OccupancyTools:
             FunctionTool(self.fetch_counts),
         ]
 
-    async def _count(self, frame: Frame) -> int:
-        def detect() -> int:
-            return len(self._shared.get().detect(frame.image))
-
-        return await anyio.to_thread.run_sync(detect, limiter=self._shared.limiter)
-
     async def count_people_now(self) -> dict[str, Any]:
         """Count the people in view right now (one detector pass on the newest frame).
 
         Returns {"people": n, "frame": index, "t": seconds into the source, "source": name}.
         """
-        frame = await self.frames.newest()
-        people = await self._count(frame)
+        percept = await self.frames.newest()
         return {
-            "people": people,
-            "frame": frame.index,
-            "t": round(frame.t, 2),
+            "people": percept.raw,
+            "frame": percept.frame.index,
+            "t": round(percept.t_media, 2),
             "source": self._source,
         }
 
@@ -330,12 +312,12 @@ class OccupancyTools:
         changes = 0
         start_t: float | None = None
         last_t = 0.0
-        async for frame in self.frames.samples(self.sample_fps, duration):
-            raw = await self._count(frame)
+        async for percept in self.frames.samples(self.sample_fps, duration):
+            raw = percept.raw
             if start_t is None:
-                start_t = frame.t
-            last_t = frame.t - start_t
-            change = smoother.update(raw, frame.t)
+                start_t = percept.t_media
+            last_t = percept.t_media - start_t
+            change = smoother.update(raw, percept.t_media)
             if change is not None and change.previous is not None:
                 changes += 1
             current = smoother.current  # the median of the window, computed once per sample

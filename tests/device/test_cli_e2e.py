@@ -16,8 +16,9 @@ import pytest
 
 from device.app import App
 from device.config import build
-from device.sources import Frame, SourceError
+from device.sources import SourceError
 from live.eventlog import read_events
+from live.frame import Frame
 from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file
 
@@ -181,7 +182,7 @@ class FlakyFile:
         index = self.position
         self.position += 1
         image = np.full((240, 320, 3), 90, dtype=np.uint8)
-        return Frame(image=image, t=index / self.fps, index=index)
+        return Frame(image, t_media=index / self.fps, index=index)
 
     def seek(self, index: int) -> None:
         self.position = index
@@ -210,7 +211,7 @@ async def test_a_file_source_that_raises_mid_run_reconnects_and_loses_no_frame(
     states = [e["state"] for e in events if e["type"] == "source_state"]
     assert "reconnecting" in states and states[-1] == "ended"
     assert app.capture.stats.frames_read == 60  # resumed at the next frame: none lost or repeated
-    assert app.counter.stats.processed == 60
+    assert app.perception.stats.detected == 60
     assert source.opened >= 2
 
 

@@ -220,7 +220,7 @@ class FakeFile:
             raise SourceError(f"fake.avi: cannot decode frame {self.pos}")
         index = self.pos
         self.pos += 1
-        return Frame(np.full((4, 4, 3), index, np.uint8), index / 10.0, index)
+        return Frame(np.full((4, 4, 3), index, np.uint8), t_media=index / 10.0, index=index)
 
     def seek(self, index: int) -> None:
         self._check_thread("seek")
@@ -373,8 +373,8 @@ async def test_vtest_every_frame_in_order_then_ended() -> None:
         while (frame := await runner.next_frame()) is not None:
             frames.append(frame)
     assert [f.index for f in frames] == list(range(795))
-    assert frames[0].t == 0.0
-    assert np.allclose(np.diff([f.t for f in frames]), 0.1)
+    assert frames[0].t_media == 0.0
+    assert np.allclose(np.diff([f.t_media for f in frames]), 0.1)
     assert frames[0].image.shape == (576, 768, 3) and frames[0].image.dtype == np.uint8
     assert rec.states == [S.OPENING, S.RUNNING, S.ENDED]
     assert rec.threads == {threading.get_ident()}
@@ -393,9 +393,9 @@ async def test_vtest_loop_keeps_time_and_index_increasing() -> None:
     frames = [await next_frame(runner) for _ in range(800)]
     await runner.close()
     assert [f.index for f in frames] == list(range(800))
-    assert all(b.t > a.t for a, b in itertools.pairwise(frames))
-    assert frames[795].t == pytest.approx(79.5)
-    assert frames[799].t == pytest.approx(79.9)
+    assert all(b.t_media > a.t_media for a, b in itertools.pairwise(frames))
+    assert frames[795].t_media == pytest.approx(79.5)
+    assert frames[799].t_media == pytest.approx(79.9)
     assert np.array_equal(frames[795].image, frames[0].image)
     assert rec.states == [S.OPENING, S.RUNNING, S.ENDED]
     assert rec.changes[-1].reason == "closed"
@@ -408,7 +408,7 @@ def test_opencv_file_seek_and_end() -> None:
         assert source.fps == pytest.approx(10.0)
         source.seek(790)
         frame = source.read()
-        assert frame is not None and frame.index == 790 and frame.t == pytest.approx(79.0)
+        assert frame is not None and frame.index == 790 and frame.t_media == pytest.approx(79.0)
         assert [f.index for f in iter(source.read, None)] == [791, 792, 793, 794]
         assert source.read() is None
     finally:
@@ -432,7 +432,7 @@ async def test_image_folder_sorted_at_fps_skipping_a_corrupt_image(tmp_path: Pat
     with anyio.fail_after(GUARD_S):
         while (frame := await runner.next_frame()) is not None:
             frames.append(frame)
-    assert [(f.index, f.t, int(f.image[0, 0, 0])) for f in frames] == [
+    assert [(f.index, f.t_media, int(f.image[0, 0, 0])) for f in frames] == [
         (0, 0.0, 10),
         (1, 0.5, 20),
         (3, 1.5, 100),
@@ -449,7 +449,13 @@ async def test_image_folder_loop_counts_skipped_slots(tmp_path: Path) -> None:
     runner = SourceRunner(ImageFolderSource(tmp_path, fps=1.0), clock=clock, loop=True)
     frames = [await next_frame(runner) for _ in range(5)]
     await runner.close()
-    assert [(f.index, f.t) for f in frames] == [(0, 0.0), (1, 1.0), (3, 3.0), (4, 4.0), (6, 6.0)]
+    assert [(f.index, f.t_media) for f in frames] == [
+        (0, 0.0),
+        (1, 1.0),
+        (3, 3.0),
+        (4, 4.0),
+        (6, 6.0),
+    ]
     assert runner.stats.skipped_unreadable == 2
 
 
@@ -462,7 +468,7 @@ def test_image_folder_names_the_unreadable_file(tmp_path: Path) -> None:
         source.read()
     assert err.value.index == 0
     frame = source.read()
-    assert frame is not None and frame.index == 1 and frame.t == 1.0
+    assert frame is not None and frame.index == 1 and frame.t_media == 1.0
     assert source.read() is None
 
 

@@ -22,12 +22,13 @@ import numpy as np
 import pytest
 
 from device.app import App
+from device.bus import EventBus
 from device.config import build
 from device.sources import CaptureSource, SourceError
 from live.clock import MonotonicClock
 from live.events import Event
 from tests.datafiles import data_file
-from tools.count_people import FrameResult
+from tools.percept import Percept
 
 pytestmark = pytest.mark.anyio
 
@@ -96,7 +97,7 @@ class Probe:
 
     def __init__(self) -> None:
         self.events: list[Event] = []
-        self.results: list[FrameResult] = []
+        self.results: list[Percept] = []
         self.changed = anyio.Event()
 
     def _notify(self) -> None:
@@ -107,7 +108,7 @@ class Probe:
         self.events.append(event)
         self._notify()
 
-    def on_result(self, result: FrameResult) -> None:
+    def on_result(self, result: Percept) -> None:
         self.results.append(result)
         self._notify()
 
@@ -141,14 +142,11 @@ async def test_every_camera_fault_is_survived_and_the_count_resumes(tmp_path: Pa
         environ={},
         system_config=Path("/nonexistent"),
     )
-    app = App(
-        config,
-        out=io.StringIO(),
-        clock=MonotonicClock(),
-        source_override=camera,
-        observers=[probe.on_result],
-        extra_sinks=[probe],
-    )
+    clock = MonotonicClock()
+    bus = EventBus(clock)
+    bus.subscribe(probe)
+    bus.on_percept(probe.on_result)
+    app = App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=camera)
     app.source_runner.initial_backoff_s = 0.05
     app.source_runner.max_backoff_s = 0.2
     codes: list[int] = []
@@ -177,7 +175,7 @@ async def test_every_camera_fault_is_survived_and_the_count_resumes(tmp_path: Pa
 
         # 3. Corrupt frames are dropped by the capture loop, nothing else happens.
         camera.corrupt = 40  # 0.4 s of garbage: the 10 fps sampler must meet some
-        await probe.wait(lambda: app.capture.stats.dropped["encode_error"] >= 1)
+        await probe.wait(lambda: app.capture.stats.dropped["unusable"] >= 1)
         await probe.processed_more(len(probe.results))
 
         # 4. The resolution changes mid-stream.

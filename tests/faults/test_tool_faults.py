@@ -10,11 +10,12 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
-from google.genai import types
 
+from device.perception import Perception
 from live import InputStream, SessionConfig, ToolContext
-from live.events import ErrorEvent
-from models.detector import Detections
+from live.events import ErrorEvent, Event
+from live.frame import Frame
+from models.detections import Detections
 from tests.live.harness import harness
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args
@@ -46,20 +47,26 @@ def frame_with(n: int) -> np.ndarray:
 
 async def test_a_detector_raising_every_third_frame_does_not_end_the_count() -> None:
     detector = FlakyDetector(every=3)
-    counter = CountPeople(detector=detector, min_hold_s=0.0, k=1)
-    tool = FunctionTool(counter, name="count_people", check=check_count_args)
+    said: list[Event] = []
+    perception = Perception(detector, detect_fps=100, k=1, min_hold_s=0.0, publish=said.append)
+    tool = FunctionTool(
+        CountPeople(current=perception.current), name="count_people", check=check_count_args
+    )
     async with harness([tool]) as h:
         call_id = await h.start("count_people")
-        blob = types.Blob(data=b"\xff\xd8", mime_type="image/jpeg")
         for i, n in enumerate([1, 1, 2, 2, 2, 3, 3, 3, 3]):
             await h.session.wait_inputs_idle()
-            h.queue.send_realtime(blob, frame=frame_with(n), t=i * 0.5)
+            frame = Frame(frame_with(n), t_media=i * 0.5, index=i)
+            h.queue.send_realtime(frame=frame, percept=await perception.process(frame))
         await h.session.wait_inputs_idle()
         people = [e["people"] for e in h.model.emissions(call_id) if "people" in e]
         assert people == [1, 2, 3]
-        assert counter.stats.detector_errors == 3
+        assert perception.stats.errors == 3 and perception.stats.detected == 6
         assert not [e for e in h.model.emissions(call_id) if e.get("status") == "error"]
         assert len(h.session.running_streams()) == 1
+    # Each run of failures is said once, not once per frame.
+    errors = [e for e in said if isinstance(e, ErrorEvent)]
+    assert [e.message for e in errors] == ["detector failed: onnxruntime: bad allocation"] * 3
 
 
 async def test_stop_of_a_tool_that_ignores_cancellation_completes_and_says_so() -> None:

@@ -38,7 +38,7 @@ class Harness:
     event_arrived: anyio.Event = field(default_factory=anyio.Event)
 
     def send_frame(self, value: int) -> None:
-        self.queue.send_realtime(frame_blob(value), frame=value, t=self.clock.now())
+        self.queue.send_realtime(frame_blob(value), frame=value)
 
     async def settle(self) -> None:
         await settle()

@@ -17,7 +17,6 @@ from live import (
     ReconnectPolicy,
     Runner,
     SessionConfig,
-    SessionError,
     ToolContext,
 )
 from live.events import ConnectionState, Emission, ErrorEvent, JobProgress, JobUpdate
@@ -218,12 +217,13 @@ async def test_giving_up_ends_the_session_cleanly_with_a_reason() -> None:
         assert states[-2:] == ["failed", "closed"]
 
 
-async def test_a_model_that_cannot_connect_fails_the_start_with_one_clear_error() -> None:
+async def test_a_required_model_that_cannot_connect_ends_the_session_with_one_clear_error() -> None:
     model = ScriptedModel(refuse_connects={0, 1})
     config = SessionConfig(reconnect=ReconnectPolicy(max_attempts=2, initial_backoff_s=0.0))
-    with pytest.raises(SessionError, match="could not connect to the model after 2 attempts"):
-        async with Runner(model, [], config).run_live(LiveRequestQueue()):
-            pass
+    async with Runner(model, [], config).run_live(LiveRequestQueue()) as session:
+        await session.wait_finished()
+    assert session.failure is not None
+    assert "could not connect to the model after 2 attempts" in session.failure
 
 
 async def test_request_queue_lanes() -> None:

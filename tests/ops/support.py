@@ -21,10 +21,10 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from device.capture import CaptureStats
 from device.config import Config
+from device.perception import PerceptionStats
 from device.source_runner import SourceState
 from live.clock import FakeClock
-from live.session import SessionStats
-from tools.count_people import CountStats
+from live.session import DeviceCall, SessionStats
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -83,9 +83,24 @@ class FakeSession:
     started_at: float = 0.0
     streams: list[dict[str, Any]] = field(default_factory=list)
     stop_calls: list[tuple[str | None, str | None]] = field(default_factory=list)
+    start_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def model_connected(self) -> bool:
+        return self.connection_state == "connected"
 
     def running_streams(self) -> list[dict[str, Any]]:
         return [dict(s) for s in self.streams]
+
+    def streaming_tools(self) -> list[str]:
+        return ["count_people"]
+
+    async def call_tool(self, name: str, args: dict[str, Any] | None = None) -> DeviceCall:
+        self.start_calls.append((name, dict(args or {})))
+        call_id = f"device-{len(self.start_calls)}"
+        self.streams.append({"id": call_id, "name": name, "by": "device", "running_s": 0.0,
+                             "emissions": 0})  # fmt: skip
+        return DeviceCall(call_id, name, {"status": "pending"})
 
     async def stop_streaming(
         self, function_name: str | None = None, call_id: str | None = None
@@ -114,8 +129,8 @@ class FakeSourceRunner:
 
 
 @dataclass
-class FakeCounter:
-    stats: CountStats = field(default_factory=CountStats)
+class FakePerception:
+    stats: PerceptionStats = field(default_factory=PerceptionStats)
 
 
 @dataclass
@@ -125,7 +140,7 @@ class FakeApp:
     session: FakeSession | None = field(default_factory=FakeSession)
     capture: FakeCapture = field(default_factory=FakeCapture)
     source_runner: FakeSourceRunner = field(default_factory=FakeSourceRunner)
-    counter: FakeCounter = field(default_factory=FakeCounter)
+    perception: FakePerception = field(default_factory=FakePerception)
 
 
 # ----------------------------------------------------------------------- broker

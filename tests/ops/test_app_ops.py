@@ -11,6 +11,7 @@ import pytest
 
 from device.app import App
 from device.config import ConfigError, build
+from device.events import CountChanged
 from device.mqtt import MqttPublisher
 from device.operations import attach_operations, setup_operations
 from device.status_server import StatusServer
@@ -35,15 +36,16 @@ async def test_attach_adds_what_the_config_asks_for(tmp_path: Path) -> None:
     assert isinstance(ops.server, StatusServer) and isinstance(ops.mqtt, MqttPublisher)
     assert isinstance(ops.telemetry, Telemetry) and ops.telemetry.mqtt is ops.mqtt
     assert app.services == [ops.mqtt, ops.server]
-    assert ops.telemetry in app.sinks and ops.mqtt in app.sinks
-    assert app.observers == [ops.telemetry.on_frame_result]
-    assert app.frame_observers == [ops.telemetry.on_encoded_frame]
+    assert app.bus is not None
+    # Each output subscribed to the app's bus: a count reaches them all, once.
+    app.bus.publish(CountChanged(count=3, previous=None, raw=3, t_media=1.0))
+    assert ops.telemetry.count == 3 and ops.mqtt.latest_count is not None
     assert ops.server.port > 0  # bound already: a taken port fails before the run
     ops.server.close()
 
     quiet = make_app(tmp_path, http="")
     attach_operations(quiet)
-    assert quiet.services == [] and quiet.observers == [] and len(quiet.sinks) == 1
+    assert quiet.services == []
 
 
 @pytest.mark.parametrize(

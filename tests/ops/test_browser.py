@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 from playwright.async_api import Page, async_playwright
 
-from device.capture import EncodedFrame
 from device.status_server import HttpAddress, StatusServer
 from device.telemetry import Telemetry
 from tests.ops.apprun import running_app
 from tests.ops.support import CHROMIUM_ARGS, FakeApp
+from tests.percepts import make_percept
 
 pytestmark = pytest.mark.anyio
 COUNT_IS_NUMBER = "() => /^\\d+$/.test(document.getElementById('count').textContent)"
@@ -144,7 +144,7 @@ async def test_page_shows_the_newest_frame_not_the_one_before(
     def show(bgr: tuple[int, int, int]) -> None:
         image = np.zeros((60, 80, 3), np.uint8)
         image[:] = bgr
-        telemetry.on_encoded_frame(EncodedFrame(image, b"", 0.0, 0))
+        telemetry.on_percept(make_percept(image=image))
 
     async with browser_page(chromium) as page, anyio.create_task_group() as tg:
         await tg.start(server.run, app)

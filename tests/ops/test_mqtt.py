@@ -18,18 +18,17 @@ import anyio
 import pytest
 
 from device.config import ConfigError
-from device.events import SourceStateEvent
+from device.events import CountChanged, SourceStateEvent
 from device.mqtt import MqttPublisher, MqttSettings, parse_mqtt
 from live.events import ModelAudio, ModelText
 from tests.datafiles import REPO_ROOT, data_file
 from tests.ops.support import Broker, Received, Subscriber
-from tools.count_people import CountChanged
 
 pytestmark = pytest.mark.anyio
 
 
 def count(n: int, t: float = 1.0) -> CountChanged:
-    return CountChanged(t=t, id="c1", count=n, previous=None, raw=n, t_media=t)
+    return CountChanged(t=t, count=n, previous=None, raw=n, t_media=t)
 
 
 def publisher(broker: Broker, device_id: str, **options: Any) -> MqttPublisher:

@@ -13,35 +13,39 @@ from typing import Any
 
 import pytest
 
-from device.events import CaptureStatsEvent, SourceStateEvent
+from device.events import CaptureStatsEvent, CountChanged, SourceStateEvent
 from device.report import ReportError, load_events, make_report, summarize
 from live.eventlog import SQLiteEventLog
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped
 from tests.cli import lookout
 from tests.datafiles import REPO_ROOT, data_file
-from tools.count_people import CountChanged
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def count(t: float, n: int, previous: int | None) -> CountChanged:
-    return CountChanged(t=t, id="c1", count=n, previous=previous, raw=n, t_media=t)
+    return CountChanged(t=t, count=n, previous=previous, raw=n, t_media=t)
 
 
 def one_run() -> list[Event]:
-    """2 people for 2 s, nobody for 3 s, 3 for 2 s, stopped, restarted: 1 for 1 s."""
+    """2 people for 2 s, nobody for 3 s, 3 for 2 s, camera away for 3 s, then 1 for 1 s.
+
+    The model's stream stops at 8 s too; the device's count does not depend on it.
+    """
     return [
         ConnectionState(t=0.0, state="connecting"),
+        SourceStateEvent(t=0.0, source="0", state="running"),
         StreamStarted(t=0.01, id="c1", name="count_people", args={}),
         count(1.0, 2, None),
         count(3.0, 0, 2),
         count(6.0, 3, 0),
         ModelText(t=7.0, text="3 people in view (was 0)."),
-        StreamStopped(t=8.0, id="c1", name="count_people", reason="stop_streaming", emissions=3),
-        StreamStarted(t=10.0, id="c2", name="count_people", args={}),
+        StreamStopped(t=7.5, id="c1", name="count_people", reason="stop_streaming", emissions=3),
+        SourceStateEvent(t=8.0, source="0", state="reconnecting", reason="no frame"),
+        SourceStateEvent(t=10.5, source="0", state="running"),
         count(11.0, 1, None),
         CaptureStatsEvent(
-            t=12.0, frames_read=1, frames_sampled=1, frames_encoded=1, dropped={}, encode_ms_mean=1
+            t=12.0, frames_read=1, frames_sampled=1, frames_detected=1, dropped={}, detect_ms_mean=1
         ),
     ]
 
@@ -56,14 +60,14 @@ def write_jsonl(path: Path, events: list[Event]) -> Path:
 def test_figures_from_hand_built_events(tmp_path: Path) -> None:
     summary = summarize([e.to_dict() for e in one_run()])
     assert summary["runs"] == 1 and summary["duration_s"] == 12.0
-    assert summary["observed_s"] == 8.0  # 1-8 s and 11-12 s; unknown while stopped
+    assert summary["observed_s"] == 8.0  # 1-8 s and 11-12 s; unknown while the camera was away
     assert summary["max_count"] == 3 and summary["min_count"] == 0 and summary["final_count"] == 1
     assert summary["mean_occupancy"] == pytest.approx((2 * 2 + 0 * 3 + 3 * 2 + 1 * 1) / 8, abs=1e-3)
     assert summary["time_empty_s"] == 3.0 and summary["time_occupied_s"] == 5.0
-    # 2->0 and 0->3; the first count of each call is a start, not a change.
+    # 2->0 and 0->3; the first count after an unknown stretch is a start, not a change.
     assert summary["changes"] == 2 and summary["count_reports"] == 4
     assert summary["model_messages"] == 1
-    assert summary["streams_started"] == 2 and summary["streams_stopped"] == 1
+    assert summary["streams_started"] == 1 and summary["streams_stopped"] == 1
     assert summary["stop_reasons"] == {"stop_streaming": 1}
 
 
@@ -185,7 +189,12 @@ def test_missing_matplotlib_says_how_to_get_it(
 def expected_figures(events: list[dict[str, Any]]) -> tuple[int, int, float]:
     """Max, changes and time-weighted mean, computed straight from the count events."""
     counts = [(e["t"], e["count"]) for e in events if e["type"] == "count"]
-    stops = [e["t"] for e in events if e["type"] == "stream_stopped"]
+    # The device's count holds until the source stops running (here: the run's end).
+    stops = [
+        e["t"]
+        for e in events
+        if e["type"] == "source_state" and e["state"] != "running" and e["t"] > counts[0][0]
+    ]
     end = min(stops) if stops else max(e["t"] for e in events)
     times = [t for t, _ in counts] + [end]
     weighted = sum(c * (times[i + 1] - times[i]) for i, (_, c) in enumerate(counts))

@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 
 from device.config import Config, ConfigError
+from device.events import CountChanged
+from device.source_runner import SourceState
 from device.status_server import MJPEG_BOUNDARY, HttpAddress, StatusServer, parse_http
 from device.telemetry import Telemetry
-from models.detector import Detections
 from tests.ops.support import FakeApp
-from tools.count_people import CountChanged, FrameResult
+from tests.percepts import make_percept
+from tools.percept import Percept
 
 pytestmark = pytest.mark.anyio
 STATIC = Path(__file__).resolve().parents[2] / "device" / "static"
@@ -42,10 +44,9 @@ async def serving(
             tg.cancel_scope.cancel()
 
 
-def frame(n: int = 1) -> FrameResult:
+def frame(n: int = 1) -> Percept:
     image = np.full((96, 128, 3), 60, np.uint8)
-    boxes = np.asarray([[10, 10, 50, 80]] * n, np.float32).reshape(-1, 4)
-    return FrameResult("c1", 0.0, n, n, Detections(boxes, np.full(n, 0.8, np.float32)), image, 9.0)
+    return make_percept([[10, 10, 50, 80]] * n, image=image, detect_ms=9.0)
 
 
 async def next_sse(response: aiohttp.ClientResponse) -> dict[str, Any]:
@@ -96,23 +97,29 @@ async def test_page_and_assets_are_served_and_fetch_nothing_from_outside() -> No
         assert "http://" not in text and "https://" not in text and "//cdn" not in text, path
 
 
-async def test_healthz_is_200_when_running_and_503_with_a_reason_otherwise() -> None:
+async def test_healthz_200_while_counting_degraded_without_a_model_503_without_a_source() -> None:
     app = FakeApp()
     async with serving(app) as (_, _, base), aiohttp.ClientSession() as http:
         async with http.get(base + "/healthz") as ok:
-            assert ok.status == 200 and (await ok.json()) == {"ok": True, "reason": "ok"}
+            assert ok.status == 200
+            assert (await ok.json()) == {"ok": True, "status": "ok", "reason": "ok"}
         assert app.session is not None
-        app.session.connection_state = "reconnecting"
+        app.session.connection_state = "unreachable"
+        async with http.get(base + "/healthz") as degraded:
+            assert degraded.status == 200  # the device still counts
+            body = await degraded.json()
+            assert body["status"] == "degraded" and body["reason"].startswith("model unreachable")
+        app.source_runner.state = SourceState.RECONNECTING
         async with http.get(base + "/healthz") as bad:
             assert bad.status == 503
-            assert (await bad.json())["reason"] == "model connection reconnecting"
+            assert (await bad.json())["reason"].startswith("source reconnecting")
 
 
 async def test_metrics_are_prometheus_text() -> None:
     app = FakeApp()
     app.capture.stats.frames_read = 12
     async with serving(app) as (_, tel, base), aiohttp.ClientSession() as http:
-        tel.on_frame_result(frame())
+        tel.on_percept(frame())
         async with http.get(base + "/metrics") as response:
             assert response.status == 200
             assert response.headers["Content-Type"].startswith("text/plain")
@@ -125,7 +132,7 @@ async def test_snapshot_is_the_annotated_frame_once_there_is_one() -> None:
     async with serving(FakeApp()) as (_, tel, base), aiohttp.ClientSession() as http:
         async with http.get(base + "/snapshot.jpg") as none_yet:
             assert none_yet.status == 503
-        tel.on_frame_result(frame())
+        tel.on_percept(frame())
         async with http.get(base + "/snapshot.jpg") as response:
             assert response.status == 200 and response.content_type == "image/jpeg"
             image = cv2.imdecode(np.frombuffer(await response.read(), np.uint8), cv2.IMREAD_COLOR)
@@ -135,7 +142,7 @@ async def test_snapshot_is_the_annotated_frame_once_there_is_one() -> None:
 async def test_privacy_mode_serves_no_image_anywhere() -> None:
     app = FakeApp(config=Config(device_id="p", model="local", privacy=True))
     async with serving(app) as (_, tel, base), aiohttp.ClientSession() as http:
-        tel.on_frame_result(frame())
+        tel.on_percept(frame())
         for path in ("/snapshot.jpg", "/stream.mjpg"):
             async with http.get(base + path) as response:
                 assert response.status == 404, path
@@ -153,7 +160,7 @@ async def test_events_stream_pushes_each_change() -> None:
         assert response.headers["Content-Type"] == "text/event-stream"
         first = await next_sse(response)
         assert first["count"] is None
-        tel.write(CountChanged(t=1.0, id="c1", count=5, previous=None, raw=5, t_media=1.0))
+        tel.write(CountChanged(t=1.0, count=5, previous=None, raw=5, t_media=1.0))
         with anyio.fail_after(5):  # the tick is 30 s: only the change can deliver it
             second = await next_sse(response)
     assert second["count"] == 5 and second["history"] == [[1.0, 5]]
@@ -167,10 +174,10 @@ async def test_mjpeg_sends_each_new_frame_as_a_jpeg_part() -> None:
     ):
         assert response.content_type == "multipart/x-mixed-replace"
         parts = Parts(response)
-        tel.on_frame_result(frame(1))
+        tel.on_percept(frame(1))
         with anyio.fail_after(5):
             first = await parts.next()
-            tel.on_frame_result(frame(2))
+            tel.on_percept(frame(2))
             second = await parts.next()
     assert first[:2] == b"\xff\xd8" and second[:2] == b"\xff\xd8" and first != second
 
@@ -195,11 +202,28 @@ async def test_stop_button_route_calls_stop_streaming() -> None:
     assert app.session.stop_calls == [("count_people", "c1")]
 
 
+async def test_start_button_route_starts_a_device_call_of_a_streaming_tool_only() -> None:
+    app = FakeApp()
+    assert app.session is not None
+    async with serving(app) as (_, _, base), aiohttp.ClientSession() as http:
+        body = {"function_name": "count_people"}
+        async with http.post(base + "/api/streams/start", json=body) as response:
+            assert response.status == 200
+            answer = await response.json()
+        assert answer == {"status": "started count_people as a device call", "id": "device-1"}
+        async with http.post(base + "/api/streams/start", json={"function_name": "rm"}) as bad:
+            assert bad.status == 400
+            assert "not a streaming tool (these are: count_people)" in (await bad.json())["error"]
+        async with http.post(base + "/api/streams/start", data={"function_name": "x"}) as form:
+            assert form.status == 415
+    assert app.session.start_calls == [("count_people", {})]
+
+
 async def test_token_guards_every_route_but_healthz() -> None:
     token = "tok-3f9a81c2"
     routes = ("/", "/static/app.js", "/metrics", "/snapshot.jpg", "/api/state", "/events")
     async with serving(FakeApp(), token=token) as (_, tel, base):
-        tel.on_frame_result(frame())
+        tel.on_percept(frame())
         async with aiohttp.ClientSession() as http:
             for path in routes:
                 async with http.get(base + path) as response:
@@ -285,7 +309,7 @@ async def test_shutdown_is_prompt_with_streams_open() -> None:
     telemetry = Telemetry(app)
     server = StatusServer(telemetry, HttpAddress("127.0.0.1", 0))
     server.listen()
-    telemetry.on_frame_result(frame())
+    telemetry.on_percept(frame())
     base = f"http://127.0.0.1:{server.port}"
     async with aiohttp.ClientSession() as http:
         with anyio.fail_after(5):

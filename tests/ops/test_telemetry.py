@@ -1,4 +1,4 @@
-"""Telemetry: state from events, frames from observers, Prometheus metrics from the app."""
+"""Telemetry: state from bus events, frames from percepts, Prometheus metrics from the app."""
 
 from __future__ import annotations
 
@@ -9,26 +9,23 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from device.capture import EncodedFrame
 from device.config import Config
-from device.events import SourceStateEvent
+from device.events import CountChanged, SourceStateEvent
+from device.render import BOX_COLOR
 from device.source_runner import SourceState
-from device.telemetry import BOX_COLOR, Telemetry, strip_credentials
+from device.telemetry import Telemetry, strip_credentials
 from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage
-from models.detector import Detections
 from tests.ops.support import FakeApp, FakeSession
-from tools.count_people import CountChanged, FrameResult
+from tests.percepts import make_percept
+from tools.percept import Percept
 
 
 def count(n: int, t: float, previous: int | None = None) -> CountChanged:
-    return CountChanged(t=t, id="call-1", count=n, previous=previous, raw=n, t_media=t)
+    return CountChanged(t=t, count=n, previous=previous, raw=n, t_media=t)
 
 
-def frame_result(image: np.ndarray, boxes: list[list[float]], n: int, ms: float) -> FrameResult:
-    detections = Detections(
-        np.asarray(boxes, np.float32).reshape(-1, 4), np.full(len(boxes), 0.9, np.float32)
-    )
-    return FrameResult("call-1", 0.0, len(boxes), n, detections, image, ms)
+def frame_result(image: np.ndarray, boxes: list[list[float]], n: int, ms: float) -> Percept:
+    return make_percept(boxes, count=n, image=image, detect_ms=ms)
 
 
 def metrics(telemetry: Telemetry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -65,7 +62,7 @@ def test_detector_frames_are_drawn_with_their_boxes_off_the_loop() -> None:
     tel = Telemetry(FakeApp())
     assert tel.snapshot_jpeg() is None and tel.frame_seq == 0
     image = np.full((120, 160, 3), 90, np.uint8)
-    tel.on_frame_result(frame_result(image, [[20, 30, 80, 100]], n=1, ms=42.0))
+    tel.on_percept(frame_result(image, [[20, 30, 80, 100]], n=1, ms=42.0))
     snap = tel.snapshot_jpeg()
     assert snap is not None and snap[0] == tel.frame_seq == 1
     drawn = cv2.imdecode(np.frombuffer(snap[1], np.uint8), cv2.IMREAD_COLOR)
@@ -78,27 +75,19 @@ def test_detector_frames_are_drawn_with_their_boxes_off_the_loop() -> None:
     assert tel.raw == 1 and tel.detect_ms == 42.0
 
 
-def test_plain_frames_are_shown_only_while_no_detector_frame_is_fresh() -> None:
-    now = [0.0]
-    tel = Telemetry(FakeApp(), stale_frame_s=2.0, monotonic=lambda: now[0])
-    plain = EncodedFrame(np.zeros((10, 10, 3), np.uint8), b"", 0.0, 0)
-    tel.on_encoded_frame(plain)
-    assert tel.frame_seq == 1  # nothing better yet
-    tel.on_frame_result(frame_result(np.zeros((10, 10, 3), np.uint8), [], n=0, ms=5))
-    assert tel.frame_seq == 2
-    now[0] = 1.0
-    tel.on_encoded_frame(plain)
-    assert tel.frame_seq == 2  # the boxed frame stays
-    now[0] = 3.5  # counting stopped: the page keeps moving with plain frames
-    tel.on_encoded_frame(plain)
-    assert tel.frame_seq == 3
+def test_every_percept_is_the_frame_shown_and_an_unusable_one_clears_the_raw_count() -> None:
+    tel = Telemetry(FakeApp())
+    tel.on_percept(frame_result(np.zeros((10, 10, 3), np.uint8), [[1, 1, 4, 8]], n=1, ms=5))
+    assert tel.frame_seq == 1 and tel.raw == 1
+    tel.on_percept(make_percept(count=1, error="detector failed"))
+    assert tel.frame_seq == 2 and tel.raw is None  # no raw count for a frame nobody could read
+    assert tel.detect_ms == 5  # the last real latency stands
 
 
 def test_privacy_mode_keeps_no_image_at_all() -> None:
     tel = Telemetry(FakeApp(config=Config(device_id="p", model="local", privacy=True)))
     image = np.zeros((10, 10, 3), np.uint8)
-    tel.on_frame_result(frame_result(image, [[1, 1, 5, 5]], n=1, ms=3))
-    tel.on_encoded_frame(EncodedFrame(image, b"jpeg", 0.0, 0))
+    tel.on_percept(frame_result(image, [[1, 1, 5, 5]], n=1, ms=3))
     assert tel.frame_seq == 0 and tel.snapshot_jpeg() is None
     assert tel.state()["privacy"] is True and tel.raw == 1  # counting still works
 
@@ -106,22 +95,23 @@ def test_privacy_mode_keeps_no_image_at_all() -> None:
 def test_metrics_read_the_apps_own_counters() -> None:
     app = FakeApp()
     stats = app.capture.stats
-    stats.frames_read, stats.frames_sampled, stats.frames_encoded = 100, 20, 19
-    stats.dropped = Counter({"rate": 80, "encode_error": 1})
+    stats.frames_read, stats.frames_sampled = 100, 20
+    stats.dropped = Counter({"rate": 80, "unusable": 1})
     assert app.session is not None
     session = app.session.stats
     session.emissions, session.reconnects, session.frames_model_lane_dropped = 7, 2, 3
     session.usage_prompt_tokens, session.usage_total_tokens = 120, 150
-    app.counter.stats.processed = 19
+    app.perception.stats.detected = 19
     tel = Telemetry(app)
     tel.write(count(4, 1.0))
     for ms in (30.0, 60.0, 200.0):
-        tel.on_frame_result(frame_result(np.zeros((8, 8, 3), np.uint8), [], n=4, ms=ms))
+        tel.on_percept(frame_result(np.zeros((8, 8, 3), np.uint8), [], n=4, ms=ms))
     values = metrics(tel)
     assert values[("lookout_frames_read_total", ())] == 100
     assert values[("lookout_frames_sampled_total", ())] == 20
     assert values[("lookout_frames_dropped_total", (("reason", "rate"),))] == 80
-    assert values[("lookout_frames_dropped_total", (("reason", "encode_error"),))] == 1
+    assert values[("lookout_frames_dropped_total", (("reason", "unusable"),))] == 1
+    assert values[("lookout_frames_detected_total", ())] == 19
     assert values[("lookout_frames_dropped_total", (("reason", "late"),))] == 0
     assert values[("lookout_frames_dropped_total", (("reason", "model_lane"),))] == 3
     assert values[("lookout_people", ())] == 4
@@ -136,6 +126,8 @@ def test_metrics_read_the_apps_own_counters() -> None:
     assert values[("lookout_source_state", (("state", "reconnecting"),))] == 0
     assert values[("lookout_model_connection_state", (("state", "connected"),))] == 1
     assert values[("lookout_healthy", ())] == 1
+    assert values[("lookout_model_connected", ())] == 1
+    assert values[("lookout_degraded", ())] == 0
     assert values[("lookout_info", (("device_id", "test-cam"), ("model", "local")))] == 1
 
 
@@ -149,7 +141,7 @@ def test_unknown_count_is_absent_from_metrics_not_zero() -> None:
 def test_health_names_what_is_wrong() -> None:
     app = FakeApp(session=None)
     tel = Telemetry(app)
-    assert tel.health().reason == "session not started"
+    assert tel.health().reason == "starting"
     app.session = FakeSession()
     app.source_runner.state = SourceState.RECONNECTING
     tel.write(
@@ -157,11 +149,16 @@ def test_health_names_what_is_wrong() -> None:
     )
     assert tel.health().reason == "source reconnecting (read timeout; retry in 2 s)"
     app.source_runner.state = SourceState.RUNNING
-    app.session.connection_state = "reconnecting"
-    tel.write(ConnectionState(state="reconnecting", reason="GoAway"))
-    assert tel.health().reason == "model connection reconnecting (GoAway)"
+    # A missing model degrades the device; it still counts, so it is still healthy.
+    app.session.connection_state = "unreachable"
+    tel.write(ConnectionState(state="unreachable", reason="ConnectionRefusedError"))
+    health = tel.health()
+    assert health.ok and health.degraded and health.status == "degraded"
+    assert health.reason.startswith("model unreachable since ")
+    assert health.reason.endswith("(ConnectionRefusedError)")
     app.session.connection_state = "connected"
-    assert tel.health().ok and tel.health().reason == "ok"
+    tel.write(ConnectionState(state="connected"))
+    assert tel.health().ok and tel.health().reason == "ok" and not tel.health().degraded
 
 
 def test_running_streams_come_from_the_session() -> None:
@@ -169,6 +166,7 @@ def test_running_streams_come_from_the_session() -> None:
     tel = Telemetry(FakeApp(session=session))
     tel.write(StreamStarted(id="c1", name="count_people", args={}))
     assert tel.state()["streams"] == [{"id": "c1", "name": "count_people"}]
+    assert tel.state()["startable"] == ["count_people"]
 
 
 def test_strip_credentials_from_urls_only() -> None:

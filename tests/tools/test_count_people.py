@@ -1,23 +1,21 @@
-"""count_people: smoothing, change-only emissions on real video, bad input, bad arguments."""
+"""count_people: the model's stream of count changes, read from the device's percepts."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Sequence
+from typing import Any
 
-import cv2
 import numpy as np
 import pytest
-from google.genai import types
 
 from live import LiveRequestQueue, MemoryEventLog, Runner, SessionConfig
-from live.events import ErrorEvent
+from live.frame import Frame
 from live.testing import ScriptedModel
-from models.detector import Detections, PersonDetector
-from tests.datafiles import data_file
+from models.detections import Detections
 from tools import FunctionTool
-from tools.count_people import CountChanged, CountPeople, check_count_args, count_in_region
+from tools.count_people import CountPeople, check_count_args, coalesce_counts
+from tools.percept import Percept
+from tools.regions import count_in_region
 from tools.smoothing import CountSmoother
 
 # ------------------------------------------------------------------ smoothing
@@ -49,135 +47,162 @@ def test_min_change_ignores_small_steps() -> None:
     assert feed(CountSmoother(min_change=2), counts) == [(4, None), (7, 4)]
 
 
-def test_same_emissions_at_any_pace() -> None:
-    counts = [1, 1, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
-    a = CountSmoother()
-    b = CountSmoother()
-    # The same media times, processed with different wall-clock gaps: media time decides.
-    assert feed(a, counts) == feed(b, counts)
+def test_the_hold_is_in_media_time_not_in_samples() -> None:
+    # The same scene (2 people, then 4 from t=5 s) sampled at 2 and at 8 frames per second:
+    # the change is confirmed after the same 1 s of media time, not after N samples.
+    def scene(t: float) -> int:
+        return 2 if t < 5.0 else 4
+
+    def changes_at(fps: float) -> list[tuple[int, float]]:
+        smoother = CountSmoother(k=1, min_hold_s=1.0)
+        out = []
+        for i in range(int(10 * fps)):
+            change = smoother.update(scene(i / fps), i / fps)
+            if change is not None:
+                out.append((change.count, change.t))
+        return out
+
+    slow, fast = changes_at(2.0), changes_at(8.0)
+    assert [c for c, _ in slow] == [c for c, _ in fast] == [2, 4]
+    assert slow[1][1] == pytest.approx(6.0) and fast[1][1] == pytest.approx(6.0)
 
 
-# --------------------------------------------------------------- real video
+# ------------------------------------------------------------- percepts in
 
 
-@pytest.fixture(scope="module")
-def detector() -> PersonDetector:
-    return PersonDetector()
+def box(x: float, y: float, w: float = 20, h: float = 60) -> list[float]:
+    return [x, y, x + w, y + h]
 
 
-def vtest_samples(every: int = 5, limit: int = 160) -> Iterator[tuple[int, float, np.ndarray]]:
-    cap = cv2.VideoCapture(str(data_file("vtest.avi")))
-    index = 0
-    try:
-        while index < limit:
-            ok, frame = cap.read()
-            if not ok:
-                return
-            if index % every == 0:
-                yield index, index / 10.0, frame
-            index += 1
-    finally:
-        cap.release()
+def percept(
+    seq: int,
+    t: float,
+    count: int | None,
+    boxes: Sequence[list[float]] = (),
+    *,
+    previous: int | None = None,
+    error: str | None = None,
+) -> Percept:
+    image = np.zeros((100, 200, 3), np.uint8)
+    detections = Detections(
+        np.asarray(list(boxes), np.float32).reshape(-1, 4), np.full(len(boxes), 0.9, np.float32)
+    )
+    return Percept(
+        frame=Frame(image, t_media=t, index=seq, source="test"),
+        detections=detections,
+        raw=len(boxes),
+        count=count,
+        previous=previous,
+        changed=count != previous,
+        detect_ms=1.0,
+        seq=seq,
+        error=error,
+    )
 
 
-def jpeg(frame: np.ndarray) -> bytes:
-    ok, data = cv2.imencode(".jpg", frame)
-    assert ok
-    return data.tobytes()
+def tool(counter: CountPeople) -> FunctionTool:
+    return FunctionTool(
+        counter, name="count_people", check=check_count_args, coalesce=coalesce_counts
+    )
 
 
-async def run_clip(
-    counter: CountPeople,
-    frames: list[tuple[float, np.ndarray | None, bytes]],
-    args: dict[str, object] | None = None,
-) -> tuple[ScriptedModel, str, MemoryEventLog]:
+async def run_percepts(
+    counter: CountPeople, percepts: Sequence[Percept], args: dict[str, Any] | None = None
+) -> tuple[ScriptedModel, str]:
     model = ScriptedModel()
-    log = MemoryEventLog()
     queue = LiveRequestQueue()
-    tool = FunctionTool(counter, name="count_people", check=check_count_args)
-    async with Runner(model, [tool], SessionConfig(), event_log=log).run_live(queue) as session:
+    runner = Runner(model, [tool(counter)], SessionConfig(), event_log=MemoryEventLog())
+    async with runner.run_live(queue) as session:
+        await model.wait_for(lambda: model.connections)
         call_id = model.call("count_people", args or {})
         await model.wait_for(lambda: model.responses(call_id))
-        if model.responses(call_id)[0].response.get("status") == "error":
-            frames = []  # refused: there is no stream to feed
-        else:
+        if model.responses(call_id)[0].response.get("status") != "error":
             await session.wait_input_consumer()
-        for t, frame, data in frames:
+            for p in percepts:
+                await session.wait_inputs_idle()
+                queue.send_realtime(frame=p.frame, percept=p)
             await session.wait_inputs_idle()
-            queue.send_realtime(types.Blob(data=data, mime_type="image/jpeg"), frame=frame, t=t)
-        await session.wait_inputs_idle()
         queue.close()
-    return model, call_id, log
+    return model, call_id
+
+
+def people(model: ScriptedModel, call_id: str) -> list[dict[str, Any]]:
+    """The count emissions of a call (not its status and error ones)."""
+    return [e for e in model.emissions(call_id) if "people" in e and "status" not in e]
 
 
 @pytest.mark.anyio
-async def test_replayed_clip_emits_exactly_the_smoothed_changes(detector: PersonDetector) -> None:
-    samples = list(vtest_samples())
-    smoother = CountSmoother()
-    expected = []
-    for _, t, frame in samples:
-        change = smoother.update(len(detector.detect(frame)), t)
-        if change is not None:
-            expected.append({"people": change.count, "previous": change.previous})
-    counter = CountPeople(detector=detector)
-    model, call_id, log = await run_clip(counter, [(t, f, b"") for _, t, f in samples])
-    emissions = model.emissions(call_id)
-    assert emissions[-1] == {"status": "stopped", "reason": "session closed"} or all(
-        "people" in e for e in emissions
+async def test_the_model_hears_exactly_the_device_count_changes() -> None:
+    counts = [2, 2, 3, 3, 3, 1, 1, 4]
+    percepts = [percept(i, i * 0.5, c) for i, c in enumerate(counts)]
+    model, call_id = await run_percepts(CountPeople(), percepts)
+    assert people(model, call_id) == [
+        {"people": 2, "previous": None},
+        {"people": 3, "previous": 2},
+        {"people": 1, "previous": 3},
+        {"people": 4, "previous": 1},
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_new_call_is_told_the_current_count_at_once() -> None:
+    now = percept(7, 3.5, 5)
+    model, call_id = await run_percepts(CountPeople(current=lambda: now), [percept(8, 4.0, 5)])
+    # The current state first, before any new frame; the unchanged next frame adds nothing.
+    assert people(model, call_id) == [{"people": 5, "previous": None}]
+
+
+@pytest.mark.anyio
+async def test_min_change_reports_only_steps_that_big() -> None:
+    counts = [4, 5, 4, 5, 6, 7, 6]
+    percepts = [percept(i, i * 0.5, c) for i, c in enumerate(counts)]
+    model, call_id = await run_percepts(CountPeople(), percepts, {"min_change": 2})
+    assert [e["people"] for e in people(model, call_id)] == [4, 6]
+
+
+@pytest.mark.anyio
+async def test_a_region_counts_only_the_feet_inside_it_smoothed_per_call() -> None:
+    left, right = box(10, 20), box(150, 20)
+    scenes = [[left, right]] * 4 + [[left, right, box(30, 20)]] * 6
+    percepts = [percept(i, i * 0.5, len(s), s) for i, s in enumerate(scenes)]
+    left_half = [[0.0, 0.0], [0.5, 0.0], [0.5, 1.0], [0.0, 1.0]]
+    model, call_id = await run_percepts(
+        CountPeople(k=1, min_hold_s=1.0), percepts, {"region": left_half}
     )
-    people = [e for e in emissions if "people" in e]
-    assert people == expected
-    assert len(people) >= 3  # the clip really has arrivals and departures
-    values = [e["people"] for e in people]
-    assert all(a != b for a, b in itertools.pairwise(values))
-    counts = [e for e in log.events if isinstance(e, CountChanged)]
-    assert [c.count for c in counts] == values
-    assert counter.stats.processed == len(samples)
+    # One person on the left, then two once the newcomer held for a second.
+    assert people(model, call_id) == [
+        {"people": 1, "previous": None},
+        {"people": 2, "previous": 1},
+    ]
 
 
 @pytest.mark.anyio
-async def test_decodes_the_jpeg_when_no_frame_is_attached(detector: PersonDetector) -> None:
-    samples = list(vtest_samples(every=10, limit=60))
-    counter = CountPeople(detector=detector)
-    model, call_id, _ = await run_clip(counter, [(t, None, jpeg(f)) for _, t, f in samples])
-    first = model.emissions(call_id)[0]
-    assert first["previous"] is None and first["people"] >= 2
-    assert counter.stats.processed == len(samples) and counter.stats.corrupt == 0
-
-
-@pytest.mark.anyio
-async def test_a_corrupt_frame_does_not_kill_the_stream(detector: PersonDetector) -> None:
-    samples = list(vtest_samples(every=5, limit=40))
-    frames: list[tuple[float, np.ndarray | None, bytes]] = [(t, f, b"") for _, t, f in samples]
-    frames.insert(3, (frames[2][0] + 0.5, None, b"\xff\xd8not really a jpeg"))
-    frames = [(i * 0.5, f, d) for i, (_, f, d) in enumerate(frames)]
-    counter = CountPeople(detector=detector)
-    model, call_id, log = await run_clip(counter, frames)
-    assert counter.stats.corrupt == 1
-    assert counter.stats.processed == len(samples)
-    assert not [e for e in model.emissions(call_id) if e.get("status") == "error"]
-    assert not [e for e in log.events if isinstance(e, ErrorEvent)]
-
-
-@pytest.mark.anyio
-async def test_persistent_bad_input_is_reported_once(detector: PersonDetector) -> None:
-    garbage = [(i * 0.5, None, b"garbage") for i in range(25)]
-    counter = CountPeople(detector=detector, failure_alarm=10)
-    model, call_id, _ = await run_clip(counter, garbage)
+async def test_frames_perception_could_not_use_are_reported_once_not_counted() -> None:
+    good = [percept(i, i * 0.5, 3) for i in range(2)]
+    bad = [percept(i, i * 0.5, 3, error="corrupt frame") for i in range(2, 27)]
+    model, call_id = await run_percepts(CountPeople(failure_alarm=10), good + bad)
     errors = [e for e in model.emissions(call_id) if e.get("status") == "error"]
     assert len(errors) == 1
-    assert "10 frames in a row could not be used" in errors[0]["error"]
+    assert "10 frames in a row could not be used (corrupt frame)" in errors[0]["error"]
+    assert errors[0]["people"] == 3  # the last count it had, not a zero
+    assert people(model, call_id) == [{"people": 3, "previous": None}]
 
 
 @pytest.mark.anyio
-async def test_missing_model_file_fails_the_call_clearly(tmp_path: Path) -> None:
-    missing = tmp_path / "nope.onnx"
-    counter = CountPeople(detector=lambda: PersonDetector(missing))
-    model, call_id, log = await run_clip(counter, [])
-    final = model.responses(call_id)[-1].response
-    assert final["status"] == "error"
-    assert "DetectorError" in final["error"] and "nope.onnx" in final["error"]
-    assert [e.id for e in log.events if isinstance(e, ErrorEvent)] == [call_id]
+async def test_frames_without_a_percept_are_skipped() -> None:
+    model = ScriptedModel()
+    queue = LiveRequestQueue()
+    async with Runner(model, [tool(CountPeople())]).run_live(queue) as session:
+        await model.wait_for(lambda: model.connections)
+        call_id = model.call("count_people")
+        await session.wait_input_consumer()
+        image = np.zeros((10, 10, 3), np.uint8)
+        queue.send_realtime(frame=Frame(image, t_media=0.0, index=0))  # off the detection grid
+        p = percept(1, 0.5, 2)
+        queue.send_realtime(frame=p.frame, percept=p)
+        await session.wait_inputs_idle()
+        queue.close()
+    assert people(model, call_id) == [{"people": 2, "previous": None}]
 
 
 @pytest.mark.anyio
@@ -193,8 +218,7 @@ async def test_missing_model_file_fails_the_call_clearly(tmp_path: Path) -> None
     ],
 )
 async def test_bad_arguments_get_an_error_response(args: dict[str, object], message: str) -> None:
-    counter = CountPeople(detector=lambda: PersonDetector())
-    model, call_id, _ = await run_clip(counter, [], args)
+    model, call_id = await run_percepts(CountPeople(), [], args)
     answer = model.responses(call_id)
     assert len(answer) == 1
     assert answer[0].response["status"] == "error"
@@ -209,14 +233,33 @@ def test_region_counts_people_whose_feet_are_inside() -> None:
     assert count_in_region(detections, (100, 100, 3), None) == 2
 
 
+def test_changes_missed_while_away_coalesce_into_the_current_state() -> None:
+    emissions = [
+        {"people": 3, "previous": 2},
+        {"people": 5, "previous": 3},
+        {"people": 0, "previous": 5},
+        {"people": 1, "previous": 0},
+    ]
+    merged = emissions[0]
+    for newer in emissions[1:]:
+        merged = coalesce_counts(merged, newer)
+    # Now 1, and the model last heard 2: with how often and how far it moved meanwhile.
+    assert merged == {
+        "people": 1,
+        "previous": 2,
+        "while_away": {"changes": 4, "min": 0, "max": 5},
+    }
+
+
 @pytest.mark.anyio
-async def test_region_argument_limits_the_count(detector: PersonDetector) -> None:
-    samples = list(vtest_samples(every=10, limit=30))
-    full = CountPeople(detector=detector)
-    part = CountPeople(detector=detector)
-    frames = [(t, f, b"") for _, t, f in samples]
-    model_a, a, _ = await run_clip(full, frames)
-    tiny = [[0.0, 0.0], [0.05, 0.0], [0.05, 0.05], [0.0, 0.05]]
-    model_b, b, _ = await run_clip(part, frames, {"region": tiny})
-    assert model_a.emissions(a)[0]["people"] >= 2
-    assert model_b.emissions(b)[0]["people"] == 0
+async def test_count_people_now_answers_from_the_newest_percept() -> None:
+    now = percept(4, 2.0, 3, [box(1, 1), box(50, 1), box(90, 1), box(120, 1)])
+    assert await CountPeople(current=lambda: now).count_people_now() == {
+        "people": 3,
+        "in_last_frame": 4,
+        "frame": 4,
+        "t": 2.0,
+        "source": "test",
+    }
+    unknown = await CountPeople().count_people_now()
+    assert unknown["people"] is None and "no current count" in unknown["reason"]

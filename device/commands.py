@@ -1,0 +1,83 @@
+"""Commands typed on the console, answered by the device itself.
+
+``count``, ``start``, ``stop`` and ``status`` work whether or not a model is
+connected: they go through the session's own tool path as device calls
+(recorded like any call), and are answered from perception. Anything else is
+for the model, when there is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from live.requests import LiveRequestQueue
+from live.session import DeviceCall
+
+HELP = "commands: count, start, stop, status, help, quit (anything else goes to the model)"
+COUNT_TOOL = "count_people"
+QUIT = frozenset({"quit", "exit", "q"})
+
+
+class CommandSession(Protocol):
+    """What the commands need of a live session."""
+
+    @property
+    def model_connected(self) -> bool: ...
+
+    @property
+    def connection_state(self) -> str: ...
+
+    async def call_tool(self, name: str, args: dict[str, object] | None = None) -> DeviceCall: ...
+
+    async def stop_streaming(
+        self, function_name: str | None = None, call_id: str | None = None
+    ) -> dict[str, object]: ...
+
+    def running_streams(self) -> list[dict[str, object]]: ...
+
+
+def describe_count(response: dict[str, object]) -> str:
+    people = response.get("people")
+    if people is None:
+        return f"count: unknown ({response.get('reason', 'no current count')})"
+    raw = response.get("in_last_frame")
+    noun = "person" if people == 1 else "people"
+    detail = f" · {raw} in the last frame" if raw is not None and raw != people else ""
+    return f"count: {people} {noun} in view (smoothed){detail}"
+
+
+async def run_command(
+    text: str,
+    session: CommandSession,
+    queue: LiveRequestQueue,
+    say: Callable[[str], None],
+) -> None:
+    """Answer one typed line (``quit`` is the caller's)."""
+    command = text.strip().lower()
+    if command in {"count", "how many", "?"}:
+        call = await session.call_tool("count_people_now")
+        say(describe_count(call.response))
+    elif command == "start":
+        running = [s for s in session.running_streams() if s.get("name") == COUNT_TOOL]
+        if running:
+            say(f"{COUNT_TOOL} is already running (call {running[0]['id']})")
+            return
+        call = await session.call_tool(COUNT_TOOL)
+        say(f"{COUNT_TOOL} started by the device (call {call.call_id})" if call.ok
+            else f"could not start {COUNT_TOOL}: {call.response.get('error')}")  # fmt: skip
+    elif command == "stop":
+        result = await session.stop_streaming(COUNT_TOOL)
+        say(f"{result.get('status')}; the device keeps counting")
+    elif command == "status":
+        streams = ", ".join(f"{s['name']} ({s['id']})" for s in session.running_streams())
+        say(f"model {session.connection_state}; streams: {streams or 'none'}")
+    elif command in {"help", ""}:
+        say(HELP)
+    elif session.model_connected and not queue.closed:
+        queue.send_content(text.strip())
+    else:
+        say(f"no model connected ({session.connection_state}); {HELP}")
+
+
+__all__ = ["HELP", "QUIT", "describe_count", "run_command"]

@@ -1,0 +1,171 @@
+"""The console: a line for each thing a person watching the device should know.
+
+Counts, source and model states (each connection attempt with its reason and
+when the next one comes), what the model says, stream starts and stops, and
+errors. When no model has been connected for ``fallback_after_s``, the device
+says the count changes itself ("3 people in view (was 2)."), so a console with
+an absent model still tells the story. On a terminal, a file replay also gets
+a progress line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from device.events import CountChanged
+from live.events import (
+    ConnectionState,
+    Emission,
+    ErrorEvent,
+    Event,
+    ModelText,
+    StreamStarted,
+    StreamStopped,
+    ToolCall,
+    Transcript,
+)
+
+
+def people(n: int) -> str:
+    return "1 person" if n == 1 else f"{n} people"
+
+
+def count_sentence(count: int, previous: int | None) -> str:
+    """What is said of a count change: ``3 people in view (was 2).``"""
+    if previous is None:
+        return f"{people(count)} in view."
+    return f"{people(count)} in view (was {previous})."
+
+
+def _fmt_t(t: float) -> str:
+    return f"[{t:7.1f}s]"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value >= 10 else f"{value:g} s"
+
+
+class ConsoleSink:
+    """Human-readable lines, plus a progress line when replaying a file on a terminal."""
+
+    def __init__(
+        self, out: TextIO = sys.stdout, *, verbose: bool = False, fallback_after_s: float = 30.0
+    ) -> None:
+        self.out = out
+        self.verbose = verbose
+        self.fallback_after_s = fallback_after_s
+        self.tty = bool(getattr(out, "isatty", lambda: False)())
+        self._progress_shown = False
+        self._model_connected = False
+        self._model_away_since = 0.0  # event time since when no model has been connected
+
+    def _line(self, text: str) -> None:
+        if self._progress_shown:
+            self.out.write("\r\x1b[2K")
+            self._progress_shown = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def say(self, text: str, t: float) -> None:
+        """A line of the device's own (an answer to a typed command)."""
+        self._line(f"{_fmt_t(t)} {text}")
+
+    def progress(self, done_s: float, total_s: float | None, count: int | None) -> None:
+        if not self.tty:
+            return
+        shown = "-" if count is None else str(count)
+        if total_s:
+            share = min(1.0, max(0.0, done_s / total_s))
+            bar = "#" * int(share * 30)
+            text = f"  [{bar:<30}] {done_s:6.1f}/{total_s:.1f}s  people: {shown}"
+        else:
+            text = f"  {done_s:8.1f}s  people: {shown}"
+        self.out.write("\r\x1b[2K" + text)
+        self.out.flush()
+        self._progress_shown = True
+
+    def write(self, event: Event) -> None:
+        if isinstance(event, ConnectionState):
+            self._track_model(event)
+        text = self.describe(event)
+        if text is not None:
+            self._line(f"{_fmt_t(event.t)} {text}")
+
+    def _track_model(self, event: ConnectionState) -> None:
+        if event.state == "connected":
+            self._model_connected = True
+        elif self._model_connected and event.state not in {"go_away"}:
+            self._model_connected = False
+            self._model_away_since = event.t
+
+    def _narrating(self, t: float) -> bool:
+        return not self._model_connected and t - self._model_away_since >= self.fallback_after_s
+
+    def describe(self, event: Event) -> str | None:
+        data: dict[str, Any] = event.to_dict()
+        if isinstance(event, ModelText):
+            return f"model: {event.text}"
+        if isinstance(event, Transcript) and event.direction == "output":
+            return f"model (spoken): {event.text}"
+        if isinstance(event, CountChanged):
+            return self._count(event)
+        if event.type == "source_state":
+            reason = f": {data['reason']}" if data.get("reason") else ""
+            return f"source {data['source']} {data['state']}{reason}"
+        if isinstance(event, ErrorEvent):
+            where = f" [{event.where}]" if event.where else ""
+            return f"error{where}: {event.message}"
+        if isinstance(event, ConnectionState):
+            return self._connection(event)
+        if isinstance(event, StreamStarted):
+            by = " by the device" if event.by == "device" else ""
+            return f"{event.name} started{by} (call {event.id})"
+        if isinstance(event, StreamStopped):
+            return f"{event.name} stopped: {event.reason} ({event.emissions} emissions)"
+        if self.verbose and isinstance(event, ToolCall | Emission):
+            return json.dumps(data)
+        return None
+
+    def _count(self, event: CountChanged) -> str:
+        if event.count is None:
+            reason = f": {event.reason}" if event.reason else ""
+            return f"count: unknown{reason}"
+        where = f"  at {event.t_media:.1f}s of the source" if event.t_media is not None else ""
+        if self._narrating(event.t):
+            # No model to say it: the device does.
+            return f"device: {count_sentence(event.count, event.previous)}{where}"
+        was = "" if event.previous is None else f" (was {event.previous})"
+        return f"count: {event.count}{was}{where}"
+
+    def _connection(self, event: ConnectionState) -> str | None:
+        model = event.model or "the model"
+        attempt = f" (attempt {event.attempt})" if event.attempt > 1 else ""
+        retry = f"; next attempt in {_seconds(event.retry_in_s)}" if event.retry_in_s else ""
+        if event.state == "connecting":
+            return f"model: connecting to {model}{attempt}…"
+        if event.state == "reconnecting":
+            return f"model: reconnecting to {model}{attempt}…"
+        if event.state == "connected":
+            return f"model: connected ({model})"
+        if event.state == "unreachable":
+            return f"model: {model} unreachable: {event.reason}{retry}"
+        if event.state == "refused":
+            return f"model: {model} refused the session: {event.reason}{retry}"
+        if event.state == "disconnected":
+            code = f" (code {event.code})" if event.code is not None else ""
+            return f"model: connection lost{code}: {event.reason}"
+        if event.state == "failed":
+            return f"model: gave up: {event.reason}"
+        if event.state == "go_away" and self.verbose:
+            return f"model: the server asked us to reconnect ({event.reason})"
+        return None
+
+    def close(self) -> None:
+        if self._progress_shown:
+            self.out.write("\n")
+            self.out.flush()
+
+
+__all__ = ["ConsoleSink", "count_sentence", "people"]

@@ -1,0 +1,135 @@
+"""The Prometheus view of the device: read at scrape time from what the app already counts.
+
+Counters the app keeps anyway (frames, detections, emissions, reconnects,
+tokens) are read when ``/metrics`` is scraped instead of being mirrored, so the
+two can never disagree. An unknown count is left out, never reported as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from device.source_runner import SourceState
+from live.session import SessionStats
+
+if TYPE_CHECKING:
+    from device.telemetry import Telemetry
+
+DROP_REASONS = ("rate", "late", "unusable")
+SOURCE_STATES = tuple(state.value for state in SourceState)
+CONNECTION_STATES = (
+    "connecting",
+    "reconnecting",
+    "connected",
+    "disconnected",
+    "unreachable",
+    "refused",
+    "go_away",
+    "failed",
+    "closed",
+)
+
+
+def _one_hot(name: str, documentation: str, states: Iterable[str], current: str) -> Metric:
+    family = GaugeMetricFamily(name, documentation, labels=["state"])
+    for state in states:
+        family.add_metric([state], 1.0 if state == current else 0.0)
+    return family
+
+
+class AppCollector(Collector):
+    def __init__(self, telemetry: Telemetry) -> None:
+        self.telemetry = telemetry
+
+    def collect(self) -> Iterable[Metric]:
+        tel = self.telemetry
+        app = tel.app
+        capture = app.capture.stats
+        perception = app.perception.stats
+        session = app.session
+        stats = session.stats if session is not None else SessionStats()
+        counters = (
+            ("lookout_frames_read", "Frames read from the source", capture.frames_read),
+            ("lookout_frames_sampled", "Frames kept by the sampler", capture.frames_sampled),
+            ("lookout_frames_detected", "Frames the detector ran on", perception.detected),
+            ("lookout_detector_errors", "Frames the detector could not use", perception.errors),
+            ("lookout_count_changes", "Changes of the people count", tel.count_changes),
+            ("lookout_emissions", "Streaming tool emissions", stats.emissions),
+            (
+                "lookout_emissions_coalesced",
+                "Emissions merged while the model could not take them",
+                stats.emissions_coalesced,
+            ),
+            ("lookout_tool_calls", "Tool calls (model and device)", stats.tool_calls),
+            ("lookout_model_reconnects", "Reconnects to the live model", stats.reconnects),
+            ("lookout_frames_to_model", "Frames sent to the live model", stats.frames_to_model),
+            ("lookout_events_dropped", "Events a slow reader missed", stats.events_dropped),
+        )
+        for name, documentation, value in counters:
+            yield CounterMetricFamily(name, documentation, value=value)
+        dropped = CounterMetricFamily(
+            "lookout_frames_dropped", "Frames dropped, by reason", labels=["reason"]
+        )
+        reasons = dict.fromkeys(DROP_REASONS, 0) | dict(capture.dropped)
+        reasons["model_lane"] = stats.frames_model_lane_dropped
+        for reason, value in sorted(reasons.items()):
+            dropped.add_metric([reason], value)
+        yield dropped
+        tokens = CounterMetricFamily(
+            "lookout_model_tokens", "Token usage reported by the model", labels=["kind"]
+        )
+        tokens.add_metric(["prompt"], stats.usage_prompt_tokens)
+        tokens.add_metric(["response"], stats.usage_response_tokens)
+        tokens.add_metric(["total"], stats.usage_total_tokens)
+        yield tokens
+        health = tel.health()
+        streams = len(tel.running_streams())
+        connected = float(tel.model_connected())
+        gauges: list[tuple[str, str, float | None]] = [
+            ("lookout_people", "People in view (smoothed count)", tel.count),
+            ("lookout_people_raw", "People the detector saw in the last frame", tel.raw),
+            ("lookout_running_streams", "Streaming calls running now", streams),
+            ("lookout_healthy", "1 when /healthz answers 200 (it counts)", float(health.ok)),
+            ("lookout_degraded", "1 when it counts but something is off", float(health.degraded)),
+            ("lookout_model_connected", "1 while a model is connected", connected),
+            ("lookout_session_seconds", "Seconds since the session started", tel.session_time()),
+        ]  # fmt: skip
+        if tel.mqtt is not None:
+            gauges.append(
+                ("lookout_mqtt_connected", "1 while connected", float(tel.mqtt.connected))
+            )
+            gauges.append(("lookout_mqtt_queued", "MQTT messages not yet acked", tel.mqtt.queued))
+        for name, documentation, gauge in gauges:
+            if gauge is not None:  # an unknown count is left out, not reported as 0
+                yield GaugeMetricFamily(name, documentation, value=gauge)
+        if tel.mqtt is not None:
+            yield CounterMetricFamily(
+                "lookout_mqtt_published", "MQTT messages acknowledged", value=tel.mqtt.published
+            )
+            yield CounterMetricFamily(
+                "lookout_mqtt_dropped", "MQTT messages dropped (queue full)", value=tel.mqtt.dropped
+            )
+        yield _one_hot(
+            "lookout_source_state",
+            "Frame source state (1 for the current one)",
+            SOURCE_STATES,
+            app.source_runner.state.value,
+        )
+        yield _one_hot(
+            "lookout_model_connection_state",
+            "Live model connection state (1 for the current one)",
+            CONNECTION_STATES,
+            tel.model_state(),
+        )
+        info = GaugeMetricFamily(
+            "lookout_info", "Device and model of this process", labels=["device_id", "model"]
+        )
+        info.add_metric([app.config.device_id, app.config.model_name()], 1.0)
+        yield info
+
+
+__all__ = ["CONNECTION_STATES", "DROP_REASONS", "SOURCE_STATES", "AppCollector"]

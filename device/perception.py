@@ -1,0 +1,203 @@
+"""Perception: the device's eyes, once per sampled frame, in frame order, in one place.
+
+While the source runs, every sampled frame on the detection grid goes through
+the person detector (in a worker thread, one inference at a time) and the
+count smoothing here, whatever else is connected. The result, a ``Percept``,
+feeds the device's outputs directly (a ``count`` event on every change of the
+smoothed count, and the percept itself for the page and metrics) and rides
+beside its frame into the session, where the model-facing tools consume it.
+No consumer of a frame runs the detector again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+
+from device.events import CountChanged
+from live.events import ErrorEvent, Event
+from live.frame import Frame
+from models.detections import Detections, Detector
+from tools.percept import Percept
+from tools.smoothing import CountSmoother
+
+log = logging.getLogger("lookout.perception")
+
+DetectorFactory = Callable[[], Detector]
+
+
+class SharedDetector:
+    """The detector, loaded on first use in a worker thread (loading takes a while).
+
+    An object with ``.detect()`` is the detector; anything else is a factory.
+    ``limiter`` allows one inference at a time: on a 2-core device two would
+    only slow each other.
+    """
+
+    def __init__(self, detector: Detector | DetectorFactory) -> None:
+        self._factory = detector
+        self._detector: Detector | None = detector if hasattr(detector, "detect") else None
+        self._lock = threading.Lock()
+        self.limiter = anyio.CapacityLimiter(1)
+
+    def get(self) -> Detector:
+        """The detector, loading it first if need be (call from a worker thread)."""
+        detector = self._detector
+        if detector is not None:
+            return detector  # the per-frame case: no lock once loaded
+        with self._lock:
+            if self._detector is None:
+                factory = self._factory
+                assert callable(factory)
+                self._detector = factory()
+            return self._detector
+
+    async def load(self) -> Detector:
+        return await anyio.to_thread.run_sync(self.get, limiter=self.limiter)
+
+
+@dataclass
+class PerceptionStats:
+    frames_in: int = 0
+    detected: int = 0
+    skipped_rate: int = 0  # sampled frames off the detection grid
+    errors: int = 0  # frames the detector could not use
+    detect_ms_total: float = 0.0
+
+    @property
+    def detect_ms_mean(self) -> float:
+        return self.detect_ms_total / self.detected if self.detected else 0.0
+
+
+class Perception:
+    def __init__(
+        self,
+        detector: Detector | DetectorFactory,
+        *,
+        detect_fps: float,
+        k: int = 3,
+        min_hold_s: float = 1.0,
+        publish: Callable[[Event], None] = lambda event: None,
+        on_percept: Callable[[Percept], None] = lambda percept: None,
+    ) -> None:
+        if detect_fps <= 0:
+            raise ValueError("detect_fps must be positive")
+        self.shared = SharedDetector(detector)
+        self.interval = 1.0 / detect_fps
+        self.smoother = CountSmoother(k=k, min_hold_s=min_hold_s)
+        self.stats = PerceptionStats()
+        self._publish = publish
+        self._on_percept = on_percept
+        self._next_due: float | None = None
+        self._latest: Percept | None = None
+        self._seq = 0
+        self._error_reported = False
+
+    async def load(self) -> None:
+        """Load the detector now (a missing or broken model file fails here, clearly)."""
+        await self.shared.load()
+
+    def current(self) -> Percept | None:
+        """The newest percept (None before the first one)."""
+        return self._latest
+
+    def due(self, frame: Frame) -> bool:
+        """Whether ``frame`` is on the detection grid (media time), advancing the grid if so.
+
+        The grid is fixed, so the rate does not drift with jitter; a gap, or
+        time going back, starts it again at this frame.
+        """
+        t = frame.t_media
+        due = self._next_due
+        if due is not None and due - 2 * self.interval < t < due - 1e-6:
+            return False
+        if due is None or abs(t - due) > self.interval:
+            self._next_due = t
+        assert self._next_due is not None
+        self._next_due += self.interval
+        return True
+
+    async def process(self, frame: Frame, *, force: bool = False) -> Percept | None:
+        """Detect and smooth ``frame`` if it is due (or ``force``); None when it is off the grid."""
+        self.stats.frames_in += 1
+        if not force and not self.due(frame):
+            self.stats.skipped_rate += 1
+            return None
+        try:
+            detections, detect_ms = await anyio.to_thread.run_sync(
+                self._detect, frame, limiter=self.shared.limiter
+            )
+        except Exception as exc:
+            # One bad inference must not blind the device; a persistent failure is said.
+            return self._failed(frame, exc)
+        self.stats.detected += 1
+        self.stats.detect_ms_total += detect_ms
+        self._error_reported = False
+        raw = len(detections)
+        before = self.smoother.reported
+        change = self.smoother.update(raw, frame.t_media)
+        count = self.smoother.reported
+        self._seq += 1
+        percept = Percept(
+            frame=frame,
+            detections=detections,
+            raw=raw,
+            count=count,
+            previous=change.previous if change is not None else before,
+            changed=change is not None,
+            detect_ms=detect_ms,
+            seq=self._seq,
+        )
+        self._latest = percept
+        if change is not None:
+            self._publish(
+                CountChanged(
+                    count=change.count, previous=change.previous, raw=raw, t_media=frame.t_media
+                )
+            )
+        self._deliver(percept)
+        return percept
+
+    def _detect(self, frame: Frame) -> tuple[Detections, float]:
+        detector = self.shared.get()
+        start = time.perf_counter()
+        detections = detector.detect(frame.image)
+        return detections, (time.perf_counter() - start) * 1000
+
+    def _failed(self, frame: Frame, exc: Exception) -> Percept:
+        self.stats.errors += 1
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        if not self._error_reported:
+            # Once per run of failures: a broken camera feed must not flood the log.
+            self._error_reported = True
+            log.warning("detector failed on frame %d: %s", frame.index, reason)
+            self._publish(ErrorEvent(message=f"detector failed: {reason}", where="perception"))
+        self._seq += 1
+        count = self.smoother.reported
+        percept = Percept(
+            frame=frame,
+            detections=Detections.empty(),
+            raw=0,
+            count=count,
+            previous=count,
+            changed=False,
+            detect_ms=0.0,
+            seq=self._seq,
+            error=reason[:200],
+        )
+        self._deliver(percept)
+        return percept
+
+    def _deliver(self, percept: Percept) -> None:
+        try:
+            self._on_percept(percept)
+        except Exception:
+            log.exception("a percept subscriber failed")
+
+
+__all__ = ["Perception", "PerceptionStats", "SharedDetector"]

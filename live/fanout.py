@@ -1,0 +1,134 @@
+"""Input fan-out: what the request queue delivers goes to whoever it is meant for.
+
+Realtime input (camera frames) is offered to every running call that consumes
+input (each has its own bounded, latest-wins ``InputStream``) and, only when
+frames are forwarded, to the model lane: the newest frame, at most one per
+interval, never queued for a model that is away. Content and activity
+markers go to the model, losslessly, through the outbox. Nothing the tools or
+the model produce ever comes back in here.
+"""
+
+from __future__ import annotations
+
+import anyio
+from google.genai import types
+
+from live.buffer import LatestWins
+from live.clock import Clock
+from live.config import SessionConfig
+from live.connection import ModelLink
+from live.model import SendActivity, SendContent, SendRealtime
+from live.outbox import Outbox
+from live.requests import LiveRequest, LiveRequestQueue, RequestKind
+from live.streams import StreamRegistry
+
+
+class Fanout:
+    def __init__(
+        self,
+        queue: LiveRequestQueue,
+        config: SessionConfig,
+        clock: Clock,
+        registry: StreamRegistry,
+        outbox: Outbox,
+        link: ModelLink,
+    ) -> None:
+        self.queue = queue
+        self.config = config
+        self.clock = clock
+        self.registry = registry
+        self.outbox = outbox
+        self.link = link
+        self.frames_in = 0
+        self.frames_to_model = 0
+        self.closing = False
+        self._model_lane: LatestWins[LiveRequest] = LatestWins(1)
+        self._model_lane_lost = 0  # frames the lane could not send (model away)
+        self._pumped_seq = 0
+        self._pumped: anyio.Event | None = None
+
+    @property
+    def frames_model_lane_dropped(self) -> int:
+        return self._model_lane.stats.dropped + self._model_lane_lost
+
+    async def pump(self) -> None:
+        """Until the queue is closed and drained."""
+        async for request in self.queue:
+            self._route(request)
+            self._pumped_seq = max(self._pumped_seq, request.seq)
+            if self._pumped is not None:
+                self._pumped.set()
+                self._pumped = None
+
+    def _route(self, request: LiveRequest) -> None:
+        if request.kind is RequestKind.REALTIME:
+            self.frames_in += 1
+            for stream in self.registry.input_streams().values():
+                stream.offer(request)
+            if self.config.frames_to_model and request.has_media:
+                self._model_lane.put(request)
+        elif request.kind is RequestKind.CONTENT and request.content is not None:
+            self.outbox.post(SendContent(request.content, request.turn_complete))
+        elif request.kind is RequestKind.ACTIVITY_START:
+            self.outbox.post(SendActivity(start=True))
+        elif request.kind is RequestKind.ACTIVITY_END:
+            self.outbox.post(SendActivity(start=False))
+
+    async def model_lane(self) -> None:
+        """Newest frame only, at most one per interval, never kept for a model that is away."""
+        last_sent: float | None = None
+        interval = self.config.model_frame_interval_s
+        while True:
+            await self._model_lane.get()
+            if last_sent is not None:
+                await self.clock.sleep(last_sent + interval - self.clock.now())
+            # Whatever arrived while we waited is newer: send that one.
+            request = self._model_lane.get_nowait() or self._model_lane.latest
+            assert request is not None
+            if not self.link.connected:
+                self._model_lane_lost += 1
+                continue
+            if request.given_blob is not None:
+                blob: types.Blob | None = request.given_blob
+            else:
+                # A frame's JPEG may not exist yet; encoding blocks, so not on the loop.
+                blob = await anyio.to_thread.run_sync(_blob_of, request)
+            if blob is None:
+                continue
+            self.outbox.post(SendRealtime(blob))
+            self.frames_to_model += 1
+            last_sent = self.clock.now()
+
+    async def wait_input_consumer(self) -> None:
+        """Wait until an input-consuming call has started (it may have ended since)."""
+        while not self.registry.input_calls_started and not self.closing:
+            await self.registry.wait_changed()
+
+    async def wait_inputs_idle(self) -> None:
+        """Wait until every input-consuming call has processed what was queued so far."""
+        target = self.queue.last_seq
+        while self._pumped_seq < target and not self.closing:
+            if self._pumped is None:
+                self._pumped = anyio.Event()
+            await self._pumped.wait()
+        for stream in list(self.registry.input_streams().values()):
+            await stream.wait_idle()
+
+    async def wait_delivered(self) -> None:
+        """While a model is connected, wait until it has taken everything queued for it."""
+        while self.link.connected and not self.outbox.empty and not self.closing:
+            await self.outbox.wait_change()
+
+    def wake(self) -> None:
+        """Release waiters at teardown."""
+        self.closing = True
+        if self._pumped is not None:
+            self._pumped.set()
+            self._pumped = None
+
+
+def _blob_of(request: LiveRequest) -> types.Blob | None:
+    return request.blob
+
+
+__all__ = ["Fanout"]

@@ -1,0 +1,49 @@
+"""Synthetic percepts for tests: what perception would have made of a frame."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from live.frame import Frame
+from models.detections import Detections
+from tools.percept import Percept
+
+
+def make_percept(
+    boxes: Sequence[Sequence[float]] = (),
+    *,
+    count: int | None = None,
+    previous: int | None = None,
+    t: float = 0.0,
+    seq: int = 1,
+    image: np.ndarray | None = None,
+    detect_ms: float = 1.0,
+    error: str | None = None,
+    source: str = "test",
+) -> Percept:
+    """A percept of ``image`` (a blank 100x200 frame by default) with these person boxes.
+
+    ``count`` (the smoothed count) defaults to the number of boxes.
+    """
+    if image is None:
+        image = np.zeros((100, 200, 3), np.uint8)
+    detections = Detections(
+        np.asarray([list(b) for b in boxes], np.float32).reshape(-1, 4),
+        np.full(len(boxes), 0.9, np.float32),
+    )
+    return Percept(
+        frame=Frame(image, t_media=t, index=seq, source=source),
+        detections=detections,
+        raw=len(boxes),
+        count=len(boxes) if count is None else count,
+        previous=previous,
+        changed=False,
+        detect_ms=detect_ms,
+        seq=seq,
+        error=error,
+    )
+
+
+__all__ = ["make_percept"]
