@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
-from device.config import (
+from device.app.config import (
     COMMAND_LINE,
     MAX_FPS,
     SETTINGS,
@@ -83,7 +83,9 @@ def _default_text(field: FieldInfo) -> str:
 _METAVARS: dict[Any, str] = {int: "N", float: "N", Path: "PATH"}
 
 
-def _add_fields(parser: argparse.ArgumentParser, model: type[BaseModel], names: Sequence[str]) -> None:
+def _add_fields(
+    parser: argparse.ArgumentParser, model: type[BaseModel], names: Sequence[str]
+) -> None:
     """One flag per field. Values stay strings (None: not given) for the model to validate,
     so that a bad value gets the model's message and "not given" is never a default."""
     for name in names:
@@ -224,7 +226,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # a second of loading OpenCV, onnxruntime and the Gemini SDK.
     import anyio
 
-    from device.app import App
+    from device.app.run import App
     from device.sources import SourceError
 
     # The console already reports source and connection states as events.
@@ -237,7 +239,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
-    from device.operations import attach_operations
+    from device.app.operations import attach_operations
 
     try:
         attach_operations(app)
@@ -257,13 +259,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
     # Without --model, device.ask.model_name picks ask's default (not the Live one).
     flags = {name: getattr(args, name) for name in ASK_SETTINGS}
     try:
-        extras = parse_flags(AskFlags, {name: getattr(args, name) for name in AskFlags.model_fields})
+        extras = parse_flags(
+            AskFlags, {name: getattr(args, name) for name in AskFlags.model_fields}
+        )
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
     import anyio  # after the settings, as in cmd_run
 
-    from device.ask import AskApp, AskOptions
+    from device.app.ask import AskApp, AskOptions
     from device.sources import SourceError
     from models.gemini import MissingApiKey
 
@@ -350,7 +354,7 @@ def cmd_count(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from device.doctor import doctor
+    from device.app.doctor import doctor
 
     # Only the values are checked here (build would refuse a missing detector file,
     # which is for the doctor to report).
@@ -365,7 +369,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from device.report import ReportError, make_report
+    from device.app.report import ReportError, make_report
 
     try:
         summary = make_report(args.input, args.out)

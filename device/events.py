@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 from live.events import Event
 
 if TYPE_CHECKING:
-    from device.source_runner import StateChange
+    from device.feeds.runner import StateChange
 
 
 @dataclass(frozen=True, kw_only=True)

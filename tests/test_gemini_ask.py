@@ -22,7 +22,7 @@ from typing import Any
 import cv2
 import pytest
 
-from device.ask import ASK_INSTRUCTION
+from device.app.ask import ASK_INSTRUCTION
 from models.detector import PersonDetector
 from tests.datafiles import REPO_ROOT, data_file
 from tests.fakelive import (

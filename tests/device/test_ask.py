@@ -13,8 +13,8 @@ from typing import Any
 import cv2
 import pytest
 
-from device.ask import AskApp, AskOptions
-from device.config import build
+from device.app.ask import AskApp, AskOptions
+from device.app.config import build
 from live.events import ErrorEvent, Event, JobProgress, JobUpdate, ToolCall, ToolResult
 from live.jobs import Job, JobState, SQLiteJobStore
 from live.turn_model import TurnReply, TurnRequest

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from device.config import Config, ConfigError, api_key_from_env, build
+from device.app.config import Config, ConfigError, api_key_from_env, build
 from live import FakeClock, LiveRequestQueue, Runner, SessionConfig
 from live.config import EmitMode
 from live.events import ModelText
@@ -40,7 +40,7 @@ def test_a_key_in_the_environment_selects_gemini_and_never_shows_in_repr() -> No
 
 
 def test_the_effective_configuration_shows_no_secret() -> None:
-    from device.app import describe_config
+    from device.app.run import describe_config
 
     config = make(
         {"http_token": "tok-123456", "mqtt": "mqtt://user:pa55word@broker:1883"},

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import device.sinks
-from device.sinks import JsonlSink
+import device.outputs.sinks
+from device.outputs.sinks import JsonlSink
 from live.events import ModelText
 
 
@@ -79,7 +79,7 @@ def test_write_errors_lose_whole_lines_are_said_once_per_kind_and_writing_goes_o
             return real_write(fd, bytes(data[:10]))  # part of the line reaches the disk
         raise OSError(failure[0], os.strerror(failure[0]))
 
-    monkeypatch.setattr(device.sinks.os, "write", failing_write)
+    monkeypatch.setattr(device.outputs.sinks.os, "write", failing_write)
     with caplog.at_level(logging.WARNING, logger="lookout.store"):
         failure.append(errno.ENOSPC)
         for i in range(1, 4):

@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 import pytest
 
-from device.source_runner import SourceRunner, SourceState, StateChange
+from device.feeds.runner import SourceRunner, SourceState, StateChange
 from device.sources import (
     CaptureSource,
     Frame,

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from device.config import ConfigError, build
+from device.app.config import ConfigError, build
 from device.sources import decode_image
 from live import ToolArgumentError
 from live.stop_streaming import StopStreamingTool

@@ -20,9 +20,9 @@ from paho.mqtt import client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from device.capture import CaptureStats
-from device.config import Config
+from device.app.config import Config
 from device.perception import PerceptionStats
-from device.source_runner import SourceState
+from device.feeds.runner import SourceState
 from live.clock import FakeClock
 from live.session import DeviceCall, SessionStats
 

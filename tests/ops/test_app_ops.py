@@ -9,13 +9,13 @@ import aiohttp
 import anyio
 import pytest
 
-from device.app import App
-from device.config import ConfigError, build
+from device.app.run import App
+from device.app.config import ConfigError, build
 from device.events import CountChanged
-from device.mqtt import MqttPublisher
-from device.operations import attach_operations, setup_operations
-from device.status_server import StatusServer
-from device.telemetry import Telemetry
+from device.outputs.mqtt import MqttPublisher
+from device.app.operations import attach_operations, setup_operations
+from device.outputs.status_server import StatusServer
+from device.outputs.telemetry import Telemetry
 from tests.datafiles import data_file
 from tests.ops.apprun import running_app
 

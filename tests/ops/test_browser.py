@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from playwright.async_api import Page, async_playwright
 
-from device.status_server import HttpAddress, StatusServer
-from device.telemetry import Telemetry
+from device.outputs.status_server import HttpAddress, StatusServer
+from device.outputs.telemetry import Telemetry
 from tests.ops.apprun import running_app
 from tests.ops.support import CHROMIUM_ARGS, FakeApp
 from tests.percepts import make_percept

@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 import pytest
 
-from device.config import ConfigError
+from device.app.config import ConfigError
 from device.events import CountChanged, SourceStateEvent
-from device.mqtt import MqttPublisher, MqttSettings, parse_mqtt
+from device.outputs.mqtt import MqttPublisher, MqttSettings, parse_mqtt
 from live.events import ModelAudio, ModelText
 from tests.datafiles import REPO_ROOT, data_file
 from tests.ops.support import Broker, Received, Subscriber

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from device.events import CaptureStatsEvent, CountChanged, SourceStateEvent
-from device.report import ReportError, load_events, make_report, summarize
+from device.app.report import ReportError, load_events, make_report, summarize
 from live.eventlog import SQLiteEventLog
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped
 from tests.cli import lookout

@@ -16,17 +16,17 @@ import cv2
 import numpy as np
 import pytest
 
-from device.config import Config, ConfigError
+from device.app.config import Config, ConfigError
 from device.events import CountChanged
-from device.source_runner import SourceState
-from device.status_server import MJPEG_BOUNDARY, HttpAddress, StatusServer, parse_http
-from device.telemetry import Telemetry
+from device.feeds.runner import SourceState
+from device.outputs.status_server import MJPEG_BOUNDARY, HttpAddress, StatusServer, parse_http
+from device.outputs.telemetry import Telemetry
 from tests.ops.support import FakeApp
 from tests.percepts import make_percept
 from tools.percept import Percept
 
 pytestmark = pytest.mark.anyio
-STATIC = Path(__file__).resolve().parents[2] / "device" / "static"
+STATIC = Path(__file__).resolve().parents[2] / "device" / "outputs" / "static"
 
 
 @contextlib.asynccontextmanager

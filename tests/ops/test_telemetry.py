@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from device.config import Config
+from device.app.config import Config
 from device.events import CountChanged, SourceStateEvent
-from device.render import BOX_COLOR
-from device.source_runner import SourceState
-from device.telemetry import Telemetry, strip_credentials
+from device.outputs.render import BOX_COLOR
+from device.feeds.runner import SourceState
+from device.outputs.telemetry import Telemetry, strip_credentials
 from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage
 from tests.ops.support import FakeApp, FakeSession
 from tests.percepts import make_percept

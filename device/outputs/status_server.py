@@ -34,8 +34,8 @@ from aiohttp import web
 from anyio.abc import TaskStatus
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from device.config import ConfigError
-from device.telemetry import AppView, Telemetry
+from device.app.config import ConfigError
+from device.outputs.telemetry import AppView, Telemetry
 from live.redact import redact
 
 log = logging.getLogger("lookout.status")
@@ -110,7 +110,7 @@ def _host_header_is_loopback(value: str) -> bool:
 
 def _static_files() -> dict[str, tuple[bytes, str]]:
     files: dict[str, tuple[bytes, str]] = {}
-    for entry in (resources.files("device") / "static").iterdir():
+    for entry in (resources.files("device.outputs") / "static").iterdir():
         suffix = "." + entry.name.rsplit(".", 1)[-1] if "." in entry.name else ""
         if entry.is_file() and suffix in STATIC_TYPES:
             files[entry.name] = (entry.read_bytes(), STATIC_TYPES[suffix])

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from device.source_runner import SourceState
+from device.feeds.runner import SourceState
 from live.session import SessionStats
 
 if TYPE_CHECKING:
-    from device.telemetry import Telemetry
+    from device.outputs.telemetry import Telemetry
 
 DROP_REASONS = ("rate", "late", "unusable")
 SOURCE_STATES = tuple(state.value for state in SourceState)

@@ -36,9 +36,10 @@ import aiomqtt
 import anyio
 from anyio.abc import TaskStatus
 
-from device.config import ConfigError
+from device.app.config import ConfigError
 from device.events import CountChanged
-from device.telemetry import AppView, strip_credentials
+from device.outputs.telemetry import AppView, strip_credentials
+from live.backoff import Backoff
 from live.events import Event
 
 log = logging.getLogger("lookout.mqtt")
@@ -285,7 +286,8 @@ class MqttPublisher:
 
     async def serve(self) -> None:
         """Connect, publish, reconnect with backoff; returns only by cancellation."""
-        delay = self.backoff_s[0]
+        backoff = Backoff(*self.backoff_s)
+        failures = 0
         while True:
             try:
                 await self._connection()
@@ -298,10 +300,10 @@ class MqttPublisher:
                     self._outage = True
             finally:
                 if self.stats.connected:
-                    delay = self.backoff_s[0]  # it was up: a new outage starts with a short wait
+                    failures = 0  # it was up: a new outage starts with a short wait
                 self.stats.connected = False
-            await anyio.sleep(delay)
-            delay = min(delay * 2, self.backoff_s[1])
+            failures += 1
+            await anyio.sleep(backoff.delay(failures))
 
     def _client(self) -> aiomqtt.Client:
         settings = self.settings

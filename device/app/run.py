@@ -24,15 +24,15 @@ from anyio import CancelScope
 from anyio.abc import TaskStatus
 from google.genai import types
 
+from device.app.commands import QUIT, run_command
+from device.app.config import Config
 from device.bus import EventBus
 from device.capture import CaptureLoop
-from device.commands import QUIT, run_command
-from device.config import Config
-from device.console import ConsoleSink
 from device.events import CaptureStatsEvent, SourceStateEvent
+from device.feeds.runner import SourceRunner, SourceState, StateChange
+from device.outputs.console import ConsoleSink
+from device.outputs.sinks import JsonlSink
 from device.perception import Perception
-from device.sinks import JsonlSink
-from device.source_runner import SourceRunner, SourceState, StateChange
 from device.sources import FrameSource, SourceError, open_source
 from live import (
     EmitMode,

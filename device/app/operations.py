@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 
-from device.app import App
-from device.mqtt import MqttPublisher, parse_mqtt
-from device.status_server import StatusServer, parse_http
-from device.telemetry import Telemetry
+from device.app.run import App
+from device.outputs.mqtt import MqttPublisher, parse_mqtt
+from device.outputs.status_server import StatusServer, parse_http
+from device.outputs.telemetry import Telemetry
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from device.source_runner import SourceRunner
+from device.feeds.runner import SourceRunner
 from device.sources import SourceError
 from live.clock import Clock
 from live.frame import Frame

@@ -15,7 +15,7 @@ def _line(status: str, what: str, detail: str) -> None:
 
 
 def _check_source(spec: str | None) -> str:
-    from device.app import sample_video
+    from device.app.run import sample_video
     from device.sources import SourceError, open_source
 
     if spec is None:
@@ -115,7 +115,7 @@ def _check_runtime() -> str:
 
 
 def _check_model(model: str | None) -> str:
-    from device.config import DEFAULT_GEMINI_MODEL, api_key_from_env
+    from device.app.config import DEFAULT_GEMINI_MODEL, api_key_from_env
 
     key = api_key_from_env()
     if model == "local":
@@ -134,7 +134,7 @@ def _check_model(model: str | None) -> str:
 def doctor(args: argparse.Namespace) -> int:
     results = []
     if args.config is not None:
-        from device.config import Config, ConfigError, apply, load_file
+        from device.app.config import Config, ConfigError, apply, load_file
 
         try:
             apply(Config(), load_file(args.config), str(args.config))

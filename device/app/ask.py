@@ -23,13 +23,13 @@ from typing import TextIO
 import anyio
 from anyio import CancelScope
 
-from device.app import configured_source, detector_factory
-from device.config import Config
+from device.app.config import Config
+from device.app.run import configured_source, detector_factory
 from device.events import SourceStateEvent
+from device.feeds.runner import SourceRunner, StateChange
+from device.feeds.sampler import FrameSampler
+from device.outputs.sinks import EventSink, JsonlSink
 from device.perception import Perception
-from device.sampler import FrameSampler
-from device.sinks import EventSink, JsonlSink
-from device.source_runner import SourceRunner, StateChange
 from device.sources import FrameSource
 from live import MemoryEventLog, SQLiteEventLog
 from live.clock import Clock, MonotonicClock

@@ -6,7 +6,7 @@ the latest frame with its boxes, the raw count and the detector latency. It
 keeps only the current state, a short count history and a reference to the
 newest frame; drawing and JPEG encoding happen later, on demand, in a worker
 thread (``snapshot_jpeg``), so feeding it costs the pipeline next to nothing.
-The Prometheus view of the same state is ``device/metrics.py``.
+The Prometheus view of the same state is ``device/outputs/metrics.py``.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from typing import Any, Protocol
 import numpy as np
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
+from device.app.config import Config
 from device.capture import CaptureStats
-from device.changes import Changes
-from device.config import Config
 from device.events import CountChanged, SourceStateEvent
+from device.feeds.runner import SourceState
+from device.outputs.changes import Changes
+from device.outputs.render import DisplayFrame, render_jpeg
 from device.perception import PerceptionStats
-from device.render import DisplayFrame, render_jpeg
-from device.source_runner import SourceState
 from live.clock import Clock
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped, Transcript
 from live.redact import strip_credentials
@@ -178,7 +178,7 @@ class Telemetry:
             buckets=DETECT_BUCKETS_S,
             registry=self.registry,
         )
-        from device.metrics import AppCollector  # the collector reads this object
+        from device.outputs.metrics import AppCollector  # the collector reads this object
 
         self.registry.register(AppCollector(self))
 

@@ -1,4 +1,4 @@
-"""The JSON-lines event log (the console is ``device/console.py``)."""
+"""The JSON-lines event log (the console is ``device/outputs/console.py``)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""The applications: ``lookout run`` (``run.App``), ``lookout ask``, and their configuration."""

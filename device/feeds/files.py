@@ -1,0 +1,168 @@
+"""Reading a file or a folder: every frame in order, on demand, with loop passes.
+
+A replay must give the same results at any speed, so nothing is dropped here:
+the capture loop asks for the next frame when it wants one. A read that fails
+(a file on a flaky disk) is retried from the same frame with backoff, up to a
+number of failures in a row; one undecodable image is skipped and counted. A
+looped file's passes follow each other in time and index, as one long clip.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+
+from device.feeds.runner import SourceState, describe
+from device.sources import SourceError, SourceUnavailable, UnreadableFrame
+from live.frame import Frame
+
+if TYPE_CHECKING:
+    from device.feeds.runner import SourceRunner
+
+log = logging.getLogger("lookout.source")
+
+
+class FileReading:
+    def __init__(self, runner: SourceRunner, *, loop: bool, max_failures: int) -> None:
+        self.runner = runner
+        self.source = runner.source
+        self._loop = loop
+        self._max_failures = max_failures
+        self._lock: anyio.Lock | None = None  # made on first use: needs a running loop
+        self._wait: anyio.CancelScope | None = None
+        self._announced = False
+        self._is_open = False
+        self._next_index = 0
+        self._failures = 0
+        # Where the current loop pass stands, and how passes shift time and index.
+        self._pass_frames = 0
+        self._pass_last: Frame | None = None
+        self._pass_prev_t: float | None = None
+        self._t_offset = 0.0
+        self._index_offset = 0
+
+    async def run(self) -> None:
+        """Files have no task of their own: frames are read when asked for."""
+
+    def stop(self) -> None:
+        if self._wait is not None:
+            self._wait.cancel()
+
+    async def next_frame(self) -> Frame | None:
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            return await self._next()
+
+    async def _next(self) -> Frame | None:
+        runner = self.runner
+        while True:
+            if runner.closed or runner.state is SourceState.ENDED:
+                return None
+            if runner.state is SourceState.FAILED:
+                raise SourceError(runner.failure)
+            if not self._is_open:
+                await self._open()
+                continue
+            try:
+                frame = await anyio.to_thread.run_sync(self.source.read)
+            except UnreadableFrame as exc:
+                # One bad image is the file's fault, not the source's: skip it, counted.
+                runner.stats.skipped_unreadable += 1
+                self._next_index = exc.index + 1
+                log.warning("skipped: %s", exc)
+                continue
+            except Exception as exc:
+                if runner.closed:
+                    return None
+                runner.stats.read_errors += 1
+                await self._failure(describe(exc))
+                continue
+            if runner.closed:
+                return None
+            if frame is None:
+                if self._loop and self._pass_frames > 0:
+                    await self._rewind()
+                    continue
+                await runner.close_source()
+                runner.set_state(SourceState.ENDED, "end of file")
+                return None
+            self._failures = 0
+            self._next_index = frame.index + 1
+            self._pass_prev_t = self._pass_last.t_media if self._pass_last is not None else None
+            self._pass_last = frame
+            self._pass_frames += 1
+            runner.mark_running(frame)
+            return runner.accept(self._shifted(frame))
+
+    async def _open(self) -> None:
+        runner = self.runner
+        if not self._announced:
+            self._announced = True
+            runner.set_state(SourceState.OPENING, f"opening {self.source.name}")
+        try:
+            await runner.open_source()
+            if self._next_index:
+                await anyio.to_thread.run_sync(self.source.seek, self._next_index)
+        except SourceUnavailable as exc:
+            await runner.fail(str(exc), self._failures + 1)
+            return
+        except Exception as exc:
+            await self._failure(describe(exc))
+            return
+        self._is_open = True
+
+    async def _failure(self, reason: str) -> None:
+        runner = self.runner
+        self._failures += 1
+        self._is_open = False
+        await runner.close_source()
+        if self._failures >= self._max_failures:
+            await runner.fail(f"{reason} ({self._failures} failures in a row)", self._failures)
+            return
+        delay = runner.backoff(self._failures)
+        runner.set_state(
+            SourceState.RECONNECTING, f"{reason}; retry in {delay:g} s", self._failures
+        )
+        # close() cuts the wait short; next_frame() then sees the runner closed.
+        with anyio.CancelScope() as scope:
+            self._wait = scope
+            if not runner.closed:
+                await runner.clock.sleep(delay)
+        self._wait = None
+
+    async def _rewind(self) -> None:
+        """Start the next loop pass: time and index go on from where this pass ended."""
+        last = self._pass_last
+        assert last is not None
+        if self.source.fps:
+            step = 1.0 / self.source.fps
+        elif self._pass_prev_t is not None and last.t_media > self._pass_prev_t:
+            step = last.t_media - self._pass_prev_t
+        else:
+            step = 1e-3  # only so that t keeps increasing
+        # Unreadable images at the end of a folder still had their slots in the clip.
+        frames_in_clip = max(self._next_index, last.index + 1)
+        self._t_offset += last.t_media + step * (frames_in_clip - last.index)
+        self._index_offset += frames_in_clip
+        self._pass_frames = 0
+        self._pass_last = None
+        self._pass_prev_t = None
+        self._next_index = 0
+        log.info("%s: looping", self.source.name)
+        try:
+            await anyio.to_thread.run_sync(self.source.seek, 0)
+        except Exception as exc:
+            self.runner.stats.read_errors += 1
+            await self._failure(f"cannot rewind: {describe(exc)}")
+
+    def _shifted(self, frame: Frame) -> Frame:
+        if not self._t_offset and not self._index_offset:
+            return frame
+        return frame.shifted(dt=self._t_offset, dindex=self._index_offset)
+
+
+__all__ = ["FileReading"]

@@ -1,0 +1,137 @@
+"""Reading a camera or a stream: a reader task keeps the newest frame, with a stall watchdog.
+
+A capture that is read more slowly than it produces queues stale frames in
+the driver, so a reader task reads as fast as the camera delivers and keeps
+only the newest frame (a ``LatestWins`` of one): ``next_frame`` is always the
+freshest picture not returned yet. A read that blocks longer than the stall
+timeout is abandoned and the camera reopened; reopening backs off while the
+camera stays away, and starts fresh once it delivered again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from device.feeds.runner import SourceState, describe
+from device.sources import SourceError, SourceUnavailable
+from live.buffer import LatestWins
+from live.frame import Frame
+
+if TYPE_CHECKING:
+    from device.feeds.runner import SourceRunner
+
+log = logging.getLogger("lookout.source")
+
+
+class _Stalled:
+    """The watchdog gave up on a read."""
+
+
+_STALLED = _Stalled()
+_UNSET: Any = object()
+
+
+class LiveReading:
+    def __init__(self, runner: SourceRunner, *, stall_timeout_s: float) -> None:
+        self.runner = runner
+        self.source = runner.source
+        self.stall_timeout_s = stall_timeout_s
+        self.newest: LatestWins[Frame] = LatestWins(1)
+        self._scope: anyio.CancelScope | None = None
+
+    def stop(self) -> None:
+        if self._scope is not None:
+            self._scope.cancel()
+        self.newest.close()
+
+    async def next_frame(self) -> Frame | None:
+        try:
+            return await self.newest.get()
+        except anyio.EndOfStream:
+            if self.runner.state is SourceState.FAILED and not self.runner.closed:
+                raise SourceError(self.runner.failure) from None
+            return None
+
+    async def run(self) -> None:
+        """Until closed or cancelled: open, read, and reopen with backoff when it fails."""
+        runner = self.runner
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            runner.set_state(SourceState.OPENING, f"opening {self.source.name}")
+            attempt = 0
+            while True:
+                try:
+                    reason, delivered = await self._open_and_read()
+                except SourceUnavailable as exc:
+                    await runner.fail(str(exc), attempt + 1)
+                    self.newest.close()  # wakes the reader with the failure
+                    return
+                await runner.close_source()
+                attempt = 1 if delivered else attempt + 1
+                delay = runner.backoff(attempt)
+                runner.set_state(
+                    SourceState.RECONNECTING, f"{reason}; retry in {delay:g} s", attempt
+                )
+                await runner.clock.sleep(delay)
+
+    async def _open_and_read(self) -> tuple[str, bool]:
+        """Open, then read until the capture fails: (why it failed, whether it gave frames)."""
+        runner = self.runner
+        try:
+            await runner.open_source(abandon_on_cancel=True)
+        except SourceUnavailable:
+            raise
+        except Exception as exc:
+            return describe(exc), False
+        delivered = False
+        while True:
+            outcome = await self._read_watched()
+            if outcome is _STALLED:
+                runner.stats.stalls += 1
+                stall = f"no frame within {self.stall_timeout_s:g} s (read stalled)"
+                return f"{self.source.name}: {stall}", delivered
+            if isinstance(outcome, BaseException):
+                runner.stats.read_errors += 1
+                if not isinstance(outcome, SourceError):
+                    log.error("%s: read raised", self.source.name, exc_info=outcome)
+                return describe(outcome), delivered
+            if not isinstance(outcome, Frame):
+                runner.stats.read_errors += 1
+                return f"{self.source.name}: stream ended", delivered
+            delivered = True
+            runner.mark_running(outcome)
+            self.newest.put(runner.accept(outcome))
+
+    async def _read_watched(self) -> Frame | BaseException | _Stalled | None:
+        """One read, given up after the stall timeout on the clock.
+
+        A given-up read stays in its worker thread until the driver returns;
+        the source releases that capture then (see FrameSource), and the
+        runner never touches it again.
+        """
+        result: Frame | BaseException | None = _UNSET
+        stalled = False
+        async with anyio.create_task_group() as tg:
+
+            async def watchdog() -> None:
+                nonlocal stalled
+                await self.runner.clock.sleep(self.stall_timeout_s)
+                stalled = True
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watchdog)
+            try:
+                result = await anyio.to_thread.run_sync(self.source.read, abandon_on_cancel=True)
+            except Exception as exc:
+                result = exc
+            tg.cancel_scope.cancel()
+        if result is _UNSET:
+            return _STALLED if stalled else SourceError(f"{self.source.name}: read cancelled")
+        return result
+
+
+__all__ = ["LiveReading"]

@@ -1,0 +1,241 @@
+"""The async side of a frame source: an explicit state, reconnects, the frames to read.
+
+``SourceRunner`` owns what every source shares: its state (opening, running,
+reconnecting, ended, failed) and the callback that reports it, the counters,
+the backoff between attempts, and opening and closing in worker threads. How
+frames are read is a strategy chosen by the kind of source:
+
+- files and folders (``files.FileReading``): every frame in order, on demand,
+  because a replay must give the same results at any speed;
+- cameras and streams (``live.LiveReading``): a reader task reads as fast as the
+  camera delivers and keeps only the newest frame, with a stall watchdog.
+
+Nothing here blocks the event loop, and all timing (backoff, watchdog) goes
+through the injected Clock, so tests drive it in virtual time.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import anyio
+import anyio.to_thread
+from anyio.abc import TaskStatus
+
+from device.sources import FrameSource, SourceError
+from live.backoff import Backoff
+from live.clock import Clock
+from live.frame import Frame
+
+log = logging.getLogger("lookout.source")
+
+
+class SourceState(enum.Enum):
+    OPENING = "opening"
+    RUNNING = "running"
+    RECONNECTING = "reconnecting"
+    ENDED = "ended"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class StateChange:
+    state: SourceState
+    reason: str
+    attempt: int = 0  # consecutive failures so far (RECONNECTING, FAILED)
+
+
+@dataclass
+class SourceStats:
+    frames_read: int = 0
+    read_errors: int = 0  # reads that raised (or gave nothing on a live source)
+    reopens: int = 0  # successful opens after the first one
+    stalls: int = 0  # live reads abandoned by the watchdog
+    skipped_unreadable: int = 0  # single undecodable images skipped
+    resolution_changes: int = 0
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, SourceError):
+        return str(exc)
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def size(shape: tuple[int, ...]) -> str:
+    return f"{shape[1]}x{shape[0]}" if len(shape) >= 2 else str(shape)
+
+
+def _ignore_state(change: StateChange) -> None:
+    pass
+
+
+class Reading(Protocol):
+    """How one kind of source is read (files in order; cameras newest-first)."""
+
+    async def run(self) -> None: ...
+
+    async def next_frame(self) -> Frame | None: ...
+
+    def stop(self) -> None: ...
+
+
+class SourceRunner:
+    """Drives one FrameSource; ``next_frame()`` is what the capture loop reads."""
+
+    def __init__(
+        self,
+        source: FrameSource,
+        *,
+        clock: Clock,
+        on_state: Callable[[StateChange], None] = _ignore_state,
+        loop: bool = False,
+        stall_timeout_s: float = 5.0,
+        max_backoff_s: float = 30.0,
+        initial_backoff_s: float = 0.5,
+        max_file_failures: int = 5,
+    ) -> None:
+        if stall_timeout_s <= 0 or initial_backoff_s <= 0 or max_backoff_s < initial_backoff_s:
+            raise ValueError("timeouts must be positive and max_backoff_s >= initial_backoff_s")
+        if max_file_failures < 1:
+            raise ValueError("max_file_failures must be at least 1")
+        self.source = source
+        self.state = SourceState.OPENING
+        self.stats = SourceStats()
+        self.clock = clock
+        self.initial_backoff_s = initial_backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.failure = ""  # why the source FAILED
+        self.closed = False
+        # Read from worker threads: an open that finishes after close() undoes itself.
+        self.closing = threading.Event()
+        self.opened_before = False
+        self._on_state = on_state
+        self._last_shape: tuple[int, ...] | None = None
+        self._reading: Reading
+        if source.live:
+            from device.feeds.live import LiveReading
+
+            self._reading = LiveReading(self, stall_timeout_s=stall_timeout_s)
+        else:
+            from device.feeds.files import FileReading
+
+            self._reading = FileReading(self, loop=loop, max_failures=max_file_failures)
+        self._running = False
+        self._run_done: anyio.Event | None = None
+
+    # ------------------------------------------------------------------ public
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The reading strategy's own task (live sources: the reader); for files nothing."""
+        if self.closed or not self.source.live:
+            task_status.started()
+            return
+        if self._running:
+            raise RuntimeError("SourceRunner.run() is already running")
+        self._running = True
+        self._run_done = anyio.Event()
+        try:
+            task_status.started()
+            await self._reading.run()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.close_source()
+            self._run_done.set()
+
+    async def next_frame(self) -> Frame | None:
+        """The next frame; None once a file has ended or the runner is closed.
+
+        Files: every frame in order. Live: the newest frame that has not been
+        returned yet, waiting (cancellably) through reconnects for one; the
+        frames come from ``run()``, which must be running.
+        Raises SourceError once the source has FAILED.
+        """
+        return await self._reading.next_frame()
+
+    async def close(self) -> None:
+        """Stop reading and release the source; safe to call more than once."""
+        if self.closed:
+            return
+        self.closed = True
+        self.closing.set()
+        self._reading.stop()
+        with anyio.CancelScope(shield=True):
+            if self._run_done is not None:
+                await self._run_done.wait()
+            await self.close_source()
+        if self.state not in (SourceState.ENDED, SourceState.FAILED):
+            self.set_state(SourceState.ENDED, "closed")
+
+    # ----------------------------------------------------- for the strategies
+
+    def backoff(self, failures: int) -> float:
+        return Backoff(self.initial_backoff_s, self.max_backoff_s).delay(failures)
+
+    async def open_source(self, *, abandon_on_cancel: bool = False) -> None:
+        await anyio.to_thread.run_sync(
+            self._open_unless_closing, abandon_on_cancel=abandon_on_cancel
+        )
+        if self.opened_before:
+            self.stats.reopens += 1
+        self.opened_before = True
+
+    def _open_unless_closing(self) -> None:
+        self.source.open()
+        # close() may have run while this open was abandoned in its thread;
+        # nobody else would release what it just opened.
+        if self.closing.is_set():
+            self.source.close()
+            raise SourceError(f"{self.source.name}: closed")
+
+    async def close_source(self) -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                await anyio.to_thread.run_sync(self.source.close)
+            except Exception as exc:
+                log.warning("%s: close failed: %s", self.source.name, describe(exc))
+
+    async def fail(self, reason: str, attempt: int) -> None:
+        await self.close_source()
+        self.failure = reason
+        self.set_state(SourceState.FAILED, reason, attempt)
+
+    def accept(self, frame: Frame) -> Frame:
+        """Count a frame read, noticing a change of resolution."""
+        self.stats.frames_read += 1
+        shape = frame.shape
+        if self._last_shape is not None and shape != self._last_shape:
+            self.stats.resolution_changes += 1
+            log.info(
+                "%s: resolution changed from %s to %s",
+                self.source.name,
+                size(self._last_shape),
+                size(shape),
+            )
+        self._last_shape = shape
+        return frame
+
+    def mark_running(self, frame: Frame) -> None:
+        if self.state is not SourceState.RUNNING:
+            self.set_state(SourceState.RUNNING, f"{size(frame.shape)} frames")
+
+    def set_state(self, state: SourceState, reason: str, attempt: int = 0) -> None:
+        self.state = state
+        level = (
+            logging.WARNING
+            if state in (SourceState.RECONNECTING, SourceState.FAILED)
+            else logging.INFO
+        )
+        log.log(level, "%s: %s (%s)", self.source.name, state.value, reason)
+        try:
+            self._on_state(StateChange(state, reason, attempt))
+        except Exception:
+            log.exception("source state callback failed")
+
+
+__all__ = ["SourceRunner", "SourceState", "SourceStats", "StateChange", "describe"]

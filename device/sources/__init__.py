@@ -1,0 +1,95 @@
+"""Frame sources: webcams, video files, network streams, image folders, the Pi camera.
+
+``open_source(spec)`` turns a ``--source`` value into a source, nothing opened
+yet; the kinds live in ``opencv``, ``folder`` and ``picamera``, and what they
+share (the protocol, errors, the capture-backed base) in ``base``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from device.sources.base import (
+    _URL_RE,
+    IMAGE_EXTENSIONS,
+    PICAMERA_SPECS,
+    STREAM_SCHEMES,
+    CaptureSource,
+    FrameSource,
+    SourceError,
+    SourceUnavailable,
+    UnreadableFrame,
+    as_bgr,
+    decode_image,
+)
+from device.sources.folder import ImageFolderSource
+from device.sources.opencv import OpenCVSource
+from device.sources.picamera import Picamera2Source
+from live.frame import Frame
+from live.redact import safe_url
+
+
+def open_source(
+    spec: str,
+    *,
+    clock_now: Callable[[], float],
+    folder_fps: float = 1.0,
+    open_timeout_s: float = 10.0,
+    read_timeout_s: float = 10.0,
+) -> FrameSource:
+    """The source a command-line ``--source`` names; nothing is opened yet.
+
+    Raises SourceError for what can be known without opening: a path that does
+    not exist, an empty folder, an unsupported URL scheme.
+    """
+    text = spec.strip()
+    if not text:
+        raise SourceError("no source given (a camera index, a file, a folder or a URL)")
+    if text.isdigit():
+        return OpenCVSource(int(text), clock_now=clock_now)
+    if text.lower() in PICAMERA_SPECS:
+        return Picamera2Source(clock_now=clock_now)
+    match = _URL_RE.match(text)
+    if match:
+        scheme = match.group(1).lower()
+        if scheme == "file":
+            text = urlsplit(text).path
+        elif scheme in STREAM_SCHEMES:
+            return OpenCVSource(
+                text,
+                clock_now=clock_now,
+                open_timeout_s=open_timeout_s,
+                read_timeout_s=read_timeout_s,
+            )
+        else:
+            raise SourceError(f"unsupported source URL scheme {scheme}:// in {safe_url(text)}")
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return ImageFolderSource(path, fps=folder_fps)
+    if path.is_file():
+        if path.suffix.lower() in IMAGE_EXTENSIONS:
+            return ImageFolderSource(path, fps=folder_fps)
+        return OpenCVSource(str(path), clock_now=clock_now)
+    if path.exists():  # a device node such as /dev/video0
+        return OpenCVSource(str(path), clock_now=clock_now)
+    raise SourceError(f"file not found: {text}")
+
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "CaptureSource",
+    "Frame",
+    "FrameSource",
+    "ImageFolderSource",
+    "OpenCVSource",
+    "Picamera2Source",
+    "SourceError",
+    "SourceUnavailable",
+    "UnreadableFrame",
+    "as_bgr",
+    "decode_image",
+    "open_source",
+    "safe_url",
+]

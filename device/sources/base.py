@@ -1,0 +1,245 @@
+"""What every frame source is: the protocol, its errors, and the capture-backed base.
+
+Every method of a source blocks (a camera read can take as long as the camera
+wants), so the async side calls them from worker threads only; see
+``device/feeds``. A source knows nothing about retries: it opens, reads,
+seeks and closes, and says plainly what went wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Generic, Protocol, TypeVar
+
+import cv2
+import numpy as np
+
+from live.frame import Frame
+
+log = logging.getLogger("lookout.source")
+
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp"})
+STREAM_SCHEMES = frozenset(
+    {"rtsp", "rtsps", "rtmp", "rtmps", "http", "https", "udp", "tcp", "rtp", "srt", "mms"}
+)
+PICAMERA_SPECS = frozenset({"picam", "picamera", "picamera2"})
+_URL_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*)://")
+
+
+class SourceError(Exception):
+    """A source failed; the message is one line naming the source and the problem."""
+
+
+class UnreadableFrame(SourceError):
+    """One frame could not be decoded; the source has already moved past it."""
+
+    def __init__(self, message: str, *, index: int) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class SourceUnavailable(SourceError):
+    """Retrying cannot help (a library or driver is missing)."""
+
+
+class FrameSource(Protocol):
+    """What the runner needs from a source.
+
+    ``close()`` may be called from another thread while ``read()`` is blocked
+    in it. It must then return at once without touching the capture that is
+    being read: the reading thread releases that capture when its read
+    finally returns, and a later ``open()`` works on a fresh capture. This is
+    what lets the runner abandon a stalled network read and reconnect.
+    """
+
+    name: str  # for people and logs; never contains credentials
+    live: bool  # camera or stream (frames are dropped when late) vs file or folder (every frame)
+    fps: float | None
+
+    def open(self) -> None: ...
+
+    def read(self) -> Frame | None:
+        """The next frame; ``None`` at the end of a file. Raises SourceError."""
+        ...
+
+    def seek(self, index: int) -> None:
+        """Make ``index`` the next frame read (files and folders only)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def first_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def decode_image(data: bytes) -> np.ndarray | None:
+    """An encoded image (JPEG, PNG, BMP) as BGR, or None when it cannot be decoded."""
+    if not data:
+        return None
+    try:
+        image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error:
+        return None
+    if image is None or image.ndim != 3 or image.shape[2] != 3:
+        return None
+    return np.asarray(image)
+
+
+def as_bgr(image: np.ndarray) -> np.ndarray:
+    """Three-channel BGR, whatever a driver handed back (grey, BGRA)."""
+    if image.ndim == 2 or image.shape[2] == 1:
+        return np.asarray(cv2.cvtColor(image, cv2.COLOR_GRAY2BGR))
+    if image.shape[2] == 4:
+        return np.ascontiguousarray(image[:, :, :3])
+    return image
+
+
+# --------------------------------------------------------------------------- captures
+
+C = TypeVar("C")
+
+
+class _Held(Generic[C]):
+    """One open capture and who is using it."""
+
+    __slots__ = ("capture", "readers", "released", "retired")
+
+    def __init__(self, capture: C) -> None:
+        self.capture = capture
+        self.readers = 0
+        self.retired = False
+        self.released = False
+
+
+class CaptureSource(Generic[C]):
+    """A source backed by a blocking capture object (cv2.VideoCapture, Picamera2).
+
+    Implements the close-while-reading rule of :class:`FrameSource`: the
+    capture is released by whichever thread is last to let go of it, so a
+    driver never sees ``release()`` while it is inside ``read()``, and an
+    abandoned capture is never read again. Subclasses supply the four hooks.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        live: bool,
+        clock_now: Callable[[], float],
+        fps: float | None = None,
+    ) -> None:
+        self.name = name
+        self.live = live
+        self.fps = fps
+        self._clock_now = clock_now
+        self._lock = threading.Lock()
+        self._held: _Held[C] | None = None
+        self._next_index = 0
+
+    # Hooks -------------------------------------------------------------------
+
+    def _open_capture(self) -> C:
+        raise NotImplementedError
+
+    def _read_capture(self, capture: C) -> tuple[np.ndarray, float | None] | None:
+        """(image, media time in seconds or None) or None at the end of a file."""
+        raise NotImplementedError
+
+    def _seek_capture(self, capture: C, index: int) -> None:
+        raise SourceError(f"{self.name}: cannot seek in a live source")
+
+    def _release_capture(self, capture: C) -> None:
+        raise NotImplementedError
+
+    # FrameSource -------------------------------------------------------------
+
+    def open(self) -> None:
+        self.close()
+        capture = self._open_capture()
+        with self._lock:
+            self._held = _Held(capture)
+            if not self.live:
+                self._next_index = 0
+
+    def read(self) -> Frame | None:
+        with self._using() as held:
+            result = self._read_capture(held.capture)
+        with self._lock:
+            if held.retired:
+                raise SourceError(f"{self.name}: closed while reading")
+            if result is None:
+                return None
+            index = self._next_index
+            self._next_index += 1
+        image, media_t = result
+        return Frame(
+            as_bgr(image), t_media=self._frame_time(index, media_t), index=index, source=self.name
+        )
+
+    def seek(self, index: int) -> None:
+        if index < 0:
+            raise SourceError(f"{self.name}: cannot seek to frame {index}")
+        with self._using() as held:
+            self._seek_capture(held.capture, index)
+        with self._lock:
+            if held.retired:
+                raise SourceError(f"{self.name}: closed while seeking")
+            self._next_index = index
+
+    def close(self) -> None:
+        with self._lock:
+            held, self._held = self._held, None
+            if held is None:
+                return
+            held.retired = True
+            release = held.readers == 0 and not held.released
+            if release:
+                held.released = True
+        if release:
+            self._release_quietly(held.capture)
+
+    # -------------------------------------------------------------------------
+
+    @contextmanager
+    def _using(self) -> Iterator[_Held[C]]:
+        """The current capture, released here if close() retired it meanwhile."""
+        with self._lock:
+            held = self._held
+            if held is None:
+                raise SourceError(f"{self.name}: not open")
+            held.readers += 1
+        try:
+            yield held
+        finally:
+            with self._lock:
+                held.readers -= 1
+                release = held.retired and held.readers == 0 and not held.released
+                if release:
+                    held.released = True
+            if release:
+                self._release_quietly(held.capture)
+
+    def _frame_time(self, index: int, media_t: float | None) -> float:
+        if self.live:
+            return self._clock_now()
+        # Some containers report no position (or 0 for every frame); count frames then.
+        if (
+            media_t is not None
+            and math.isfinite(media_t)
+            and (media_t > 0 or (media_t == 0 and index == 0))
+        ):
+            return media_t
+        return index / self.fps if self.fps else float(index)
+
+    def _release_quietly(self, capture: C) -> None:
+        try:
+            self._release_capture(capture)
+        except Exception as exc:
+            log.warning("%s: release failed: %s", self.name, first_line(str(exc)))

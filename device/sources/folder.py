@@ -1,0 +1,88 @@
+"""Image folders (or one image file), read in name order at a chosen frame rate."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from device.sources.base import (
+    IMAGE_EXTENSIONS,
+    SourceError,
+    UnreadableFrame,
+    as_bgr,
+    decode_image,
+)
+from live.frame import Frame
+
+
+def _natural_key(path: Path) -> list[int | str]:
+    # "img2" before "img10", the order a person expects.
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", path.name)]
+
+
+class ImageFolderSource:
+    """The images of a folder (or one image file) in name order, at ``fps`` frames a second."""
+
+    live = False
+
+    def __init__(self, path: Path | str, *, fps: float = 1.0) -> None:
+        if not fps > 0:
+            raise SourceError(f"frame rate for images must be positive, not {fps}")
+        self.path = Path(path)
+        self.name = str(path)
+        self.fps: float | None = fps
+        self._fps = fps
+        self._lock = threading.Lock()
+        self._files = self._list()
+        self._index = 0
+
+    def _list(self) -> list[Path]:
+        if self.path.is_file():
+            return [self.path]
+        if not self.path.is_dir():
+            raise SourceError(f"file not found: {self.path}")
+        try:
+            files = [
+                p
+                for p in self.path.iterdir()
+                if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file()
+            ]
+        except OSError as exc:
+            raise SourceError(f"cannot list folder {self.path}: {exc.strerror}") from None
+        if not files:
+            kinds = ", ".join(sorted(e.lstrip(".") for e in IMAGE_EXTENSIONS))
+            raise SourceError(f"no images ({kinds}) in folder {self.path}")
+        return sorted(files, key=_natural_key)
+
+    def open(self) -> None:
+        files = self._list()
+        with self._lock:
+            self._files = files
+            self._index = 0
+
+    def read(self) -> Frame | None:
+        with self._lock:
+            index = self._index
+            if index >= len(self._files):
+                return None
+            self._index += 1
+            path = self._files[index]
+        try:
+            image = decode_image(np.fromfile(path, dtype=np.uint8).tobytes())
+        except OSError as exc:
+            raise UnreadableFrame(f"cannot read image {path}: {exc}", index=index) from None
+        if image is None:
+            raise UnreadableFrame(f"cannot read image {path}", index=index)
+        return Frame(as_bgr(image), t_media=index / self._fps, index=index, source=self.name)
+
+    def seek(self, index: int) -> None:
+        if index < 0:
+            raise SourceError(f"{self.name}: cannot seek to frame {index}")
+        with self._lock:
+            self._index = index
+
+    def close(self) -> None:
+        pass

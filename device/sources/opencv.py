@@ -1,0 +1,102 @@
+"""OpenCV sources: a webcam (an index or a /dev node), a video file, or a network stream."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from device.sources.base import _URL_RE, CaptureSource, SourceError, first_line
+from live.redact import safe_url
+
+
+class OpenCVSource(CaptureSource[Any]):
+    """A webcam (an index or a /dev node), a video file, or a network stream URL."""
+
+    def __init__(
+        self,
+        target: int | str,
+        *,
+        clock_now: Callable[[], float],
+        open_timeout_s: float = 10.0,
+        read_timeout_s: float = 10.0,
+    ) -> None:
+        self._target = target
+        self._open_timeout_s = open_timeout_s
+        self._read_timeout_s = read_timeout_s
+        if isinstance(target, int):
+            self.kind = "camera"
+            name = f"camera {target}"
+        elif _URL_RE.match(target):
+            self.kind = "stream"
+            name = safe_url(target)
+        elif target.startswith("/dev/"):
+            self.kind = "camera"
+            name = f"camera {target}"
+        else:
+            self.kind = "file"
+            name = target
+        super().__init__(name, live=self.kind != "file", clock_now=clock_now)
+
+    def _open_capture(self) -> Any:
+        try:
+            capture = self._create()
+        except cv2.error as exc:
+            raise SourceError(f"cannot open {self.name}: {first_line(str(exc))}") from None
+        if not capture.isOpened():
+            capture.release()
+            if self.kind == "camera":
+                raise SourceError(f"cannot open {self.name}")
+            if self.kind == "stream":
+                raise SourceError(f"cannot open stream {self.name}")
+            if not Path(self.name).exists():
+                raise SourceError(f"file not found: {self.name}")
+            raise SourceError(f"cannot open video file {self.name} (not a video OpenCV can decode)")
+        fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+        self.fps = fps if math.isfinite(fps) and 0 < fps < 1000 else None
+        return capture
+
+    def _create(self) -> Any:
+        if self.kind == "camera":
+            capture = cv2.VideoCapture(self._target)
+            if capture.isOpened() and hasattr(cv2, "CAP_PROP_BUFFERSIZE"):
+                # Keep the driver queue short so a slow reader gets recent frames;
+                # backends that do not support it just say no.
+                capture.set(cv2.CAP_PROP_BUFFERSIZE, 1)
+            return capture
+        if self.kind == "stream":
+            params: list[int] = []
+            if hasattr(cv2, "CAP_PROP_OPEN_TIMEOUT_MSEC"):
+                params += [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, int(self._open_timeout_s * 1000)]
+            if hasattr(cv2, "CAP_PROP_READ_TIMEOUT_MSEC"):
+                params += [cv2.CAP_PROP_READ_TIMEOUT_MSEC, int(self._read_timeout_s * 1000)]
+            if params:
+                return cv2.VideoCapture(self._target, cv2.CAP_FFMPEG, params)
+            return cv2.VideoCapture(self._target, cv2.CAP_FFMPEG)
+        return cv2.VideoCapture(self._target)
+
+    def _read_capture(self, capture: Any) -> tuple[np.ndarray, float | None] | None:
+        try:
+            ok, image = capture.read()
+        except cv2.error as exc:
+            raise SourceError(f"{self.name}: read failed: {first_line(str(exc))}") from None
+        if not ok or image is None:
+            if self.live:
+                raise SourceError(f"{self.name}: no frame (disconnected or stream lost)")
+            return None
+        if self.live:
+            return image, None
+        return image, float(capture.get(cv2.CAP_PROP_POS_MSEC)) / 1000.0
+
+    def _seek_capture(self, capture: Any, index: int) -> None:
+        if self.live:
+            super()._seek_capture(capture, index)
+        if not capture.set(cv2.CAP_PROP_POS_FRAMES, float(index)):
+            raise SourceError(f"{self.name}: cannot seek to frame {index}")
+
+    def _release_capture(self, capture: Any) -> None:
+        capture.release()

@@ -1,0 +1,61 @@
+"""The Raspberry Pi camera module through picamera2 (imported only when opened)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from device.sources.base import CaptureSource, SourceError, SourceUnavailable, first_line
+
+
+class Picamera2Source(CaptureSource[Any]):
+    """The Raspberry Pi camera module through picamera2 (imported only when opened)."""
+
+    def __init__(
+        self,
+        *,
+        clock_now: Callable[[], float],
+        camera_num: int = 0,
+        size: tuple[int, int] = (1280, 720),
+        fps: float | None = None,
+    ) -> None:
+        super().__init__(f"picamera2 camera {camera_num}", live=True, clock_now=clock_now, fps=fps)
+        self._camera_num = camera_num
+        self._size = size
+
+    def _open_capture(self) -> Any:
+        try:
+            from picamera2 import Picamera2  # type: ignore[import-not-found, unused-ignore]
+        except ImportError:
+            raise SourceUnavailable(
+                "picamera2 is not installed (apt install python3-picamera2)"
+            ) from None
+        camera: Any = None
+        try:
+            camera = Picamera2(self._camera_num)
+            # libcamera names formats by register order: "RGB888" lands in memory as
+            # B, G, R, which is OpenCV's BGR already, so no per-frame conversion.
+            main: dict[str, Any] = {"size": self._size, "format": "RGB888"}
+            controls: dict[str, Any] = {"FrameRate": self.fps} if self.fps else {}
+            camera.configure(camera.create_video_configuration(main=main, controls=controls))
+            camera.start()
+        except Exception as exc:
+            if camera is not None:
+                self._release_quietly(camera)
+            raise SourceError(f"cannot open {self.name}: {first_line(str(exc))}") from None
+        return camera
+
+    def _read_capture(self, capture: Any) -> tuple[np.ndarray, float | None] | None:
+        try:
+            image = capture.capture_array("main")
+        except Exception as exc:
+            raise SourceError(f"{self.name}: read failed: {first_line(str(exc))}") from None
+        return np.asarray(image), None
+
+    def _release_capture(self, capture: Any) -> None:
+        try:
+            capture.stop()
+        finally:
+            capture.close()
