@@ -28,9 +28,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from device.app.config import build
 from device.app.run import App, sample_video
 from device.capture import EncodedFrame
-from device.app.config import build
 from device.sources import Frame, FrameSource, open_source
 from live.events import Emission, Event
 from tools.count_people import CountChanged, FrameResult

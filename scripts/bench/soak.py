@@ -22,8 +22,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from device.app.run import App, sample_video
 from device.app.config import build
+from device.app.run import App, sample_video
 
 
 def rss_mb() -> float:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from device.cli import ASK_SETTINGS, AskFlags, parser
 from device.app.config import SETTINGS, Config, ConfigError, build
+from device.cli import ASK_SETTINGS, AskFlags, parser
 from tests.cli import lookout
 
 NO_SYSTEM = Path("/nonexistent/lookout.toml")

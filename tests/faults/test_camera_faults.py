@@ -21,9 +21,9 @@ import cv2
 import numpy as np
 import pytest
 
+from device.app.config import build
 from device.app.run import App
 from device.bus import EventBus
-from device.app.config import build
 from device.sources import CaptureSource, SourceError
 from live.clock import MonotonicClock
 from live.events import Event

@@ -19,10 +19,10 @@ import pytest
 from paho.mqtt import client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from device.capture import CaptureStats
 from device.app.config import Config
-from device.perception import PerceptionStats
+from device.capture import CaptureStats
 from device.feeds.runner import SourceState
+from device.perception import PerceptionStats
 from live.clock import FakeClock
 from live.session import DeviceCall, SessionStats
 

@@ -9,11 +9,11 @@ import aiohttp
 import anyio
 import pytest
 
-from device.app.run import App
 from device.app.config import ConfigError, build
+from device.app.operations import attach_operations, setup_operations
+from device.app.run import App
 from device.events import CountChanged
 from device.outputs.mqtt import MqttPublisher
-from device.app.operations import attach_operations, setup_operations
 from device.outputs.status_server import StatusServer
 from device.outputs.telemetry import Telemetry
 from tests.datafiles import data_file

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from device.events import CaptureStatsEvent, CountChanged, SourceStateEvent
 from device.app.report import ReportError, load_events, make_report, summarize
+from device.events import CaptureStatsEvent, CountChanged, SourceStateEvent
 from live.eventlog import SQLiteEventLog
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped
 from tests.cli import lookout

@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from device.app.config import Config
 from device.events import CountChanged, SourceStateEvent
-from device.outputs.render import BOX_COLOR
 from device.feeds.runner import SourceState
+from device.outputs.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry, strip_credentials
 from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage
 from tests.ops.support import FakeApp, FakeSession
