@@ -9,7 +9,7 @@ from live.eventlog import EventLog, MemoryEventLog, SQLiteEventLog, read_events
 from live.input_stream import InputStream
 from live.model import ConnectionLost, LiveConnection, LiveModel, LiveSetup, ModelSetupError
 from live.requests import LiveRequest, LiveRequestQueue, RequestKind
-from live.session import LiveSession, Runner, SessionError
+from live.session import DeviceCall, LiveSession, Runner
 from live.stop_streaming import STOP_STREAMING
 from live.store import SQLiteStore, StoreError, StoreHealth
 from live.tool import Tool, ToolArgumentError, ToolContext
@@ -19,6 +19,7 @@ __all__ = [
     "STOP_STREAMING",
     "Clock",
     "ConnectionLost",
+    "DeviceCall",
     "EmitMode",
     "EventLog",
     "FakeClock",
@@ -38,7 +39,6 @@ __all__ = [
     "SQLiteEventLog",
     "SQLiteStore",
     "SessionConfig",
-    "SessionError",
     "StoreError",
     "StoreHealth",
     "StreamBounds",

@@ -214,3 +214,29 @@ class UserText(Event):
 
     type: ClassVar[str] = "user_text"
     text: str
+
+
+def from_model(event: object) -> Event | None:
+    """What the session reports of something the model said (None: nothing to report).
+
+    Tool calls and cancellations are the session's to handle, not to report here.
+    """
+    from live import model as m
+
+    if isinstance(event, m.ModelTextOut):
+        return ModelText(text=event.text)
+    if isinstance(event, m.ModelTranscriptOut):
+        return Transcript(text=event.text, direction=event.direction)
+    if isinstance(event, m.ModelAudioOut):
+        return ModelAudio(mime_type=event.mime_type, size=len(event.data), data=event.data)
+    if isinstance(event, m.ModelTurnComplete):
+        return TurnComplete()
+    if isinstance(event, m.ModelInterrupted):
+        return Interrupted()
+    if isinstance(event, m.ModelUsage):
+        return Usage(
+            prompt_tokens=event.prompt_tokens,
+            response_tokens=event.response_tokens,
+            total_tokens=event.total_tokens,
+        )
+    return None

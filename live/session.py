@@ -33,54 +33,30 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from google.genai import types
 
 from live import dispatch
+from live.calls import Calls, DeviceCall
 from live.clock import Clock, MonotonicClock
-from live.config import PENDING_STATUS, EmitMode, SessionConfig
+from live.config import EmitMode, SessionConfig
 from live.connection import ModelLink
 from live.eventlog import EventLog
-from live.events import (
-    Emission,
-    ErrorEvent,
-    Event,
-    Interrupted,
-    JobUpdate,
-    ModelAudio,
-    ModelText,
-    ToolCall,
-    ToolResult,
-    Transcript,
-    TurnComplete,
-    Usage,
-)
+from live.events import Event, from_model
 from live.fanout import Fanout
 from live.input_stream import InputStream
 from live.model import (
     FunctionCallRequest,
     LiveModel,
     LiveSetup,
-    ModelAudioOut,
     ModelEvent,
-    ModelInterrupted,
-    ModelTextOut,
     ModelToolCall,
     ModelToolCancellation,
-    ModelTranscriptOut,
-    ModelTurnComplete,
     ModelUsage,
-    SendToolResponse,
 )
-from live.outbox import Outbox, OutEmission, render_emission
+from live.outbox import Outbox, render_emission
 from live.requests import LiveRequestQueue
 from live.stop_streaming import STOP_STREAMING, StopStreamingTool
-from live.streams import DEVICE, MODEL, StreamHandle, StreamRegistry
-from live.tool import Tool, check_unique_names, coalesce_updates
+from live.streams import DEVICE, StreamRegistry
+from live.tool import Tool, check_unique_names, coalesce_by_tool
 
 log = logging.getLogger("lookout.session")
-
-_SILENT = types.FunctionResponseScheduling.SILENT
-
-
-class SessionError(Exception):
-    """The session could not go on (the model was required and could not be reached)."""
 
 
 @dataclass
@@ -97,18 +73,10 @@ class SessionStats:
     usage_response_tokens: int = 0
     usage_total_tokens: int = 0
 
-
-@dataclass(frozen=True)
-class DeviceCall:
-    """A call the device made itself, and the answer it got."""
-
-    call_id: str
-    name: str
-    response: dict[str, Any]
-
-    @property
-    def ok(self) -> bool:
-        return self.response.get("status") != "error"
+    def add_usage(self, usage: ModelUsage) -> None:
+        self.usage_prompt_tokens += usage.prompt_tokens
+        self.usage_response_tokens += usage.response_tokens
+        self.usage_total_tokens += usage.total_tokens
 
 
 class Runner:
@@ -163,7 +131,8 @@ class LiveSession:
             stop_tool = StopStreamingTool(self.stop_streaming)
             self._tools[stop_tool.name] = stop_tool
         self._outbox = Outbox(
-            lambda emission: render_emission(self.config.emit_mode, emission), self._coalesce
+            lambda emission: render_emission(self.config.emit_mode, emission),
+            coalesce_by_tool(self._tools),
         )
         self._link = ModelLink(
             runner.model,
@@ -173,28 +142,36 @@ class LiveSession:
             setup=self._setup,
             on_event=self._on_model_event,
             emit=self._emit,
-            on_fresh_session=self._fresh_model_session,
+            on_fresh_session=lambda: self._calls.forget_model_calls(),
         )
         self._streams = StreamRegistry(
             self.config,
             self.clock,
-            deliver=self._deliver,
+            deliver=lambda *args: self._calls.deliver(*args),
             emit=self._emit,
             context=lambda tool, call_id, stream: dispatch.make_context(
                 tool, call_id, self.clock, self._emit, input_stream=stream
             ),
-            emissions_so_far=lambda: self._stats.emissions,
+            emissions_so_far=lambda: self._calls.stats.emissions,
+        )
+        self._calls = Calls(
+            self._tools,
+            self.config,
+            self.clock,
+            self._outbox,
+            self._streams,
+            emit=self._emit,
+            spawn=self._spawn,
+            last_seq=lambda: queue.last_seq,
         )
         self._fanout = Fanout(
             queue, self.config, self.clock, self._streams, self._outbox, self._link
         )
-        self._regular_calls: dict[str, anyio.CancelScope] = {}
         self._closing = False
         self._finished = anyio.Event()
         self._tg: TaskGroup | None = None
-        self._emission_seq = itertools.count(1)
         self._device_ids = itertools.count(1)
-        self._device_answers: dict[str, dict[str, Any]] = {}
+        self._events_dropped = 0
         self._events_send, self._events_recv = anyio.create_memory_object_stream[Event](4096)
 
     # ----------------------------------------------------------------- public
@@ -209,6 +186,9 @@ class LiveSession:
     @property
     def stats(self) -> SessionStats:
         stats = self._stats
+        stats.tool_calls = self._calls.stats.tool_calls
+        stats.emissions = self._calls.stats.emissions
+        stats.events_dropped = self._events_dropped
         stats.frames_in = self._fanout.frames_in
         stats.frames_to_model = self._fanout.frames_to_model
         stats.frames_model_lane_dropped = (
@@ -283,8 +263,8 @@ class LiveSession:
         pending status).
         """
         call_id = f"device-{next(self._device_ids)}"
-        await self._dispatch(FunctionCallRequest(call_id, name, dict(args or {})), by=DEVICE)
-        return DeviceCall(call_id, name, self._device_answers.pop(call_id, {}))
+        await self._calls.dispatch(FunctionCallRequest(call_id, name, dict(args or {})), by=DEVICE)
+        return DeviceCall(call_id, name, self._calls.take_device_answer(call_id))
 
     async def wait_finished(self) -> None:
         await self._finished.wait()
@@ -342,8 +322,7 @@ class LiveSession:
         self._streams.notify()
         self._outbox.poke()
         with anyio.CancelScope(shield=True):
-            for scope in list(self._regular_calls.values()):
-                scope.cancel()
+            self._calls.cancel_plain()
             await self._streams.stop_all("session closed")
             # Give answers already queued a moment to reach a live connection.
             if self._link.connected:
@@ -362,200 +341,22 @@ class LiveSession:
             resumption_handle=self._link.resumption_handle,
         )
 
-    def _fresh_model_session(self) -> None:
-        """The model came back as a new session: it never issued the running model call ids.
-
-        Answers for those calls would be refused or misread, so those streams end
-        (without a final answer) and what waits for them is dropped; the event
-        log keeps every emission, and the new session calls the tools it wants.
-        Device calls are nobody's business but the device's: they go on.
-        """
-        handles = [h for h in self._streams.handles.values() if h.by == MODEL]
-        ids = {h.call_id for h in handles}
-        dropped = self._outbox.drop_calls(ids)
-        if handles or dropped:
-            log.warning(
-                "the model started a fresh session; stopping %d stream(s), dropping %d "
-                "queued answer(s) for the old session",
-                len(handles),
-                dropped,
-            )
-        if handles:
-            self._spawn(self._stop_quietly, handles, "model session restarted")
-
-    async def _stop_quietly(self, handles: list[StreamHandle], reason: str) -> None:
-        await self._streams.stop_handles(handles, reason, send_final=False)
-
     def _on_model_event(self, event: ModelEvent) -> None:
         if isinstance(event, ModelToolCall):
             for call in event.calls:
-                self._spawn(self._dispatch, call)
+                self._spawn(self._calls.dispatch, call)
         elif isinstance(event, ModelToolCancellation):
-            self._spawn(self._cancel_calls, event.ids)
-        elif isinstance(event, ModelTextOut):
-            self._emit(ModelText(text=event.text))
-        elif isinstance(event, ModelTranscriptOut):
-            self._emit(Transcript(text=event.text, direction=event.direction))
-        elif isinstance(event, ModelAudioOut):
-            self._emit(ModelAudio(mime_type=event.mime_type, size=len(event.data), data=event.data))
-        elif isinstance(event, ModelTurnComplete):
-            self._emit(TurnComplete())
-        elif isinstance(event, ModelInterrupted):
-            self._emit(Interrupted())
-        elif isinstance(event, ModelUsage):
-            stats = self._stats
-            stats.usage_prompt_tokens += event.prompt_tokens
-            stats.usage_response_tokens += event.response_tokens
-            stats.usage_total_tokens += event.total_tokens
-            self._emit(
-                Usage(
-                    prompt_tokens=event.prompt_tokens,
-                    response_tokens=event.response_tokens,
-                    total_tokens=event.total_tokens,
-                )
-            )
+            self._spawn(self._calls.cancel, event.ids)
+        else:
+            if isinstance(event, ModelUsage):
+                self._stats.add_usage(event)
+            said = from_model(event)
+            if said is not None:
+                self._emit(said)
 
     def _spawn(self, func: Any, *args: Any) -> None:
         assert self._tg is not None
         self._tg.start_soon(func, *args)
-
-    def _coalesce(self, name: str, older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
-        tool = self._tools.get(name)
-        merge = tool.coalesce if tool is not None else coalesce_updates
-        try:
-            return merge(older, newer)
-        except Exception:
-            log.exception("coalescing emissions of %s failed; keeping the newer one", name)
-            return newer
-
-    # ------------------------------------------------------------- tool calls
-
-    def _respond(
-        self, call_id: str, name: str, response: dict[str, Any], by: str, **kw: Any
-    ) -> None:
-        if by == MODEL:
-            function_response = types.FunctionResponse(
-                id=call_id, name=name, response=response, **kw
-            )
-            self._outbox.post(SendToolResponse((function_response,)))
-        else:
-            self._device_answers[call_id] = response
-        self._emit(ToolResult(id=call_id, name=name, response=response))
-
-    def _refuse(self, call_id: str, name: str, message: str, by: str) -> None:
-        self._emit(ErrorEvent(message=message, where="tool_call", id=call_id))
-        self._respond(call_id, name, dispatch.error_response(message, self.config.secrets), by)
-
-    async def _dispatch(self, call: FunctionCallRequest, by: str = MODEL) -> None:
-        self._stats.tool_calls += 1
-        args = call.args if isinstance(call.args, dict) else {}
-        self._emit(ToolCall(id=call.id, name=call.name, args=args))
-        if call.id in self._streams.handles or call.id in self._regular_calls:
-            self._refuse(call.id, call.name, f"call id {call.id} is already running", by)
-            return
-        resolved = dispatch.resolve(self._tools, call.name, args)
-        if isinstance(resolved, str):
-            self._refuse(call.id, call.name, resolved, by)
-            return
-        tool, checked = resolved.tool, resolved.args
-        if tool.is_streaming:
-            self._start_stream(tool, call.id, checked, by)
-        elif tool.is_long_running:
-            await self._run_job(tool, call.id, checked, by)
-        else:
-            context = dispatch.make_context(tool, call.id, self.clock, self._emit)
-            with anyio.CancelScope() as scope:
-                self._regular_calls[call.id] = scope
-                try:
-                    outcome = await dispatch.invoke(
-                        tool, checked, context, secrets=self.config.secrets
-                    )
-                finally:
-                    self._regular_calls.pop(call.id, None)
-                if outcome.error is not None:
-                    self._emit(ErrorEvent(message=outcome.error, where=outcome.where, id=call.id))
-                self._respond(call.id, tool.name, outcome.response, by)
-
-    def _start_stream(self, tool: Tool, call_id: str, args: dict[str, Any], by: str) -> None:
-        handle = self._streams.start(tool, call_id, args, by=by, after_seq=self.queue.last_seq)
-        if isinstance(handle, str):
-            self._refuse(call_id, tool.name, handle, by)
-            return
-        # Answer at once so the model is never left waiting on a streaming call.
-        pending = {"status": PENDING_STATUS}
-        if self.config.emit_mode is EmitMode.FUNCTION_RESPONSE:
-            self._respond(call_id, tool.name, pending, by, will_continue=True, scheduling=_SILENT)
-        else:
-            self._respond(call_id, tool.name, pending, by)
-        self._spawn(self._streams.run, handle)
-
-    async def _run_job(self, tool: Tool, call_id: str, args: dict[str, Any], by: str) -> None:
-        """A long-running call in live mode: a ticket now, the result later, same call id."""
-        job = dispatch.new_job(tool, call_id, args)
-        context = dispatch.make_context(tool, call_id, self.clock, self._emit)
-        context.job_id = job.job_id
-        context.progress = dispatch.JobProgressReporter(job, self.clock.now, 0.5, self._emit)
-        self._respond(call_id, tool.name, job.ticket(), by, will_continue=True, scheduling=_SILENT)
-        self._emit(JobUpdate(id=call_id, job_id=job.job_id, name=tool.name, state="running"))
-        scope = anyio.CancelScope()
-        self._regular_calls[call_id] = scope
-        try:
-            await dispatch.run_job(job, tool, context, scope, secrets=self.config.secrets)
-        finally:
-            self._regular_calls.pop(call_id, None)
-            self._emit(
-                JobUpdate(
-                    id=call_id,
-                    job_id=job.job_id,
-                    name=tool.name,
-                    state=job.state.value,
-                    result=job.result,
-                    error=job.error,
-                )
-            )
-        if job.state.value == "failed" and job.error:
-            self._emit(ErrorEvent(message=job.error, where=tool.name, id=call_id))
-        if job.state.value != "cancelled":
-            self._respond(call_id, tool.name, job.final_response(), by)
-
-    def _deliver(
-        self,
-        handle: StreamHandle,
-        payload: dict[str, Any],
-        final: bool,
-        scheduling: types.FunctionResponseScheduling | None,
-    ) -> None:
-        to_model = handle.by == MODEL
-        if to_model:
-            self._outbox.post_emission(
-                OutEmission(
-                    handle.call_id,
-                    handle.name,
-                    payload,
-                    final,
-                    scheduling or self.config.scheduling,
-                )
-            )
-        self._stats.emissions += 1
-        self._emit(
-            Emission(
-                id=handle.call_id,
-                name=handle.name,
-                payload=payload,
-                seq=next(self._emission_seq),
-                final=final,
-                to_model=to_model,
-            )
-        )
-
-    async def _cancel_calls(self, ids: Sequence[str]) -> None:
-        for call_id in ids:
-            scope = self._regular_calls.get(call_id)
-            if scope is not None:
-                scope.cancel()
-        handles = [self._streams.handles[i] for i in ids if i in self._streams.handles]
-        if handles:
-            await self._streams.stop_handles(handles, "cancelled by model", send_final=False)
 
     # ----------------------------------------------------------------- events
 
@@ -571,9 +372,9 @@ class LiveSession:
             self._events_send.send_nowait(event)
         except anyio.WouldBlock:
             # A consumer that stopped reading must not stall the session; the log still has it.
-            self._stats.events_dropped += 1
+            self._events_dropped += 1
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
 
 
-__all__ = ["DeviceCall", "LiveSession", "Runner", "SessionError", "SessionStats"]
+__all__ = ["DeviceCall", "LiveSession", "Runner", "SessionStats"]

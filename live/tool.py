@@ -13,6 +13,8 @@ from live.clock import Clock
 from live.events import Event
 from live.input_stream import InputStream
 
+log = logging.getLogger("lookout.tool")
+
 
 class ToolArgumentError(ValueError):
     """The model called a tool with arguments it cannot take; the message says why."""
@@ -85,6 +87,24 @@ class Tool(Protocol):
         rule for tools that have no better one.
         """
         ...
+
+
+def coalesce_by_tool(
+    tools: Mapping[str, Tool],
+) -> Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]]:
+    """The merge rule for emissions of the tool of that name (its own ``coalesce``)."""
+
+    def merge(name: str, older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
+        tool = tools.get(name)
+        try:
+            return (
+                tool.coalesce(older, newer) if tool is not None else coalesce_updates(older, newer)
+            )
+        except Exception:
+            log.exception("coalescing emissions of %s failed; keeping the newer one", name)
+            return newer
+
+    return merge
 
 
 def coalesce_updates(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
