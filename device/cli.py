@@ -231,7 +231,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     # The console already reports source and connection states as events.
     _set_up_logging(
-        args.verbose, {"lookout.source": logging.ERROR, "lookout.session": logging.ERROR}
+        args.verbose,
+        {
+            "lookout.source": logging.ERROR,
+            "lookout.session": logging.ERROR,
+            "lookout.connection": logging.CRITICAL,  # each attempt is a console line already
+            "lookout.perception": logging.ERROR,  # detector failures are error events
+        },
     )
     try:
         app = App(config, read_stdin=args.stdin or sys.stdin.isatty())

@@ -82,7 +82,9 @@ async def test_page_count_follows_the_replayed_video(chromium: Path, tmp_path: P
     assert any(counts[i : i + 2] == shown for i in range(len(counts) - 1)), (shown, counts)
 
 
-async def test_stop_button_ends_the_stream(chromium: Path, tmp_path: Path) -> None:
+async def test_stop_ends_the_models_stream_the_count_goes_on_and_start_is_a_device_call(
+    chromium: Path, tmp_path: Path
+) -> None:
     async with running_app(tmp_path) as run, browser_page(chromium) as page:
         await page.goto(run.url)
         await page.wait_for_selector("button.stop", timeout=20_000)
@@ -92,8 +94,21 @@ async def test_stop_button_ends_the_stream(chromium: Path, tmp_path: Path) -> No
         assert "Successfully stopped" in (await page.text_content("#stream-message") or "")
         await screenshot(page, tmp_path, "status-page-stopped.png")
         assert run.app.session is not None and run.app.session.running_streams() == []
+        # The device's eyes stay open: the page keeps getting new counts after the stop.
+        stopped_at = max(e["t"] for e in run.events() if e["type"] == "stream_stopped")
+        telemetry = run.ops.telemetry
+        assert telemetry is not None
+        with anyio.fail_after(30):
+            while not any(e["type"] == "count" and e["t"] > stopped_at for e in run.events()):
+                await telemetry.state_changes.wait(telemetry.state_changes.version)
+        await page.wait_for_function(COUNT_IS_NUMBER, timeout=10_000)
+        # Start runs the tool again as the device's own call.
+        await page.click("button.start")
+        await page.wait_for_selector('td[data-key="by"]:text("device")', timeout=10_000)
     stopped = [e for e in run.events() if e["type"] == "stream_stopped"]
-    assert [(e["name"], e["reason"]) for e in stopped] == [("count_people", "stop_streaming")]
+    assert (stopped[0]["name"], stopped[0]["reason"]) == ("count_people", "stop_streaming")
+    started = [e for e in run.events() if e["type"] == "stream_started"]
+    assert [e["by"] for e in started] == ["model", "device"]
 
 
 async def test_token_once_in_the_url_then_the_cookie_carries_the_page(

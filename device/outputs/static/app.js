@@ -16,8 +16,13 @@ function setBadge(el, text, level) {
 
 function levelOf(state) {
   if (state === "running" || state === "connected") return "ok";
-  if (state === "failed" || state === "ended" || state === "closed") return "bad";
+  if (state === "failed" || state === "ended" || state === "closed" || state === "refused") return "bad";
   return "warn";
+}
+
+function clockTime(iso) {
+  // "2026-12-01T12:03:10" -> "12:03:10" (the device's local time, as it said it).
+  return iso ? iso.slice(11, 19) : "";
 }
 
 function fmtSeconds(s) {
@@ -58,7 +63,7 @@ function renderStreams(streams) {
     for (const s of streams) {
       const row = document.createElement("tr");
       row.dataset.callId = s.id;
-      for (const key of ["name", "id", "running", "emissions"]) {
+      for (const key of ["name", "by", "id", "running", "emissions"]) {
         const cell = document.createElement("td");
         cell.dataset.key = key;
         if (key === "running" || key === "emissions") cell.className = "num";
@@ -79,12 +84,48 @@ function renderStreams(streams) {
     const row = body.querySelector(`tr[data-call-id="${CSS.escape(s.id)}"]`);
     if (!row) continue;
     row.querySelector('[data-key="name"]').textContent = s.name;
+    row.querySelector('[data-key="by"]').textContent = s.by || "model";
     row.querySelector('[data-key="id"]').textContent = s.id;
     row.querySelector('[data-key="running"]').textContent = fmtSeconds(s.running_s);
     row.querySelector('[data-key="emissions"]').textContent = String(s.emissions);
   }
   $("streams").hidden = streams.length === 0;
   $("no-streams").hidden = streams.length !== 0;
+}
+
+function renderStart(startable, streams) {
+  // Start runs the tool's stream as a device call: recorded, not sent to any model.
+  const box = $("start-buttons");
+  const wanted = startable.filter((name) => !streams.some((s) => s.name === name && s.by === "device"));
+  const key = wanted.join("\n");
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.replaceChildren();
+  for (const name of wanted) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "start";
+    button.textContent = `Start ${name} (device)`;
+    button.addEventListener("click", () => startStream(name, button));
+    box.appendChild(button);
+  }
+}
+
+async function startStream(name, button) {
+  button.disabled = true;
+  $("stream-message").textContent = `Starting ${name}…`;
+  try {
+    const response = await fetch("api/streams/start", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ function_name: name }),
+    });
+    const result = await response.json();
+    $("stream-message").textContent = result.status || result.error || `HTTP ${response.status}`;
+  } catch (err) {
+    $("stream-message").textContent = `Start failed: ${err}`;
+  }
+  button.disabled = false;
 }
 
 async function stopStream(name, callId, button) {
@@ -192,13 +233,17 @@ function render(state) {
   setBadge($("source-state"), `source: ${source.state}`, levelOf(source.state));
   $("source-state").title = source.reason || "frame source";
   $("source-name").textContent = source.name;
-  const conn = state.connection;
-  setBadge($("connection-state"), `model: ${conn.state}`, levelOf(conn.state));
-  $("connection-state").title = conn.reason || "live model connection";
-  setBadge($("health"), state.health.ok ? "healthy" : "unhealthy", state.health.ok ? "ok" : "bad");
+  const model = state.model_state || { state: state.connection.state, reason: state.connection.reason };
+  const since = model.since ? ` since ${clockTime(model.since)}` : "";
+  setBadge($("connection-state"), `model: ${model.state}${model.connected ? "" : since}`, levelOf(model.state));
+  $("connection-state").title = model.reason || "live model connection";
+  const status = state.health.status || (state.health.ok ? "ok" : "unhealthy");
+  const healthText = { ok: "healthy", degraded: "degraded", unhealthy: "unhealthy" }[status] || status;
+  setBadge($("health"), healthText, { ok: "ok", degraded: "warn" }[status] || "bad");
   $("health").title = state.health.reason;
   renderImage(state);
   renderStreams(state.streams);
+  renderStart(state.startable || [], state.streams);
   renderText(state.model_text);
   drawChart(state);
 }
