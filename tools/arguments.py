@@ -14,13 +14,22 @@ import collections.abc
 import enum
 import reprlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import pydantic
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from live.tool import ToolArgumentError
-from tools.declaration import BUILTIN_NAMES, MAPPINGS, SEQUENCES, Param, item_type, strip_optional
+from tools.declaration import (
+    BUILTIN_NAMES,
+    MAPPINGS,
+    SEQUENCES,
+    Param,
+    constraints,
+    item_type,
+    strip_optional,
+)
 
 
 def _refuse(problem: str) -> PydanticCustomError:
@@ -80,6 +89,37 @@ def _enum_validator(kind: type[enum.Enum]) -> Callable[[Any], Any]:
     return check
 
 
+@dataclass(frozen=True)
+class WholeRange:
+    """``Annotated`` metadata beside a ``Field``'s bounds: a value outside is told all of them.
+
+    ``Annotated[float, Field(gt=0, le=1440), WholeRange()]`` refuses 5000 with "must be
+    more than 0 and at most 1440, got 5000", where pydantic would name only the bound
+    crossed and leave the model to guess the other.
+    """
+
+
+_RANGE_WORDS = (("gt", "more than"), ("ge", "at least"), ("lt", "less than"), ("le", "at most"))
+_BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+
+
+def _whole_range_refusal(bounds: Mapping[str, Any]) -> pydantic.WrapValidator:
+    words = " and ".join(f"{text} {bounds[key]}" for key, text in _RANGE_WORDS if key in bounds)
+    if not words:
+        raise TypeError("WholeRange() needs bounds beside it, as in Field(ge=1, le=10)")
+
+    def check(value: Any, handler: pydantic.ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except pydantic.ValidationError as exc:
+            # Only a crossed bound; a wrong type or a NaN keeps its own words.
+            if any(e["type"] in _BOUND_ERRORS for e in exc.errors(include_url=False)):
+                raise _refuse(f"must be {words}, got {_short(value)}") from None
+            raise
+
+    return pydantic.WrapValidator(check)
+
+
 _STRICT: dict[type, Any] = {
     bool: Annotated[bool, pydantic.Strict()],
     int: Annotated[int, pydantic.Strict(), pydantic.BeforeValidator(_integral_float_to_int)],
@@ -100,6 +140,10 @@ def _validation_type(annotation: Any) -> Any:
     origin = get_origin(annotation)
     if origin is Annotated:
         base, *metadata = get_args(annotation)
+        if any(isinstance(m, WholeRange) for m in metadata):
+            # Last, so that it wraps the bounds wherever the marker was written.
+            refusal = _whole_range_refusal(constraints(metadata)[1])
+            metadata = [*(m for m in metadata if not isinstance(m, WholeRange)), refusal]
         return Annotated[(_validation_type(base), *metadata)]
     inner, nullable = strip_optional(annotation)
     if nullable and inner is not annotation:
@@ -299,4 +343,4 @@ class Arguments:
         }
 
 
-__all__ = ["Arguments", "quote_names"]
+__all__ = ["Arguments", "WholeRange", "quote_names"]

@@ -95,19 +95,19 @@ def _unwrap(annotation: Any) -> tuple[Any, bool, list[Any]]:
 _CONSTRAINT_NAMES = ("ge", "gt", "le", "lt", "min_length", "max_length", "pattern")
 
 
-def _constraints(metadata: Iterable[Any]) -> tuple[str | None, dict[str, Any]]:
+def constraints(metadata: Iterable[Any]) -> tuple[str | None, dict[str, Any]]:
     """The description and the constraints (``ge``, ``max_length``, ...) in Annotated metadata."""
     description: str | None = None
     found: dict[str, Any] = {}
     for item in metadata:
         if isinstance(item, FieldInfo):
             description = item.description or description
-            found.update(_constraints(item.metadata)[1])
+            found.update(constraints(item.metadata)[1])
         elif isinstance(item, str | bytes):
             continue  # a plain comment-like annotation
         elif isinstance(item, Iterable):
             # annotated_types' grouped metadata (Interval, Len) iterates into single ones.
-            found.update(_constraints(item)[1])
+            found.update(constraints(item)[1])
         else:
             # Duck-typed so that annotated_types (pydantic's, not ours) need not be imported.
             for name in _CONSTRAINT_NAMES:
@@ -150,9 +150,9 @@ def schema_for(annotation: Any, description: str | None = None) -> types.Schema:
     the more specific.
     """
     inner, nullable, metadata = _unwrap(annotation)
-    own_description, constraints = _constraints(metadata)
+    own_description, limits = constraints(metadata)
     schema = _schema_for(inner)
-    _apply_constraints(schema, constraints)
+    _apply_constraints(schema, limits)
     if nullable:
         schema.nullable = True
     description = own_description or description
