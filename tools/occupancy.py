@@ -17,13 +17,15 @@ import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 import anyio
+from pydantic import Field
 
 from live.paging import paginate
 from live.store import SQLiteStore
 from live.tool import Tool, ToolArgumentError, ToolContext
+from tools.arguments import WholeRange
 from tools.function_tool import FunctionTool
 from tools.percept import Percept
 from tools.smoothing import CountSmoother
@@ -278,7 +280,7 @@ class OccupancyTools:
     def tools(self) -> list[Tool]:
         return [
             FunctionTool(self.count_people_now),
-            FunctionTool(self.start_occupancy_report, long_running=True, check=_check_report_args),
+            FunctionTool(self.start_occupancy_report, long_running=True),
             FunctionTool(self.fetch_counts),
         ]
 
@@ -295,14 +297,24 @@ class OccupancyTools:
             "source": self._source,
         }
 
-    async def start_occupancy_report(self, minutes: float, context: ToolContext) -> dict[str, Any]:
+    async def start_occupancy_report(
+        self,
+        minutes: Annotated[
+            float,
+            Field(
+                gt=0,
+                le=MAX_REPORT_MINUTES,
+                description="how long to watch, in minutes (fractions allowed, at most "
+                f"{MAX_REPORT_MINUTES}).",
+            ),
+            WholeRange(),
+        ],
+        context: ToolContext,
+    ) -> dict[str, Any]:
         """Watch the camera for a number of minutes and summarise how many people were there.
 
         The summary has min, max and mean occupancy and how often the count changed;
         per-minute counts are read afterwards with fetch_counts(job_id, cursor).
-
-        Args:
-            minutes: how long to watch, in minutes (fractions allowed, at most 1440).
         """
         job_id = context.job_id or context.call_id
         duration = minutes * 60.0
@@ -385,15 +397,6 @@ class OccupancyTools:
             "next_cursor": page.next_cursor,
             "complete": finished and page.next_cursor is None,
         }
-
-
-def _check_report_args(args: dict[str, Any]) -> None:
-    minutes = args.get("minutes")
-    if not isinstance(minutes, int | float) or not 0 < minutes <= MAX_REPORT_MINUTES:
-        raise ToolArgumentError(
-            f"start_occupancy_report: minutes must be more than 0 and at most "
-            f"{MAX_REPORT_MINUTES}, got {minutes!r}"
-        )
 
 
 __all__ = [
