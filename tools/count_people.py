@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import numpy as np
+from pydantic import Field
 
 from live import InputStream, ToolArgumentError, ToolContext
 from live.tool import coalesce_updates
@@ -36,10 +37,10 @@ def _no_percept() -> Percept | None:
 
 
 def check_count_args(args: dict[str, Any]) -> None:
-    """Range checks the declaration cannot express; raises ToolArgumentError."""
-    min_change = args.get("min_change", 1)
-    if min_change < 1:
-        raise ToolArgumentError(f"{TOOL}: min_change must be at least 1, got {min_change}")
+    """Refuses a region that is not 3+ points inside 0..1, which its type cannot say.
+
+    min_change's range is declared in the signature instead, where the model sees it.
+    """
     parse_region(args.get("region"), tool=TOOL)
 
 
@@ -111,7 +112,12 @@ class CountPeople:
         self,
         stream: InputStream,
         context: ToolContext,
-        min_change: int = 1,
+        min_change: Annotated[
+            int,
+            Field(
+                ge=1, description="report only changes of at least this many people (default 1)."
+            ),
+        ] = 1,
         region: list[list[float]] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """Count the people in view and report whenever the number changes.
@@ -120,7 +126,6 @@ class CountPeople:
         when the count changes. Keep it running; call stop_streaming to end it.
 
         Args:
-            min_change: report only changes of at least this many people (default 1).
             region: optional area to count in, a polygon of [x, y] points normalised to
                 0..1 of the image width and height; people whose feet are inside count.
         """

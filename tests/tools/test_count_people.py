@@ -225,6 +225,12 @@ async def test_bad_arguments_get_an_error_response(args: dict[str, object], mess
     assert message in answer[0].response["error"]
 
 
+def test_the_model_is_told_min_change_is_at_least_one() -> None:
+    decl = tool(CountPeople()).declaration()
+    assert decl.parameters is not None and decl.parameters.properties is not None
+    assert decl.parameters.properties["min_change"].minimum == 1
+
+
 def test_region_counts_people_whose_feet_are_inside() -> None:
     boxes = np.array([[10, 10, 30, 90], [60, 10, 80, 90]], dtype=np.float32)
     detections = Detections(boxes=boxes, scores=np.array([0.9, 0.8], dtype=np.float32))

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from live import InputStream, ToolArgumentError, ToolContext
 from tools import FunctionTool, is_streaming_callable, schema_for
+from tools.arguments import WholeRange
 
 
 async def watch(
@@ -250,6 +251,39 @@ def test_values_outside_annotated_constraints_are_refused_in_one_line(
 def test_values_inside_annotated_constraints_pass() -> None:
     args = {"count": 10, "ratio": 0.25, "name": "abc", "tags": ["a", "b", "c"]}
     assert FunctionTool(bounded).validate(args) == args
+
+
+def report(minutes: Annotated[float, Field(gt=0, le=1440), WholeRange()]) -> dict[str, Any]:
+    """A range the model is told in full whichever end it crossed."""
+    return {}
+
+
+@pytest.mark.parametrize(
+    ("minutes", "message"),
+    [
+        (5000.0, "report: minutes must be more than 0 and at most 1440, got 5000.0"),
+        (0, "report: minutes must be more than 0 and at most 1440, got 0"),
+        ("5", "report: minutes must be a number, got str '5'"),
+        (float("nan"), "report: minutes must be a finite number"),
+    ],
+)
+def test_a_whole_range_is_named_whichever_bound_was_crossed(minutes: Any, message: str) -> None:
+    tool = FunctionTool(report)
+    with pytest.raises(ToolArgumentError) as info:
+        tool.validate({"minutes": minutes})
+    assert str(info.value) == message
+    assert tool.validate({"minutes": 1440}) == {"minutes": 1440.0}
+    decl = tool.declaration()
+    assert decl.parameters is not None and decl.parameters.properties is not None
+    assert decl.parameters.properties["minutes"].maximum == 1440
+
+
+def test_a_whole_range_without_bounds_fails_at_construction() -> None:
+    def f(n: Annotated[int, WholeRange()]) -> None:
+        """No bounds to name."""
+
+    with pytest.raises(TypeError, match="needs bounds"):
+        FunctionTool(f)
 
 
 @pytest.mark.parametrize(
