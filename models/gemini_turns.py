@@ -7,8 +7,8 @@ signatures go back into the history. Wire facts: ``docs/gemini-rest-wire.md``.
 
 Decisions:
 
-* The client is built the way ``GeminiLiveModel`` builds it (``models/gemini.py``): the API
-  key from the argument, else ``GOOGLE_API_KEY`` / ``GEMINI_API_KEY``; ``genai.Client(
+* The client is built the way ``GeminiLiveModel`` builds it (``models/gemini_client.py``):
+  the API key from the argument, else ``GOOGLE_API_KEY`` / ``GEMINI_API_KEY``; ``genai.Client(
   vertexai=False, ...)``, so ``GOOGLE_GEMINI_BASE_URL``, ``GOOGLE_GENAI_API_VERSION`` and
   ``SSL_CERT_FILE`` apply (read once, here); API version v1beta unless configured. A given
   client is used as it is; only an explicit ``api_version`` overrides its version.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import Sequence
 
 import aiohttp
 import anyio
@@ -33,27 +32,18 @@ from google import genai
 from google.genai import errors, types
 
 from live.model import FunctionCallRequest, ModelUsage
-from live.redact import redact
 from live.turn_model import TurnModelError, TurnReply, TurnRequest
-from models.gemini import client_secrets, new_client
+from models.gemini_client import given_or_new_client, one_line
 
 DEFAULT_TURN_MODEL = "gemini-3.8-flash"
 DEFAULT_TIMEOUT_S = 60.0
 
-_DETAIL_LIMIT = 200
 # Statuses a retry can change: throttling, server faults, gateway timeouts.
 _RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # Finish reasons with nothing usable in the candidate; the malformed ones may go better on
 # a second try. Every other reason (STOP, MAX_TOKENS, unspecified) is a normal answer.
 _RETRYABLE_FINISH = frozenset({"MALFORMED_FUNCTION_CALL", "MALFORMED_RESPONSE"})
 _NORMAL_FINISH = frozenset({"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"})
-
-
-def _one_line(text: str, secrets: Sequence[str]) -> str:
-    text = redact(" ".join(text.split()), secrets)
-    if len(text) > _DETAIL_LIMIT:
-        text = text[: _DETAIL_LIMIT - 1] + "…"
-    return text
 
 
 def _is_httpx_transport_error(exc: BaseException) -> bool:
@@ -82,7 +72,7 @@ def reply_from_response(response: types.GenerateContentResponse) -> TurnReply:
     if feedback is not None and feedback.block_reason is not None:
         detail = f": {feedback.block_reason_message}" if feedback.block_reason_message else ""
         raise TurnModelError(
-            _one_line(f"prompt blocked ({_enum_name(feedback.block_reason)}){detail}", ())
+            one_line(f"prompt blocked ({_enum_name(feedback.block_reason)}){detail}", ())
         )
     if not response.candidates:
         raise TurnModelError("the model returned no candidates", retryable=True)
@@ -91,7 +81,7 @@ def reply_from_response(response: types.GenerateContentResponse) -> TurnReply:
     if reason is not None and reason not in _NORMAL_FINISH:
         detail = f": {candidate.finish_message}" if candidate.finish_message else ""
         raise TurnModelError(
-            _one_line(f"the model stopped without an answer ({reason}){detail}", ()),
+            one_line(f"the model stopped without an answer ({reason}){detail}", ()),
             retryable=reason in _RETRYABLE_FINISH,
         )
     content = candidate.content
@@ -142,14 +132,11 @@ class GeminiTurnModel:
         # Per request: one attempt (see module doc), plus an explicit version for a given client.
         self._request_options = types.HttpOptions(retry_options=types.HttpRetryOptions(attempts=1))
         self._owns_client = client is None
-        if client is not None:
-            self._client = client
-            self._secrets: tuple[str, ...] = client_secrets(client, api_key)
-            if api_version:
-                self._request_options.api_version = api_version
-            return
-        self._client, key = new_client(api_key, http_options, api_version)
-        self._secrets = (key,)
+        self._client, self._secrets = given_or_new_client(
+            client, api_key, http_options, api_version
+        )
+        if client is not None and api_version:
+            self._request_options.api_version = api_version
 
     @property
     def client(self) -> genai.Client:
@@ -206,4 +193,4 @@ class GeminiTurnModel:
             # The SDK refusing the request (ValueError: a field Gemini does not accept) or
             # anything unforeseen: the same request would fail the same way.
             text, retryable = f"{type(exc).__name__}: {exc}", False
-        return TurnModelError(_one_line(f"{self.name}: {text}", self._secrets), retryable=retryable)
+        return TurnModelError(one_line(f"{self.name}: {text}", self._secrets), retryable=retryable)

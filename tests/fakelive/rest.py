@@ -39,7 +39,9 @@ from aiohttp import web
 from google import genai
 
 from .certs import TestCerts, make_test_certs
-from .server import DEFAULT_API_KEY, DEFAULT_API_VERSION, LiveEndpoint, ThreadedServer, get_field
+from .endpoint import DEFAULT_API_KEY, DEFAULT_API_VERSION, LiveEndpoint
+from .threaded import ThreadedServer
+from .wire import get_field
 
 __all__ = [
     "NO_ANSWER",

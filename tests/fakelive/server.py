@@ -21,35 +21,49 @@ Two ways to run it:
 * in a background thread with its own loop, for a client in a subprocess (``lookout run``):
   ``with FakeLiveServer.run_in_thread() as srv: ...`` gives a :class:`ThreadedFakeLiveServer`
   whose methods are plain blocking calls.
+
+The server is one cohesive thing and stays one module (over the usual ~400 lines): its
+lifecycle, the wire protocol it answers, what a test scripts it to say and the waits on what
+it saw all read and write the same per-connection state. What it records (``records.py``),
+how a client finds it (``endpoint.py``), the tolerant JSON reading (``wire.py``) and the
+thread mode (``threaded.py``) live beside it; their names are importable from here too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import concurrent.futures
 import contextlib
 import itertools
 import json
-import os
 import re
 import shutil
-import threading
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from google import genai
-from google.genai import types
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from .certs import TestCerts, make_test_certs
+from .endpoint import DEFAULT_API_KEY, DEFAULT_API_VERSION, LiveEndpoint, client_for
+from .records import (
+    ClientContent,
+    ClientMessage,
+    FunctionResponseRecord,
+    LiveConnection,
+    RealtimeInput,
+    SentMessage,
+)
+from .threaded import ThreadedFakeLiveServer, ThreadedServer
+from .wire import b64decode_any, get_field, get_path
 
 __all__ = [
+    "DEFAULT_API_KEY",
+    "DEFAULT_API_VERSION",
+    "DEFAULT_VERSIONS",
     "ClientContent",
     "ClientMessage",
     "FakeLiveServer",
@@ -59,6 +73,7 @@ __all__ = [
     "RealtimeInput",
     "SentMessage",
     "ThreadedFakeLiveServer",
+    "ThreadedServer",
     "ToolCallSpec",
     "b64decode_any",
     "client_for",
@@ -72,8 +87,6 @@ T = TypeVar("T")
 # API (GOOGLE_AI_API_DEFAULT_VERSION); the public Live docs use "v1beta"; ephemeral tokens need
 # "v1alpha". Accept all three and record which one arrived so tests can assert on it.
 DEFAULT_VERSIONS: tuple[str, ...] = ("v1", "v1alpha", "v1beta")
-DEFAULT_API_VERSION = "v1beta"
-DEFAULT_API_KEY = "fake-live-api-key"
 
 _PATH_RE = re.compile(
     r"^/ws/google\.ai\.generativelanguage\.(?P<version>[A-Za-z0-9]+)"
@@ -84,289 +97,6 @@ _PATH_RE = re.compile(
 # means "drop the TCP connection", which is what the client reports as 1006.
 _ABRUPT_CODES = frozenset({1005, 1006, 1015})
 
-# Environment variables that would make the SDK ignore ours or trust more than our CA.
-_CONFLICTING_ENV = (
-    "GOOGLE_API_KEY",  # takes precedence over GEMINI_API_KEY in the SDK
-    "GOOGLE_GENAI_USE_VERTEXAI",
-    "GOOGLE_GENAI_USE_ENTERPRISE",
-    "GOOGLE_CLOUD_PROJECT",
-    "GOOGLE_CLOUD_LOCATION",
-    "SSL_CERT_DIR",  # the SDK passes it as capath, adding the system CAs back
-)
-_PROXY_ENV = frozenset({"http_proxy", "https_proxy", "all_proxy", "ws_proxy", "wss_proxy"})
-
-
-# --------------------------------------------------------------------------------------------
-# Tolerant access to the SDK's mixed snake/camel-case JSON
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-
-
-def get_field(obj: Any, name: str, default: Any = None) -> Any:
-    """``obj[name]`` accepting either spelling: ``get_field(d, "mime_type")`` finds ``mimeType``.
-
-    The SDK is not consistent (``realtime_input`` next to ``functionResponses``, ``mime_type``
-    inside ``realtime_input`` but ``mimeType`` inside ``setup``), so tests should not care.
-    """
-    if not isinstance(obj, Mapping):
-        return default
-    for key in (name, _camel(name), _snake(name)):
-        if key in obj:
-            return obj[key]
-    return default
-
-
-def get_path(obj: Any, *names: str, default: Any = None) -> Any:
-    """Nested :func:`get_field`: ``get_path(setup, "generation_config", "response_modalities")``."""
-    for name in names:
-        obj = get_field(obj, name, _MISSING)
-        if obj is _MISSING:
-            return default
-    return obj
-
-
-_MISSING: Any = object()
-
-
-def b64decode_any(data: str | bytes) -> bytes:
-    """Decode base64 in either alphabet (the SDK sends URL-safe, protobuf JSON allows both).
-
-    Padding is optional on the wire, so it is restored before decoding.
-    """
-    text = data.decode("ascii") if isinstance(data, bytes) else data
-    text = "".join(text.split()).replace("-", "+").replace("_", "/")
-    text += "=" * (-len(text) % 4)
-    try:
-        return base64.b64decode(text, validate=True)
-    except binascii.Error as exc:
-        raise ValueError(f"not base64: {text[:40]!r}") from exc
-
-
-# --------------------------------------------------------------------------------------------
-# Records
-
-
-@dataclass(frozen=True)
-class RealtimeInput:
-    """One item of a ``realtime_input`` message."""
-
-    connection: int
-    t: float
-    kind: str
-    """``video``, ``audio``, ``media``, ``media_chunks``, ``text``, ``activity_start``,
-    ``activity_end`` or ``audio_stream_end`` (the snake-cased wire key)."""
-    data: bytes | None = None
-    mime_type: str | None = None
-    text: str | None = None
-
-
-@dataclass(frozen=True)
-class ClientContent:
-    """A ``client_content`` message: turns (raw wire dicts) and ``turn_complete``."""
-
-    connection: int
-    t: float
-    turns: list[dict[str, Any]]
-    turn_complete: bool | None
-
-    def texts(self) -> list[str]:
-        """Every text part of every turn, in order."""
-        out: list[str] = []
-        for turn in self.turns:
-            for part in get_field(turn, "parts", []) or []:
-                text = get_field(part, "text")
-                if isinstance(text, str):
-                    out.append(text)
-        return out
-
-
-@dataclass(frozen=True)
-class FunctionResponseRecord:
-    """One entry of a ``tool_response`` message."""
-
-    connection: int
-    t: float
-    id: str | None
-    name: str | None
-    response: Any
-    will_continue: bool | None
-    scheduling: str | None
-    raw: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ClientMessage:
-    """One message the client sent, as it arrived."""
-
-    connection: int
-    seq: int
-    """Order of arrival across all connections of the server (0-based)."""
-    t: float
-    """``time.monotonic()`` at arrival."""
-    raw: str | bytes
-    data: Any
-    """Parsed JSON, or ``None`` when the frame was not JSON."""
-
-    @property
-    def kind(self) -> str:
-        """The snake-cased top-level key: ``setup``, ``realtime_input``, ``client_content``,
-        ``tool_response``, ... (``"invalid"`` for non-JSON, ``"empty"`` for ``{}``)."""
-        if not isinstance(self.data, Mapping):
-            return "invalid"
-        if not self.data:
-            return "empty"
-        return _snake(next(iter(self.data)))
-
-    @property
-    def body(self) -> Any:
-        """The value under the top-level key."""
-        if not isinstance(self.data, Mapping) or not self.data:
-            return None
-        return next(iter(self.data.values()))
-
-    def realtime_inputs(self) -> list[RealtimeInput]:
-        if self.kind != "realtime_input" or not isinstance(self.body, Mapping):
-            return []
-        out: list[RealtimeInput] = []
-        for key, value in self.body.items():
-            kind = _snake(key)
-            if kind in ("video", "audio", "media") and isinstance(value, Mapping):
-                out.append(self._blob(kind, value))
-            elif kind == "media_chunks" and isinstance(value, list):
-                out.extend(self._blob(kind, v) for v in value if isinstance(v, Mapping))
-            elif kind == "text":
-                out.append(RealtimeInput(self.connection, self.t, kind, text=str(value)))
-            else:
-                out.append(RealtimeInput(self.connection, self.t, kind))
-        return out
-
-    def _blob(self, kind: str, blob: Mapping[str, Any]) -> RealtimeInput:
-        data = get_field(blob, "data")
-        return RealtimeInput(
-            self.connection,
-            self.t,
-            kind,
-            data=b64decode_any(data) if isinstance(data, str | bytes) else None,
-            mime_type=get_field(blob, "mime_type"),
-        )
-
-    def client_content(self) -> ClientContent | None:
-        if self.kind != "client_content" or not isinstance(self.body, Mapping):
-            return None
-        turns = get_field(self.body, "turns", []) or []
-        return ClientContent(
-            self.connection, self.t, list(turns), get_field(self.body, "turn_complete")
-        )
-
-    def function_responses(self) -> list[FunctionResponseRecord]:
-        if self.kind != "tool_response" or not isinstance(self.body, Mapping):
-            return []
-        return [
-            FunctionResponseRecord(
-                connection=self.connection,
-                t=self.t,
-                id=get_field(r, "id"),
-                name=get_field(r, "name"),
-                response=get_field(r, "response"),
-                will_continue=get_field(r, "will_continue"),
-                scheduling=get_field(r, "scheduling"),
-                raw=dict(r),
-            )
-            for r in get_field(self.body, "function_responses", []) or []
-            if isinstance(r, Mapping)
-        ]
-
-
-@dataclass(frozen=True)
-class SentMessage:
-    """One message the fake sent to the client (for ordering/timing assertions)."""
-
-    connection: int
-    t: float
-    payload: Any
-
-
-@dataclass
-class LiveConnection:
-    """One accepted WebSocket connection and everything that happened on it.
-
-    Mutated only by the server's event loop; from another thread treat it as a snapshot.
-    """
-
-    index: int
-    path: str
-    """The raw request path (query string included)."""
-    version: str
-    method: str
-    headers: dict[str, str]
-    """Request headers, lower-cased names."""
-    opened_at: float
-    messages: list[ClientMessage] = field(default_factory=list)
-    sent: list[SentMessage] = field(default_factory=list)
-    setup: dict[str, Any] | None = None
-    setup_completed: bool = False
-    """True once the fake has sent its ``setupComplete`` answer."""
-    closed_at: float | None = None
-    close_code: int | None = None
-    close_reason: str | None = None
-    _ws: ServerConnection | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def api_key(self) -> str | None:
-        return self.headers.get("x-goog-api-key")
-
-    @property
-    def closed(self) -> bool:
-        return self.closed_at is not None
-
-    @property
-    def resumption_requested(self) -> bool:
-        """The setup carried ``sessionResumption`` (with or without a handle)."""
-        return get_field(self.setup, "session_resumption") is not None
-
-    @property
-    def resumption_handle(self) -> str | None:
-        """``setup.sessionResumption.handle``: set when the client resumes a session."""
-        handle = get_path(self.setup, "session_resumption", "handle")
-        return handle if isinstance(handle, str) else None
-
-    def function_declarations(self) -> list[dict[str, Any]]:
-        """All ``functionDeclarations`` of all tools in the setup (raw wire dicts)."""
-        out: list[dict[str, Any]] = []
-        for tool in get_field(self.setup, "tools", []) or []:
-            out.extend(get_field(tool, "function_declarations", []) or [])
-        return out
-
-    def declaration(self, name: str) -> dict[str, Any] | None:
-        return next((d for d in self.function_declarations() if d.get("name") == name), None)
-
-    def of_kind(self, kind: str) -> list[ClientMessage]:
-        return [m for m in self.messages if m.kind == kind]
-
-    def realtime_inputs(self) -> list[RealtimeInput]:
-        return [r for m in self.messages for r in m.realtime_inputs()]
-
-    def frames(self, mime_prefix: str = "image/") -> list[RealtimeInput]:
-        """Realtime blobs whose MIME type starts with ``mime_prefix`` (video frames by default)."""
-        return [
-            r
-            for r in self.realtime_inputs()
-            if r.data is not None and (r.mime_type or "").startswith(mime_prefix)
-        ]
-
-    def client_contents(self) -> list[ClientContent]:
-        return [c for m in self.messages if (c := m.client_content()) is not None]
-
-    def function_responses(self) -> list[FunctionResponseRecord]:
-        return [r for m in self.messages for r in m.function_responses()]
-
 
 @dataclass(frozen=True)
 class ToolCallSpec:
@@ -375,100 +105,6 @@ class ToolCallSpec:
     name: str
     args: Mapping[str, Any] = field(default_factory=dict)
     id: str | None = None
-
-
-# --------------------------------------------------------------------------------------------
-# How a client finds the fake
-
-
-@dataclass(frozen=True)
-class LiveEndpoint:
-    """Address and trust material of a running fake; builds SDK settings pointing at it."""
-
-    host: str
-    port: int
-    certs: TestCerts
-
-    @property
-    def base_url(self) -> str:
-        # No trailing slash: the SDK appends "/ws/..." verbatim, so "https://h:p/" would give
-        # a "//ws/..." path.
-        return f"https://{self.host}:{self.port}"
-
-    @property
-    def ca_path(self) -> Path:
-        return self.certs.ca_path
-
-    def http_options(self, api_version: str = DEFAULT_API_VERSION) -> types.HttpOptions:
-        """``types.HttpOptions`` for ``genai.Client``: our base URL, a websocket SSL context that
-        trusts only our CA, and no proxy.
-
-        ``async_client_args`` is where the SDK (3.6.1, ``_ensure_websocket_ssl_ctx``) looks for
-        the websocket's ``ssl`` context; keys that ``websockets.connect`` accepts (``proxy``,
-        ``open_timeout``, ...) are passed through to it, the rest are dropped.
-        """
-        return types.HttpOptions(
-            base_url=self.base_url,
-            api_version=api_version,
-            async_client_args={"ssl": self.certs.client_ssl_context(), "proxy": None},
-        )
-
-    def client(
-        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
-    ) -> genai.Client:
-        """A real ``genai.Client`` pointed at the fake (Gemini API mode, never Vertex)."""
-        return genai.Client(
-            vertexai=False, api_key=api_key, http_options=self.http_options(api_version)
-        )
-
-    def env(
-        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
-    ) -> dict[str, str]:
-        """Environment variables that point a ``genai.Client()`` built from the environment at
-        the fake. They are read when the client is constructed."""
-        no_proxy = "127.0.0.1,localhost,::1"
-        return {
-            "GOOGLE_GEMINI_BASE_URL": self.base_url,
-            "GOOGLE_GENAI_API_VERSION": api_version,
-            "SSL_CERT_FILE": str(self.ca_path),
-            "GEMINI_API_KEY": api_key,
-            # websockets honours the standard proxy variables; keep loopback off any proxy.
-            "NO_PROXY": no_proxy,
-            "no_proxy": no_proxy,
-        }
-
-    def subprocess_env(
-        self,
-        base: Mapping[str, str] | None = None,
-        *,
-        api_version: str = DEFAULT_API_VERSION,
-        api_key: str = DEFAULT_API_KEY,
-    ) -> dict[str, str]:
-        """A full environment for a subprocess: ``base`` (default ``os.environ``) without the
-        variables that would override ours, plus :meth:`env`."""
-        out = dict(os.environ if base is None else base)
-        for name in list(out):
-            # Everything the subprocess talks to is on loopback; a proxy setting can only hurt
-            # (httpx even fails at genai.Client() construction on a SOCKS ALL_PROXY without
-            # socksio installed, before any NO_PROXY matching).
-            if name in _CONFLICTING_ENV or name.lower() in _PROXY_ENV:
-                del out[name]
-        out.update(self.env(api_version=api_version, api_key=api_key))
-        return out
-
-
-def client_for(
-    server: FakeLiveServer | ThreadedFakeLiveServer,
-    *,
-    api_version: str = DEFAULT_API_VERSION,
-    api_key: str = DEFAULT_API_KEY,
-) -> genai.Client:
-    """A real ``genai.Client`` pointed at ``server`` (see :meth:`LiveEndpoint.http_options`)."""
-    return server.endpoint.client(api_version=api_version, api_key=api_key)
-
-
-# --------------------------------------------------------------------------------------------
-# The server
 
 
 class FakeLiveServer:
@@ -946,245 +582,3 @@ class FakeLiveServer:
         if self.rejected_paths:
             parts.append(f"rejected={self.rejected_paths}")
         return "; ".join(parts)
-
-
-# --------------------------------------------------------------------------------------------
-# Thread mode
-
-
-class _Keep:
-    """Sentinel type: "leave this option unchanged"."""
-
-
-class _Serving(Protocol):
-    async def start(self) -> LiveEndpoint: ...
-
-    async def stop(self) -> None: ...
-
-
-S = TypeVar("S", bound=_Serving)
-
-
-class ThreadedServer(Generic[S]):
-    """A fake server on its own event loop in a daemon thread (for subprocess tests).
-
-    Every method is a blocking call that runs the corresponding coroutine on the server's loop
-    (so state is only ever touched there). Predicates given to ``wait_for`` also run there.
-    """
-
-    what = "fake server"  # for thread names and errors
-
-    def __init__(self, server: S) -> None:
-        self.server = server
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stop: asyncio.Event | None = None
-        self._endpoint: LiveEndpoint | None = None
-
-    def start(self, timeout: float = 10.0) -> LiveEndpoint:
-        started: concurrent.futures.Future[LiveEndpoint] = concurrent.futures.Future()
-        self._thread = threading.Thread(
-            target=asyncio.run,
-            args=(self._main(started),),
-            name=self.what.replace(" ", "-"),
-            daemon=True,
-        )
-        self._thread.start()
-        self._endpoint = started.result(timeout)
-        return self._endpoint
-
-    async def _main(self, started: concurrent.futures.Future[LiveEndpoint]) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        try:
-            endpoint = await self.server.start()
-        except BaseException as exc:
-            started.set_exception(exc)  # re-raised in the starting thread by start()
-            return
-        started.set_result(endpoint)
-        try:
-            await self._stop.wait()
-        finally:
-            await self.server.stop()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self._loop is not None and self._stop is not None and self._thread is not None:
-            if self._thread.is_alive():
-                self._loop.call_soon_threadsafe(self._stop.set)
-            self._thread.join(timeout)
-        self._loop = self._stop = self._thread = None
-
-    def call(self, fn: Callable[[], Awaitable[T]], *, timeout: float | None = 30.0) -> T:
-        """Run ``fn()`` (a coroutine factory) on the server's loop and return its result."""
-        if self._loop is None:
-            raise RuntimeError(f"threaded {self.what} not running")
-
-        async def run() -> T:
-            return await fn()
-
-        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
-
-    def _sync(self, fn: Callable[[], T]) -> T:
-        async def run() -> T:
-            return fn()
-
-        return self.call(run)
-
-    @property
-    def endpoint(self) -> LiveEndpoint:
-        if self._endpoint is None:
-            raise RuntimeError(f"threaded {self.what} not running")
-        return self._endpoint
-
-    @property
-    def port(self) -> int:
-        return self.endpoint.port
-
-    @property
-    def base_url(self) -> str:
-        return self.endpoint.base_url
-
-    def env(
-        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
-    ) -> dict[str, str]:
-        return self.endpoint.env(api_version=api_version, api_key=api_key)
-
-    def subprocess_env(
-        self,
-        base: Mapping[str, str] | None = None,
-        *,
-        api_version: str = DEFAULT_API_VERSION,
-        api_key: str = DEFAULT_API_KEY,
-    ) -> dict[str, str]:
-        return self.endpoint.subprocess_env(base, api_version=api_version, api_key=api_key)
-
-
-class ThreadedFakeLiveServer(ThreadedServer["FakeLiveServer"]):
-    """A :class:`FakeLiveServer` on its own event loop in a daemon thread."""
-
-    what = "fake live server"
-
-    def set_options(
-        self,
-        *,
-        answer_setup: bool | None = None,
-        setup_close_code: int | type[_Keep] | None = _Keep,
-    ) -> None:
-        """Change setup behaviour for the next connections (on the server's loop)."""
-
-        def apply() -> None:
-            if answer_setup is not None:
-                self.server.answer_setup = answer_setup
-            if not isinstance(setup_close_code, type):
-                self.server.setup_close_code = setup_close_code
-
-        self._sync(apply)
-
-    def connections(self) -> list[LiveConnection]:
-        """A shallow copy of the connection list, taken on the server's loop."""
-        return self._sync(lambda: list(self.server.connections))
-
-    def connection(self, index: int | None = None) -> LiveConnection:
-        return self._sync(lambda: self.server.connection(index))
-
-    def messages(self) -> list[ClientMessage]:
-        return self._sync(lambda: self.server.messages)
-
-    def send(
-        self, payload: Mapping[str, Any] | str | bytes, *, connection: int | None = None
-    ) -> None:
-        self.call(lambda: self.server.send(payload, connection=connection))
-
-    def send_tool_call(
-        self, *calls: ToolCallSpec | Mapping[str, Any], connection: int | None = None
-    ) -> list[str]:
-        return self.call(lambda: self.server.send_tool_call(*calls, connection=connection))
-
-    def send_tool_call_cancellation(
-        self, ids: Sequence[str], *, connection: int | None = None
-    ) -> None:
-        self.call(lambda: self.server.send_tool_call_cancellation(ids, connection=connection))
-
-    def send_server_content(self, **kwargs: Any) -> None:
-        self.call(lambda: self.server.send_server_content(**kwargs))
-
-    def send_text(
-        self, text: str, *, turn_complete: bool = True, connection: int | None = None
-    ) -> None:
-        self.call(
-            lambda: self.server.send_text(text, turn_complete=turn_complete, connection=connection)
-        )
-
-    def send_turn_complete(self, *, connection: int | None = None) -> None:
-        self.call(lambda: self.server.send_turn_complete(connection=connection))
-
-    def send_output_transcription(self, text: str, *, connection: int | None = None) -> None:
-        self.call(lambda: self.server.send_output_transcription(text, connection=connection))
-
-    def send_resumption_update(
-        self, new_handle: str | None, *, resumable: bool = True, connection: int | None = None
-    ) -> None:
-        self.call(
-            lambda: self.server.send_resumption_update(
-                new_handle, resumable=resumable, connection=connection
-            )
-        )
-
-    def send_go_away(self, time_left: str = "10s", *, connection: int | None = None) -> None:
-        self.call(lambda: self.server.send_go_away(time_left, connection=connection))
-
-    def send_usage_metadata(
-        self, usage: Mapping[str, Any] | None = None, *, connection: int | None = None
-    ) -> None:
-        self.call(lambda: self.server.send_usage_metadata(usage, connection=connection))
-
-    def close_connection(
-        self, code: int = 1000, reason: str = "", *, connection: int | None = None
-    ) -> LiveConnection:
-        return self.call(lambda: self.server.close_connection(code, reason, connection=connection))
-
-    def drop_connection(self, *, connection: int | None = None) -> LiveConnection:
-        return self.call(lambda: self.server.drop_connection(connection=connection))
-
-    def wait_for(self, predicate: Callable[[], T | None], *, timeout: float = 5.0) -> T:
-        return self.call(
-            lambda: self.server.wait_for(predicate, timeout=timeout), timeout=timeout + 5
-        )
-
-    def wait_connection(self, n: int = 1, *, timeout: float = 5.0) -> LiveConnection:
-        return self.call(
-            lambda: self.server.wait_connection(n, timeout=timeout), timeout=timeout + 5
-        )
-
-    def wait_message(
-        self,
-        kind: str,
-        *,
-        connection: int | None = None,
-        count: int = 1,
-        where: Callable[[ClientMessage], bool] | None = None,
-        timeout: float = 5.0,
-    ) -> ClientMessage:
-        return self.call(
-            lambda: self.server.wait_message(
-                kind, connection=connection, count=count, where=where, timeout=timeout
-            ),
-            timeout=timeout + 5,
-        )
-
-    def wait_function_response(
-        self, call_id: str, *, count: int = 1, timeout: float = 5.0
-    ) -> FunctionResponseRecord:
-        return self.call(
-            lambda: self.server.wait_function_response(call_id, count=count, timeout=timeout),
-            timeout=timeout + 5,
-        )
-
-    def wait_closed(self, *, connection: int | None = None, timeout: float = 5.0) -> LiveConnection:
-        return self.call(
-            lambda: self.server.wait_closed(connection=connection, timeout=timeout),
-            timeout=timeout + 5,
-        )
-
-    def describe(self) -> str:
-        return self._sync(self.server.describe)

@@ -1,0 +1,162 @@
+"""The ``genai.Client`` both Gemini models use, and keeping its API key out of sight.
+
+``GeminiLiveModel`` (``models/gemini.py``) and ``GeminiTurnModel`` (``models/gemini_turns.py``)
+build their client here, find the key the same way, and cut and redact error details here.
+
+Defaults, and why:
+
+* API key: ``GOOGLE_API_KEY``, then ``GEMINI_API_KEY`` (the SDK's own precedence; it warns
+  when both are set). Empty values count as unset.
+* API version (``api_version is None``): ``GOOGLE_GENAI_API_VERSION`` when set (``beta``
+  meaning ``v1beta``, as the SDK reads it), else ``v1beta``, the version the Live API is
+  documented on. The SDK's own default would be ``v1``.
+* A ``genai.Client`` passed in is used as it is (its base URL, TLS and version); each model
+  lets only an explicit API version override it, per connection or request. Without one, the
+  client is built the way the SDK documents, so ``GOOGLE_GEMINI_BASE_URL`` and
+  ``SSL_CERT_FILE`` apply (read once, when the model is created).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from google import genai
+from google.genai import types
+
+from live.redact import redact
+
+DEFAULT_API_VERSION = "v1beta"
+API_KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+
+_DETAIL_LIMIT = 200
+
+
+class MissingApiKey(Exception):
+    """No API key was given and none is set in the environment."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY, which takes "
+            "precedence) or pass an API key"
+        )
+
+
+def api_key_from_env(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The API key the SDK would pick: ``GOOGLE_API_KEY``, then ``GEMINI_API_KEY``."""
+    for name in API_KEY_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def resolve_api_version(
+    api_version: str | None = None, environ: Mapping[str, str] = os.environ
+) -> str:
+    """``api_version``, else ``GOOGLE_GENAI_API_VERSION`` (``beta`` = ``v1beta``), else v1beta."""
+    if api_version:
+        return api_version
+    env = environ.get("GOOGLE_GENAI_API_VERSION", "").strip()
+    if env == "beta":
+        return "v1beta"
+    return env or DEFAULT_API_VERSION
+
+
+def one_line(text: str, secrets: Sequence[str]) -> str:
+    """``text`` on one line, secrets removed before it is cut short."""
+    text = redact(" ".join(text.split()), secrets)
+    if len(text) > _DETAIL_LIMIT:
+        # Details end up in events and logs; a bad frame can be megabytes long.
+        text = text[: _DETAIL_LIMIT - 1] + "…"
+    return text
+
+
+class _RedactingLogger(logging.LoggerAdapter[logging.Logger]):
+    """Hands websockets a logger that cannot print the key.
+
+    websockets logs every request header at DEBUG, ``x-goog-api-key`` included, so
+    ``--debug`` would otherwise write the key into the log.
+    """
+
+    def __init__(self, logger: logging.Logger, secrets: Sequence[str]) -> None:
+        super().__init__(logger, {})
+        self._secrets = tuple(secrets)
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        if not self.isEnabledFor(level):
+            return
+        try:
+            text = str(msg) % args if args else str(msg)
+        except (TypeError, ValueError):
+            text = " ".join([str(msg), *map(str, args)])
+        # Report websockets' line, not this one.
+        kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1
+        self.logger.log(level, "%s", redact(text, self._secrets), **kwargs)
+
+
+def client_secrets(client: genai.Client, api_key: str | None = None) -> tuple[str, ...]:
+    """The API key a client handed in uses, to keep it out of messages and logs."""
+    key = api_key or getattr(getattr(client, "_api_client", None), "api_key", None)
+    return (key,) if isinstance(key, str) and key else ()
+
+
+def new_client(
+    api_key: str | None,
+    http_options: types.HttpOptions | None,
+    api_version: str | None,
+    *,
+    websocket_logger: bool = False,
+) -> tuple[genai.Client, str]:
+    """A Gemini Developer API client and the key it uses (see the module doc for defaults).
+
+    ``websocket_logger``: route the websocket library's log through a filter that
+    removes the key (Live only; REST clients take no such argument).
+    """
+    key = (api_key or "").strip() or api_key_from_env()
+    if not key:
+        raise MissingApiKey()
+    options = http_options.model_copy() if http_options is not None else types.HttpOptions()
+    if not options.api_version or api_version:
+        options.api_version = resolve_api_version(api_version)
+    if websocket_logger:
+        args = dict(options.async_client_args or {})
+        args.setdefault("logger", _RedactingLogger(logging.getLogger("websockets.client"), [key]))
+        options.async_client_args = args
+    # Base URL and CA file come from the SDK's own environment variables
+    # (GOOGLE_GEMINI_BASE_URL, SSL_CERT_FILE), read here, once.
+    return genai.Client(vertexai=False, api_key=key, http_options=options), key
+
+
+def given_or_new_client(
+    client: genai.Client | None,
+    api_key: str | None,
+    http_options: types.HttpOptions | None,
+    api_version: str | None,
+    *,
+    websocket_logger: bool = False,
+) -> tuple[genai.Client, tuple[str, ...]]:
+    """``client`` as it is, else ``new_client(...)``; with the secrets to redact.
+
+    A given client keeps its own settings: ``http_options`` and ``api_version`` only shape a
+    new one (each model applies an explicit version to a given client per call).
+    """
+    if client is not None:
+        return client, client_secrets(client, api_key)
+    built, key = new_client(api_key, http_options, api_version, websocket_logger=websocket_logger)
+    return built, (key,)
+
+
+__all__ = [
+    "API_KEY_VARIABLES",
+    "DEFAULT_API_VERSION",
+    "MissingApiKey",
+    "api_key_from_env",
+    "client_secrets",
+    "given_or_new_client",
+    "new_client",
+    "one_line",
+    "resolve_api_version",
+]

@@ -1,0 +1,112 @@
+"""Gemini Live server messages (``types.LiveServerMessage``) as ``live.model`` model events.
+
+Wire facts this relies on are in ``docs/gemini-live-wire.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+from collections.abc import Mapping
+
+from google.genai import types
+
+from live.model import (
+    FunctionCallRequest,
+    ModelAudioOut,
+    ModelEvent,
+    ModelGoAway,
+    ModelInterrupted,
+    ModelResumptionUpdate,
+    ModelTextOut,
+    ModelToolCall,
+    ModelToolCancellation,
+    ModelTranscriptOut,
+    ModelTurnComplete,
+    ModelUsage,
+)
+
+# The Live model's logger: what goes wrong reading a message is a Live connection's story.
+log = logging.getLogger("lookout.gemini")
+
+
+def parse_duration(value: object) -> float | None:
+    """Seconds from a protobuf Duration as the SDK leaves it ("10s", "0.5s") or a number."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, Mapping):
+        try:
+            return float(value.get("seconds", 0)) + float(value.get("nanos", 0)) / 1e9
+        except (TypeError, ValueError):
+            return None
+    if isinstance(value, str):
+        text = value.strip().removesuffix("s")
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None
+
+
+def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
+    """Every model event in one server message, GoAway last.
+
+    The session stops reading at a GoAway, so anything after it in the same message
+    (a final resumption handle in particular) would be lost if it came first.
+    """
+    events: list[ModelEvent] = []
+    content = message.server_content
+    if content is not None:
+        if content.input_transcription is not None and content.input_transcription.text:
+            events.append(ModelTranscriptOut(content.input_transcription.text, "input"))
+        turn = content.model_turn
+        for part in (turn.parts or []) if turn is not None else []:
+            if part.thought:
+                continue  # the model's reasoning is not something it said
+            if part.text:
+                events.append(ModelTextOut(part.text))
+            blob = part.inline_data
+            if blob is not None and blob.data and (blob.mime_type or "").startswith("audio/"):
+                events.append(ModelAudioOut(blob.data, blob.mime_type or "audio/pcm"))
+        if content.output_transcription is not None and content.output_transcription.text:
+            events.append(ModelTranscriptOut(content.output_transcription.text, "output"))
+        if content.interrupted:
+            events.append(ModelInterrupted())
+        if content.turn_complete:
+            events.append(ModelTurnComplete())
+    if message.tool_call is not None and message.tool_call.function_calls:
+        calls = []
+        for call in message.tool_call.function_calls:
+            call_id = call.id
+            if not call_id:
+                # The Gemini API always sends ids; without one no answer could be matched.
+                call_id = f"missing-id-{uuid.uuid4().hex[:12]}"
+                log.warning("function call %s without an id; answering as %s", call.name, call_id)
+            calls.append(FunctionCallRequest(call_id, call.name or "", dict(call.args or {})))
+        events.append(ModelToolCall(tuple(calls)))
+    cancellation = message.tool_call_cancellation
+    if cancellation is not None and cancellation.ids:
+        events.append(ModelToolCancellation(tuple(cancellation.ids)))
+    update = message.session_resumption_update
+    if update is not None:
+        events.append(ModelResumptionUpdate(update.new_handle, bool(update.resumable)))
+    usage = message.usage_metadata
+    if usage is not None:
+        events.append(
+            ModelUsage(
+                prompt_tokens=usage.prompt_token_count or 0,
+                response_tokens=usage.response_token_count or 0,
+                total_tokens=usage.total_token_count or 0,
+            )
+        )
+    if message.go_away is not None:
+        events.append(ModelGoAway(parse_duration(message.go_away.time_left)))
+    return events
+
+
+__all__ = ["model_events", "parse_duration"]

@@ -1,0 +1,111 @@
+"""``GeminiOptions``: what a Gemini Live session asks for, and the SDK connect config from it.
+
+Defaults, and why:
+
+* Response modalities (``GeminiOptions.response_modalities is None``): ``TEXT`` for a
+  Gemini 1.x/2.x model whose name does not mention audio (the half-cascade Live models,
+  which accept TEXT), else ``AUDIO``: native-audio models and the 3.x+ Live models only
+  accept AUDIO, and AUDIO is accepted by every Live model, so it is also the choice for a
+  name we cannot read a version from. With AUDIO, output transcription is requested so
+  the session still gets text.
+* API version: see ``models/gemini_client.py`` (``resolve_api_version``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from google.genai import types
+
+from live.model import LiveSetup
+
+DEFAULT_MODEL = "gemini-3.8-live"
+
+_MODALITIES = {"TEXT": types.Modality.TEXT, "AUDIO": types.Modality.AUDIO}
+_VERSION_RE = re.compile(r"gemini-(?:live-)?(\d+)")
+
+
+def default_modalities(model: str) -> tuple[str, ...]:
+    """The response modality a model name gets when none is configured (see module doc)."""
+    name = model.lower()
+    if "audio" in name:
+        return ("AUDIO",)
+    match = _VERSION_RE.search(name)
+    if match is not None and int(match.group(1)) < 3:
+        return ("TEXT",)
+    return ("AUDIO",)
+
+
+def _media_resolution(value: str) -> types.MediaResolution:
+    name = value.strip().upper()
+    if not name.startswith("MEDIA_RESOLUTION_"):
+        name = f"MEDIA_RESOLUTION_{name}"
+    try:
+        return types.MediaResolution[name]
+    except KeyError:
+        choices = ", ".join(m.name.removeprefix("MEDIA_RESOLUTION_") for m in types.MediaResolution)
+        raise ValueError(f"unknown media resolution {value!r} (one of {choices})") from None
+
+
+@dataclass(frozen=True)
+class GeminiOptions:
+    model: str = DEFAULT_MODEL
+    # None: by model name (see default_modalities).
+    response_modalities: tuple[str, ...] | None = None
+    # LOW: 64 tokens per image, plenty for "how many people" and cheap at 1 fps.
+    media_resolution: str = "LOW"
+    # Sliding-window compression lets a session outlive the context window.
+    context_compression: bool = True
+    # None: GOOGLE_GENAI_API_VERSION, else v1beta (see gemini_client.resolve_api_version).
+    api_version: str | None = None
+    # A prebuilt voice name; only used with AUDIO responses.
+    voice: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.model.strip():
+            raise ValueError("model name is empty")
+        unknown = [m for m in self.response_modalities or () if m.upper() not in _MODALITIES]
+        if unknown or self.response_modalities == ():
+            raise ValueError(
+                f"unknown response modalities {list(self.response_modalities or ())}; "
+                f"use TEXT or AUDIO"
+            )
+        _media_resolution(self.media_resolution)
+
+    @property
+    def modalities(self) -> tuple[str, ...]:
+        chosen = self.response_modalities or default_modalities(self.model)
+        return tuple(m.upper() for m in chosen)
+
+    def connect_config(self, setup: LiveSetup) -> types.LiveConnectConfig:
+        """The SDK config for one connection: tools, modalities, compression, resumption."""
+        modalities = self.modalities
+        audio = "AUDIO" in modalities
+        config = types.LiveConnectConfig(
+            response_modalities=[_MODALITIES[m] for m in modalities],
+            media_resolution=_media_resolution(self.media_resolution),
+            # Always on: without it the server sends no resumption handles, and a fresh
+            # session (handle None) is how every session starts.
+            session_resumption=types.SessionResumptionConfig(handle=setup.resumption_handle),
+        )
+        if setup.system_instruction:
+            config.system_instruction = setup.system_instruction
+        if setup.tools:
+            config.tools = [types.Tool(function_declarations=list(setup.tools))]
+        if audio:
+            config.output_audio_transcription = types.AudioTranscriptionConfig()
+            if self.voice:
+                config.speech_config = types.SpeechConfig(
+                    voice_config=types.VoiceConfig(
+                        prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=self.voice)
+                    )
+                )
+        if self.context_compression:
+            config.context_window_compression = types.ContextWindowCompressionConfig(
+                sliding_window=types.SlidingWindow()
+            )
+        return config
+
+
+__all__ = ["DEFAULT_MODEL", "GeminiOptions", "default_modalities"]

@@ -1,0 +1,124 @@
+"""How a client finds a running fake: its address, the CA to trust, SDK settings and env.
+
+Shared by the Live fake (``server.py``) and the REST fake (``rest.py``): both serve TLS on
+loopback with the throwaway CA of ``certs.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from google import genai
+from google.genai import types
+
+from .certs import TestCerts
+
+if TYPE_CHECKING:
+    from .server import FakeLiveServer
+    from .threaded import ThreadedFakeLiveServer
+
+__all__ = ["DEFAULT_API_KEY", "DEFAULT_API_VERSION", "LiveEndpoint", "client_for"]
+
+DEFAULT_API_VERSION = "v1beta"
+DEFAULT_API_KEY = "fake-live-api-key"
+
+# Environment variables that would make the SDK ignore ours or trust more than our CA.
+_CONFLICTING_ENV = (
+    "GOOGLE_API_KEY",  # takes precedence over GEMINI_API_KEY in the SDK
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_ENTERPRISE",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "SSL_CERT_DIR",  # the SDK passes it as capath, adding the system CAs back
+)
+_PROXY_ENV = frozenset({"http_proxy", "https_proxy", "all_proxy", "ws_proxy", "wss_proxy"})
+
+
+@dataclass(frozen=True)
+class LiveEndpoint:
+    """Address and trust material of a running fake; builds SDK settings pointing at it."""
+
+    host: str
+    port: int
+    certs: TestCerts
+
+    @property
+    def base_url(self) -> str:
+        # No trailing slash: the SDK appends "/ws/..." verbatim, so "https://h:p/" would give
+        # a "//ws/..." path.
+        return f"https://{self.host}:{self.port}"
+
+    @property
+    def ca_path(self) -> Path:
+        return self.certs.ca_path
+
+    def http_options(self, api_version: str = DEFAULT_API_VERSION) -> types.HttpOptions:
+        """``types.HttpOptions`` for ``genai.Client``: our base URL, a websocket SSL context that
+        trusts only our CA, and no proxy.
+
+        ``async_client_args`` is where the SDK (3.6.1, ``_ensure_websocket_ssl_ctx``) looks for
+        the websocket's ``ssl`` context; keys that ``websockets.connect`` accepts (``proxy``,
+        ``open_timeout``, ...) are passed through to it, the rest are dropped.
+        """
+        return types.HttpOptions(
+            base_url=self.base_url,
+            api_version=api_version,
+            async_client_args={"ssl": self.certs.client_ssl_context(), "proxy": None},
+        )
+
+    def client(
+        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
+    ) -> genai.Client:
+        """A real ``genai.Client`` pointed at the fake (Gemini API mode, never Vertex)."""
+        return genai.Client(
+            vertexai=False, api_key=api_key, http_options=self.http_options(api_version)
+        )
+
+    def env(
+        self, *, api_version: str = DEFAULT_API_VERSION, api_key: str = DEFAULT_API_KEY
+    ) -> dict[str, str]:
+        """Environment variables that point a ``genai.Client()`` built from the environment at
+        the fake. They are read when the client is constructed."""
+        no_proxy = "127.0.0.1,localhost,::1"
+        return {
+            "GOOGLE_GEMINI_BASE_URL": self.base_url,
+            "GOOGLE_GENAI_API_VERSION": api_version,
+            "SSL_CERT_FILE": str(self.ca_path),
+            "GEMINI_API_KEY": api_key,
+            # websockets honours the standard proxy variables; keep loopback off any proxy.
+            "NO_PROXY": no_proxy,
+            "no_proxy": no_proxy,
+        }
+
+    def subprocess_env(
+        self,
+        base: Mapping[str, str] | None = None,
+        *,
+        api_version: str = DEFAULT_API_VERSION,
+        api_key: str = DEFAULT_API_KEY,
+    ) -> dict[str, str]:
+        """A full environment for a subprocess: ``base`` (default ``os.environ``) without the
+        variables that would override ours, plus :meth:`env`."""
+        out = dict(os.environ if base is None else base)
+        for name in list(out):
+            # Everything the subprocess talks to is on loopback; a proxy setting can only hurt
+            # (httpx even fails at genai.Client() construction on a SOCKS ALL_PROXY without
+            # socksio installed, before any NO_PROXY matching).
+            if name in _CONFLICTING_ENV or name.lower() in _PROXY_ENV:
+                del out[name]
+        out.update(self.env(api_version=api_version, api_key=api_key))
+        return out
+
+
+def client_for(
+    server: FakeLiveServer | ThreadedFakeLiveServer,
+    *,
+    api_version: str = DEFAULT_API_VERSION,
+    api_key: str = DEFAULT_API_KEY,
+) -> genai.Client:
+    """A real ``genai.Client`` pointed at ``server`` (see :meth:`LiveEndpoint.http_options`)."""
+    return server.endpoint.client(api_version=api_version, api_key=api_key)
