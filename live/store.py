@@ -27,6 +27,7 @@ from live.backoff import Backoff
 from live.store_file import (
     BUSY,
     BUSY_SLICE_S,
+    SQLITE_MAGIC,
     StoreError,
     check_path,
     connect,
@@ -237,10 +238,12 @@ __all__ = [
     "DEFAULT_BACKLOG",
     "PROBLEM_ENDED",
     "PROBLEM_STARTED",
+    "SQLITE_MAGIC",
     "ProblemCallback",
     "SQLiteStore",
     "StoreError",
     "StoreHealth",
+    "one_line",
     "read_gaps",
     "read_only",
 ]
