@@ -21,19 +21,19 @@ Tools behave as they can outside a live session:
 * a streaming (async-generator) tool is refused when the runner is built,
   because here nothing would consume its emissions (ADK answers such a call
   with ``{"result": <generator object>}`` and runs nothing).
+
+The jobs and the delivery of their results are ``live.turn_jobs``; how turns
+are configured and how one ended, ``live.turn_config``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import enum
 import itertools
-import json
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -42,13 +42,11 @@ from anyio.streams.memory import MemoryObjectSendStream
 from google.genai import types
 
 from live import dispatch
-from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
 from live.eventlog import EventLog
 from live.events import (
     ErrorEvent,
     Event,
-    JobUpdate,
     ModelText,
     ToolCall,
     ToolResult,
@@ -56,10 +54,12 @@ from live.events import (
     Usage,
     UserText,
 )
-from live.jobs import Job, JobState, JobStore, MemoryJobStore
+from live.jobs import Job, JobStore, MemoryJobStore
 from live.model import FunctionCallRequest
 from live.redact import redact
 from live.tool import Tool, check_unique_names
+from live.turn_config import TurnConfig, TurnOutcome, TurnResult
+from live.turn_jobs import ConversationJobs, Emit
 from live.turn_model import TurnModel, TurnModelError, TurnReply, TurnRequest
 
 log = logging.getLogger("lookout.turns")
@@ -77,32 +77,6 @@ def streaming_refusal(tool_name: str) -> ToolModeError:
         "tool (FunctionTool(..., long_running=True): a ticket at once, the result later), or "
         "a paged tool (one page of results per call, with a cursor)."
     )
-
-
-@dataclass(frozen=True)
-class TurnConfig:
-    system_instruction: str | None = None
-    max_steps: int = 8  # model calls in one turn, so a model looping on tools is cut off
-    tool_timeout_s: float = 60.0  # plain tools; jobs run until done or cancelled
-    progress_interval_s: float = 0.5  # at most one progress event per job per interval
-    delivery_attempts: int = 3  # model calls tried for a job's result before waiting
-    retry_backoff_s: float = 1.0
-    close_timeout_s: float = 2.0  # jobs get this long to wind down when the runner closes
-    secrets: tuple[str, ...] = ()
-
-
-class TurnOutcome(enum.Enum):
-    ANSWERED = "answered"
-    MODEL_FAILED = "model_failed"  # may succeed if tried again
-    MODEL_REFUSED = "model_refused"  # will not succeed as it is
-    TOO_MANY_STEPS = "too_many_steps"
-
-
-@dataclass
-class TurnResult:
-    text: str
-    outcome: TurnOutcome
-    events: list[Event] = field(default_factory=list)
 
 
 class TurnRunner:
@@ -144,20 +118,6 @@ class TurnRunner:
                 tg.cancel_scope.cancel()
 
 
-@dataclass
-class _RunningJob:
-    job: Job
-    tool: Tool
-    wire_id: str | None  # the model's own call id (None when it gave none)
-    progress: dispatch.JobProgressReporter
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    cancel_reason: str = ""
-    done: anyio.Event = field(default_factory=anyio.Event)
-
-
-_Emit = Callable[[Event], None]
-
-
 class Conversation:
     def __init__(self, runner: TurnRunner, tg: TaskGroup) -> None:
         self.runner = runner
@@ -168,17 +128,19 @@ class Conversation:
         self._tg = tg
         self._lock = anyio.Lock()
         self._ids = itertools.count(1)
-        self._jobs: dict[str, _RunningJob] = {}
-        self._pending = 0  # jobs not yet ended and delivered
-        self._closing = False
-        self._undelivered: set[str] = set()  # jobs whose result the model has not seen yet
-        self._carried: dict[str, Job] = {}  # ended jobs of earlier conversations (carry_over)
-        self._to_carry: list[Job] = []  # ... waiting for the next message
         self.last_outcome: TurnOutcome | None = None
         # Events of jobs and of the turns their results resume. Unbounded on purpose:
         # they are few (progress is throttled) and none may be lost before follow_up().
         self._bg_send, self._bg_recv = anyio.create_memory_object_stream[Event | None](math.inf)
-        self._bg_emit = self._emitter(self._bg_send)
+        self._jobs = ConversationJobs(
+            tg,
+            self.config,
+            self.clock,
+            runner.job_store,
+            emit=self._emitter(self._bg_send),
+            wake=self._wake_follow_up,
+            turn=self._turn,
+        )
 
     # ---------------------------------------------------------------- public
 
@@ -190,12 +152,9 @@ class Conversation:
         """
         send, recv = anyio.create_memory_object_stream[Event](math.inf)
         parts = [types.Part(text=message)]
-        if self._to_carry:
-            parts.insert(0, types.Part(text=_carried_text(self._to_carry)))
-            for job in self._to_carry:
-                self._carried[job.job_id] = job
-                self._undelivered.add(job.job_id)
-            self._to_carry = []
+        carried = self._jobs.carried_part()
+        if carried is not None:
+            parts.insert(0, carried)
         content = types.Content(role="user", parts=parts)
 
         async def turn() -> None:
@@ -219,7 +178,7 @@ class Conversation:
     async def follow_up(self) -> AsyncIterator[Event]:
         """Jobs' progress and state, and the turns their results resume, until no job runs."""
         while True:
-            if self._pending == 0 and self._bg_recv.statistics().current_buffer_used == 0:
+            if self._jobs.pending == 0 and self._bg_recv.statistics().current_buffer_used == 0:
                 return
             item = await self._bg_recv.receive()
             if item is not None:
@@ -228,11 +187,11 @@ class Conversation:
     @property
     def jobs(self) -> list[Job]:
         """Jobs of this conversation, as they stand now."""
-        return [dataclasses.replace(r.job) for r in self._jobs.values()]
+        return self._jobs.jobs
 
     @property
     def running_jobs(self) -> list[str]:
-        return [r.job.job_id for r in self._jobs.values() if r.job.state is JobState.RUNNING]
+        return self._jobs.running_jobs
 
     def carry_over(self, jobs: Sequence[Job]) -> None:
         """Results of ended jobs from an earlier conversation that never reached the model.
@@ -241,21 +200,15 @@ class Conversation:
         FunctionResponses; they go as text in front of the next message instead,
         and are marked delivered once a model call with them succeeds.
         """
-        self._to_carry += [job for job in jobs if job.state.ended and not job.delivered]
+        self._jobs.carry_over(jobs)
 
     async def cancel_job(self, job_id: str, reason: str = "cancelled") -> bool:
         """Cancel a running job and wait until it has ended; False if it was not running."""
-        running = self._jobs.get(job_id)
-        if running is None or running.job.state.ended:
-            return False
-        running.cancel_reason = reason
-        running.scope.cancel()
-        await running.done.wait()
-        return True
+        return await self._jobs.cancel(job_id, reason)
 
     # ---------------------------------------------------------------- turns
 
-    async def _turn(self, new: list[types.Content], emit: _Emit) -> TurnOutcome:
+    async def _turn(self, new: list[types.Content], emit: Emit) -> TurnOutcome:
         """Add ``new`` to the history and call the model until it answers without calls.
 
         The history only grows: what a failed model call did not answer stays in
@@ -279,7 +232,7 @@ class Conversation:
                     )
                     emit(ErrorEvent(message=message, where="model"))
                     return outcome
-                await self._mark_delivered()
+                await self._jobs.mark_delivered()
                 content = _reply_content(reply)
                 if content.parts:
                     # An empty reply is not history: the API refuses empty contents.
@@ -307,7 +260,7 @@ class Conversation:
             return TurnOutcome.TOO_MANY_STEPS
 
     async def _answer_calls(
-        self, calls: Sequence[FunctionCallRequest], emit: _Emit
+        self, calls: Sequence[FunctionCallRequest], emit: Emit
     ) -> list[types.Part]:
         responses: list[dict[str, Any]] = [{} for _ in calls]
 
@@ -327,7 +280,7 @@ class Conversation:
             for call, response in zip(calls, responses, strict=True)
         ]
 
-    async def _dispatch(self, call: FunctionCallRequest, emit: _Emit) -> dict[str, Any]:
+    async def _dispatch(self, call: FunctionCallRequest, emit: Emit) -> dict[str, Any]:
         call_id = call.id or f"call-{next(self._ids)}"
         args = call.args if isinstance(call.args, dict) else {}
         emit(ToolCall(id=call_id, name=call.name, args=args))
@@ -336,14 +289,14 @@ class Conversation:
         return response
 
     async def _response_for(
-        self, call: FunctionCallRequest, call_id: str, args: Mapping[str, Any], emit: _Emit
+        self, call: FunctionCallRequest, call_id: str, args: Mapping[str, Any], emit: Emit
     ) -> dict[str, Any]:
         resolved = dispatch.resolve(self.runner.tools, call.name, args)
         if isinstance(resolved, str):
             return self._error(emit, call_id, resolved)
         tool, checked = resolved.tool, resolved.args
         if tool.is_long_running:
-            job = await self._start_job(tool, call_id, call.id or None, checked, emit)
+            job = await self._jobs.start(tool, call_id, call.id or None, checked, emit)
             return job.ticket()
         context = dispatch.make_context(tool, call_id, self.clock, emit)
         outcome = await dispatch.invoke(
@@ -359,157 +312,22 @@ class Conversation:
         return outcome.response
 
     def _error(
-        self, emit: _Emit, call_id: str, message: str, *, where: str = "tool_call"
+        self, emit: Emit, call_id: str, message: str, *, where: str = "tool_call"
     ) -> dict[str, Any]:
         message = redact(message, self.config.secrets)
         emit(ErrorEvent(message=message, where=where, id=call_id))
         return dispatch.error_response(message)
-
-    # ----------------------------------------------------------------- jobs
-
-    async def _start_job(
-        self,
-        tool: Tool,
-        call_id: str,
-        wire_id: str | None,
-        args: dict[str, Any],
-        emit: _Emit,
-    ) -> Job:
-        job = dispatch.new_job(tool, call_id, args)
-        progress = dispatch.JobProgressReporter(
-            job, self.clock.now, self.config.progress_interval_s, self._bg_emit
-        )
-        running = _RunningJob(job, tool, wire_id, progress)
-        self._jobs[job.job_id] = running
-        self._pending += 1
-        await self._store(job)
-        emit(JobUpdate(id=call_id, job_id=job.job_id, name=tool.name, state=job.state.value))
-        self._tg.start_soon(self._run_job, running)
-        return job
-
-    async def _run_job(self, running: _RunningJob) -> None:
-        job, tool = running.job, running.tool
-        emit = self._bg_emit
-        context = dispatch.make_context(tool, job.call_id, self.clock, emit)
-        context.job_id = job.job_id
-        context.progress = running.progress
-        context.milestone = lambda payload: self._milestone(running, payload)
-        try:
-            try:
-                await dispatch.run_job(
-                    job,
-                    tool,
-                    context,
-                    running.scope,
-                    secrets=self.config.secrets,
-                    cancel_reason=lambda: running.cancel_reason,
-                    ended_reason="the conversation ended",
-                )
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await self._store(job)
-                emit(
-                    JobUpdate(
-                        id=job.call_id,
-                        job_id=job.job_id,
-                        name=job.name,
-                        state=job.state.value,
-                        result=job.result,
-                        error=job.error,
-                    )
-                )
-                running.done.set()
-            if not self._closing:
-                await self._deliver(running, job.final_response(), emit)
-        finally:
-            self._pending -= 1
-            self._wake_follow_up()
 
     def _wake_follow_up(self) -> None:
         """Let follow_up() check whether anything is still pending."""
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._bg_send.send_nowait(None)
 
-    def _milestone(self, running: _RunningJob, payload: dict[str, Any]) -> None:
-        job = running.job
-        if job.state.ended or self._closing:
-            return
-        response = {**payload, "job_id": job.job_id, "status": "running"}
-        emit = self._bg_emit
-        self._pending += 1
-
-        async def deliver() -> None:
-            try:
-                await self._deliver(running, response, emit, final=False)
-            finally:
-                self._pending -= 1
-                self._wake_follow_up()
-
-        self._tg.start_soon(deliver)
-
-    async def _deliver(
-        self,
-        running: _RunningJob,
-        response: dict[str, Any],
-        emit: _Emit,
-        *,
-        final: bool = True,
-    ) -> None:
-        """Send a job's result to the model with the ticket's call id; retry a failed model."""
-        job = running.job
-        part = types.Part(
-            function_response=types.FunctionResponse(
-                id=running.wire_id, name=job.name, response=response
-            )
-        )
-        emit(ToolResult(id=job.call_id, name=job.name, response=response))
-        if final:
-            self._undelivered.add(job.job_id)
-        new = [types.Content(role="user", parts=[part])]
-        for attempt in range(self.config.delivery_attempts):
-            outcome = await self._turn(new, emit)
-            new = []  # it is in the history now, whatever the model did
-            if outcome is not TurnOutcome.MODEL_FAILED or self._closing:
-                break
-            if attempt + 1 < self.config.delivery_attempts:
-                await self.clock.sleep(
-                    Backoff(self.config.retry_backoff_s, 3600).delay(attempt + 1)
-                )
-        if final and job.job_id in self._undelivered:
-            emit(
-                ErrorEvent(
-                    message=(
-                        f"the result of {job.job_id} has not reached the model yet; it is kept "
-                        "in the job store and goes to the model with the next message (a later "
-                        "conversation on the same store carries it over)"
-                    ),
-                    where="job",
-                    id=job.call_id,
-                )
-            )
-
-    async def _mark_delivered(self) -> None:
-        """A model call succeeded: every result in the history has now reached the model."""
-        for job_id in list(self._undelivered):
-            running = self._jobs.get(job_id)
-            job = running.job if running is not None else self._carried.get(job_id)
-            if job is None:
-                continue
-            self._undelivered.discard(job_id)
-            job.delivered = True
-            await self._store(job)
-
-    async def _store(self, job: Job) -> None:
-        try:
-            await anyio.to_thread.run_sync(self.runner.job_store.put, dataclasses.replace(job))
-        except Exception:
-            log.exception("job store failed for %s", job.job_id)
-
     # --------------------------------------------------------------- events
 
     def _emitter(
         self, stream: MemoryObjectSendStream[Event] | MemoryObjectSendStream[Event | None]
-    ) -> _Emit:
+    ) -> Emit:
         def emit(event: Event) -> None:
             if event.t == 0.0:
                 event = dataclasses.replace(event, t=self.clock.now() - self.started_at)
@@ -524,20 +342,8 @@ class Conversation:
         return emit
 
     async def _close(self) -> None:
-        self._closing = True
-        running = [r for r in self._jobs.values() if not r.job.state.ended]
-        for job in running:
-            job.cancel_reason = "the conversation ended"
-            job.scope.cancel()
-        with anyio.move_on_after(self.config.close_timeout_s):
-            for job in running:
-                await job.done.wait()
+        await self._jobs.close()
         self._bg_send.close()
-
-
-def _carried_text(jobs: Sequence[Job]) -> str:
-    lines = [json.dumps({"tool": job.name, **job.final_response()}) for job in jobs]
-    return "Results of earlier long-running jobs that had not reached you:\n" + "\n".join(lines)
 
 
 def _reply_content(reply: TurnReply) -> types.Content:

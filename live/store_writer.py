@@ -1,0 +1,316 @@
+"""The writer of one store: its queue, the one thread that commits it, and its retries.
+
+Writes never block the caller: they queue for the writer thread, which commits
+them in batched transactions. When it cannot write (another process holds the
+lock, the disk is full, an I/O error) it keeps them in a bounded backlog,
+retries with backoff and, once it can write again, catches up in order. What
+the backlog cannot hold is dropped oldest first and counted by the ledger
+(``live.store_health``), whose gap records go with the next batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from live.backoff import Backoff
+from live.store_file import Write, commit_batch, is_busy, is_row_fault, one_line
+from live.store_health import OVERFLOW, GapSnapshot, Notices, StoreLedger
+
+log = logging.getLogger("lookout.store")
+
+
+class StoreWriter:
+    """The queue of writes to one connection and the thread that commits them.
+
+    ``SQLiteStore`` is one of these with a registry, schemas and reads on top;
+    the writer owns the connection and closes it when its thread ends.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        *,
+        backlog: int,
+        batch_size: int,
+        busy_timeout_s: float,
+        backoff: Backoff,
+        clock: Callable[[], float],
+        wall: Callable[[], float],
+        sleep: Callable[[float], object] | None,
+    ) -> None:
+        self.path = path
+        self.max_backlog = backlog
+        self._batch_size = min(batch_size, backlog)
+        self._backoff = backoff
+        self._wall = wall
+        self._sleep = sleep
+        # SQLite's own busy wait cannot be cut short, so it waits in short slices
+        # and the writer retries them until busy_timeout_s: closing never waits long.
+        self._busy_timeout_s = busy_timeout_s
+        self._busy_since: float | None = None
+        self._conn = conn
+        self._conn_lock = threading.Lock()  # held for each transaction and each read
+        self._conn_closed = False
+        self._cond = threading.Condition()  # guards everything below and the ledger
+        self._ledger = StoreLedger(path, backlog, clock=clock, wall=wall)
+        self._pending: deque[Write] = deque()
+        self._inflight: list[Write] = []
+        self._seq = 0
+        self._isolate_until = 0  # seq up to which rows are tried one at a time
+        self._failures = 0  # in a row: what the backoff counts
+        self._stopping = False
+        self._give_up = False
+        self._finished = False  # the writer thread has ended
+        self._wake = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"lookout-store:{path.name}", daemon=True
+        )
+        self._thread.start()
+
+    # ------------------------------------------------------------ queueing
+
+    def write(self, kind: str, label: str, sql: str, params: tuple[Any, ...]) -> int:
+        """Queue one statement for the writer thread; returns its sequence number at once."""
+        with self._cond:
+            self._seq += 1
+            op = Write(self._seq, kind, label, sql, params)
+            if self._stopping:
+                # Nobody will write it; counted, so the loss is not silent.
+                self._ledger.drop(op, "written after the store was closed", queued=False)
+                return op.seq
+            self._pending.append(op)
+            self._ledger.queued(op)
+            self._enforce_backlog()
+            self._cond.notify_all()
+            return op.seq
+
+    def _enforce_backlog(self) -> None:
+        """Drop the oldest rows waiting while more than the backlog wait."""
+        # Rows in flight are not counted: if their commit fails they come back
+        # to the front and are the oldest, so they go first.
+        excess = len(self._pending) - self.max_backlog
+        if excess <= 0:
+            return
+        for _ in range(min(excess, len(self._pending))):
+            self._ledger.drop(self._pending.popleft(), OVERFLOW)
+
+    def _settled_seq(self) -> int:
+        """Every write up to this sequence number is committed or counted as dropped."""
+        if self._inflight:
+            return self._inflight[0].seq - 1
+        if self._pending:
+            return self._pending[0].seq - 1
+        return self._seq
+
+    def settled(self, seq: int) -> bool:
+        with self._cond:
+            return self._settled_seq() >= seq
+
+    def wait_settled(
+        self, seq: int, timeout: float, *, unless_failing: bool = False, gaps: bool = False
+    ) -> bool:
+        """Wait (real time) until write ``seq`` is committed or dropped; True if it is.
+
+        With ``unless_failing`` return at once while writing fails, so a worker
+        thread never waits on a retry loop it cannot shorten; with ``gaps`` wait
+        for the records of dropped writes to be written too.
+        """
+
+        def done() -> bool:
+            return self._settled_seq() >= seq and not (gaps and self._ledger.gaps)
+
+        if threading.current_thread() is self._thread:
+            with self._cond:  # a listener waiting on its own writer would hang
+                return done()
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not done():
+                if self._finished or (unless_failing and self._ledger.degraded):
+                    return False
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            return True
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until everything queued so far is written (or dropped); False on timeout."""
+        with self._cond:
+            target = self._seq
+        return self.wait_settled(target, timeout, gaps=True)
+
+    def _shut_down(self) -> None:
+        with self._cond:
+            self._stopping = True
+            # Whatever is still queued after the flush cannot be written in time.
+            self._give_up = bool(self._pending or self._inflight or self._ledger.gaps)
+            self._cond.notify_all()
+        self._wake.set()
+        self._thread.join(2.0)
+        if self._thread.is_alive():
+            log.warning("%s: the writer did not stop in time; closing without it", self.path)
+
+    # ------------------------------------------------------------ the thread
+
+    def _run(self) -> None:
+        try:
+            while True:
+                try:
+                    if not self._cycle():
+                        return
+                except Exception as exc:  # the writer never dies; what it holds is requeued
+                    if not self._unexpected(exc):
+                        return
+        finally:
+            with self._conn_lock:
+                self._conn.close()
+                self._conn_closed = True
+            with self._cond:
+                self._finished = True
+                self._cond.notify_all()
+
+    def _cycle(self) -> bool:
+        """One batch: take, write, account, report; False when the store is done."""
+        with self._cond:
+            # Gap records go with the next batch, or alone if no batch comes.
+            while not (self._pending or self._ledger.gaps):
+                if self._stopping:
+                    return False
+                self._cond.wait()
+            if self._give_up:
+                lost = self._lose_everything()
+                batch = None
+            else:
+                limit = 1 if self._pending and self._pending[0].seq <= self._isolate_until else 0
+                limit = limit or self._batch_size
+                batch = [self._pending.popleft() for _ in range(min(limit, len(self._pending)))]
+                self._inflight = batch
+                lost = []
+                # Rows dropped while the writer was busy or backing off: say so first.
+                self._ledger.notice_overflow(self._seq, lost)
+                gaps = self._ledger.gap_snapshot()
+        self._ledger.tell(lost)
+        if batch is None:
+            return False
+        error = self._commit(batch, gaps)
+        notices: Notices = []
+        pause = 0.0
+        with self._cond:
+            if error is None:
+                self._succeeded(batch, gaps, notices)
+            elif self._give_up:
+                self._ledger.last_error = one_line(error)
+                self._requeue(batch)
+                notices.extend(self._lose_everything())
+            elif is_row_fault(error):
+                self._poisoned(batch, error, notices)
+                pause = 0.0 if batch else self._retry_wait()
+            elif self._still_busy(error):
+                self._requeue(batch)  # another slice of SQLite's busy wait, at once
+            else:
+                self._requeue(batch)
+                self._failed(error, notices)
+                pause = self._retry_wait()
+            self._ledger.notice_overflow(self._seq, notices)
+            self._cond.notify_all()
+            stop = self._give_up and not (self._pending or self._inflight)
+        self._ledger.tell(notices)
+        if pause:
+            self._pause(pause)
+        return not stop
+
+    def _still_busy(self, error: BaseException) -> bool:
+        """Locked, but not yet for busy_timeout_s: not a problem yet."""
+        if self._ledger.degraded or not is_busy(error):
+            return False
+        now = time.monotonic()  # real time: SQLite waits in real time
+        if self._busy_since is None:
+            self._busy_since = now
+        return now - self._busy_since < self._busy_timeout_s
+
+    def _commit(self, batch: list[Write], gaps: GapSnapshot) -> BaseException | None:
+        with self._conn_lock:
+            return commit_batch(self._conn, self._wall, gaps.values(), batch)
+
+    def _requeue(self, batch: list[Write]) -> None:
+        self._pending.extendleft(reversed(batch))
+        self._inflight = []
+        self._enforce_backlog()
+
+    def _succeeded(self, batch: list[Write], gaps: GapSnapshot, notices: Notices) -> None:
+        self._inflight = []
+        if batch and batch[-1].seq >= self._isolate_until:
+            self._isolate_until = 0
+        self._failures = 0
+        self._busy_since = None
+        self._ledger.committed(
+            batch, gaps, seq=self._seq, settled=self._settled_seq(), notices=notices
+        )
+
+    def _failed(self, error: BaseException, notices: Notices) -> None:
+        self._failures += 1
+        self._ledger.failed(error, notices)
+
+    def _retry_wait(self) -> float:
+        return self._backoff.delay(self._failures)
+
+    def _poisoned(self, batch: list[Write], error: BaseException, notices: Notices) -> None:
+        """A row SQLite refuses: find it (one row at a time) and drop it, counted."""
+        line = self._ledger.refused(error)
+        if len(batch) > 1:
+            self._requeue(batch)
+            self._isolate_until = batch[-1].seq
+            return
+        self._inflight = []
+        if not batch:
+            # Only gap records were written and they failed: keep them, but do not spin.
+            self._failures += 1
+        self._ledger.drop_refused(batch, line, notices)
+
+    def _lose_everything(self) -> Notices:
+        """Closing while writing fails: what is left is lost (the ledger says so once)."""
+        left = list(self._inflight) + list(self._pending)
+        self._inflight = []
+        self._pending.clear()
+        notices = self._ledger.lose(left)
+        self._cond.notify_all()
+        return notices
+
+    def _unexpected(self, exc: Exception) -> bool:
+        """A bug or surprise in the writer: count it, say it once, retry; False to stop."""
+        log.debug("store writer error", exc_info=exc)
+        notices: Notices = []
+        with self._cond:
+            self._requeue(self._inflight)
+            if self._give_up:
+                notices.extend(self._lose_everything())
+            else:
+                self._failed(exc, notices)
+            pause = self._retry_wait()
+            stop = self._give_up
+        self._ledger.tell(notices)
+        if stop:
+            return False
+        self._pause(pause)
+        return True
+
+    def _pause(self, seconds: float) -> None:
+        if self._give_up:
+            return
+        if self._sleep is not None:
+            self._sleep(seconds)
+            return
+        # Closing sets the event: a backoff never delays shutdown.
+        self._wake.wait(seconds)
+        self._wake.clear()
+
+
+__all__ = ["StoreWriter"]
