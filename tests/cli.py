@@ -28,3 +28,20 @@ def lookout(*args: str, timeout: float = 120, **kw: Any) -> subprocess.Completed
         check=False,
         **kw,
     )
+
+
+def lookout_in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``lookout ARGS`` run by calling ``device.cli.main`` here, for refusals that end
+    before anything starts (a subprocess per case would cost a second each)."""
+    import contextlib
+    import io
+
+    from device.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(["lookout", *args], code, out.getvalue(), err.getvalue())

@@ -26,6 +26,8 @@ from tests.datafiles import REPO_ROOT, data_file
 from tools import FunctionTool
 from tools.count_people import CountPeople
 
+pytestmark = pytest.mark.slow
+
 
 class RecordingLocalModel(LocalTurnModel):
     """The local model, keeping every request it was sent (to check what reached it)."""

@@ -9,7 +9,7 @@ import pytest
 
 from device.app.config import SETTINGS, Config, ConfigError, build
 from device.cli import ASK_SETTINGS, AskFlags, parser
-from tests.cli import lookout
+from tests.cli import lookout, lookout_in_process
 
 NO_SYSTEM = Path("/nonexistent/lookout.toml")
 
@@ -56,7 +56,7 @@ def flag(name: str) -> str:
 
 @pytest.mark.parametrize(("name", "bad"), BAD_VALUES)
 def test_a_bad_number_on_the_command_line_is_refused_naming_the_flag(name: str, bad: str) -> None:
-    result = lookout("run", "--model", "local", "--no-http", f"{flag(name)}={bad}", timeout=30)
+    result = lookout_in_process("run", "--model", "local", "--no-http", f"{flag(name)}={bad}")
     line = one_line_refusal(result)
     assert f"{flag(name)} must be" in line
 
@@ -68,8 +68,24 @@ def test_a_bad_number_in_the_config_file_is_refused_naming_key_and_file(
     key = name.replace("_", "-")
     path = tmp_path / "lookout.toml"
     path.write_text(f'[lookout]\nmodel = "local"\nhttp = ""\n{key} = {bad}\n', encoding="utf-8")
-    line = one_line_refusal(lookout("run", "--config", str(path), timeout=30))
+    line = one_line_refusal(lookout_in_process("run", "--config", str(path)))
     assert f"{path}: {key} must be" in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["flag", "file"])
+def test_the_real_process_refuses_an_impossible_timeout_in_one_line(
+    tmp_path: Path, where: str
+) -> None:
+    # The cases above call main() here; this one is the whole process, exit code and all.
+    if where == "flag":
+        result = lookout("run", "--model", "local", "--no-http", "--stall-timeout", "inf")
+    else:
+        path = tmp_path / "lookout.toml"
+        path.write_text('model = "local"\nhttp = ""\nstall_timeout = 1e9\n', encoding="utf-8")
+        result = lookout("run", "--config", str(path))
+    line = one_line_refusal(result)
+    assert "stall" in line and ("at most 3600" in line or "finite" in line)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +100,7 @@ def test_a_bad_number_in_the_config_file_is_refused_naming_key_and_file(
     ],
 )
 def test_ask_refuses_a_bad_number_of_its_own_options(args: list[str]) -> None:
-    line = one_line_refusal(lookout("ask", "how many?", "--model", "local", *args, timeout=30))
+    line = one_line_refusal(lookout_in_process("ask", "how many?", "--model", "local", *args))
     assert f"{args[0]} must be" in line
 
 

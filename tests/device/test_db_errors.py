@@ -9,6 +9,8 @@ import pytest
 from tests.cli import lookout
 from tests.datafiles import data_file
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("command", ["run", "ask"])
 def test_a_db_that_is_a_directory_or_not_sqlite_is_a_usage_error(

@@ -36,6 +36,8 @@ from tests.fakelive import (
     text_response,
 )
 
+pytestmark = pytest.mark.slow
+
 MODEL = "gemini-test-model"
 API_KEY = "ask-test-key-0123456789-abcdef"
 TOOL_NAMES = {"count_people_now", "start_occupancy_report", "fetch_counts"}

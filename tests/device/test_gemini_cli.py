@@ -20,6 +20,8 @@ from tests.deliveries import assert_every_change_accounted_for
 from tests.fakelive import FakeLiveServer, ThreadedFakeLiveServer
 from tests.fakelive.server import DEFAULT_API_KEY
 
+pytestmark = pytest.mark.slow
+
 MODEL = "gemini-3.8-live"
 
 

@@ -37,7 +37,7 @@ from device.sources import (
 from live.clock import FakeClock, settle
 from tests.datafiles import data_file
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 GUARD_S = 5.0  # real-time bound on any single wait in these tests
 

@@ -23,6 +23,8 @@ from live.stop_streaming import StopStreamingTool
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args
 
+pytestmark = pytest.mark.slow
+
 json_values = st.recursive(
     st.none()
     | st.booleans()

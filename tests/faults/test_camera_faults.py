@@ -30,7 +30,7 @@ from live.events import Event
 from tests.datafiles import data_file
 from tools.percept import Percept
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def vtest_frames(n: int = 30) -> list[np.ndarray]:

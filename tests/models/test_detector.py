@@ -27,6 +27,8 @@ from models.detector import (
 )
 from tests.datafiles import TEST_DATA, data_file
 
+pytestmark = pytest.mark.slow
+
 HAND_COUNTS: dict[int, int] = {
     int(k): int(v)
     for k, v in json.loads((TEST_DATA / "vtest_counts.json").read_text())["counts"].items()

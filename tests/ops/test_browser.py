@@ -25,7 +25,7 @@ from tests.ops.apprun import running_app
 from tests.ops.support import CHROMIUM_ARGS, FakeApp
 from tests.percepts import make_percept
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 COUNT_IS_NUMBER = "() => /^\\d+$/.test(document.getElementById('count').textContent)"
 COUNT_CHANGED = (
     "(was) => { const t = document.getElementById('count').textContent;"

@@ -24,7 +24,7 @@ from live.events import ModelAudio, ModelText
 from tests.datafiles import REPO_ROOT, data_file
 from tests.ops.support import Broker, Received, Subscriber
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def count(n: int, t: float = 1.0) -> CountChanged:

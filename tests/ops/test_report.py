@@ -202,6 +202,7 @@ def expected_figures(events: list[dict[str, Any]]) -> tuple[int, int, float]:
     return max(c for _, c in counts), changes, weighted / (end - counts[0][0])
 
 
+@pytest.mark.slow
 def test_report_of_a_real_run(tmp_path: Path) -> None:
     jsonl, db = tmp_path / "run.jsonl", tmp_path / "run.sqlite"
     (tmp_path / "empty.toml").write_text("")  # not /etc/lookout/lookout.toml
