@@ -115,6 +115,7 @@ async def run_case(label: str, delay_s: float, *, fps: float, seconds: float, bu
     sent = 0
     t0 = time.monotonic()
     async with runner.run_live(queue) as session:
+        await session.wait_model_connected()  # the session no longer waits for it itself
         call_id = model.call("detector")
         await model.wait_for(lambda: model.responses(call_id))
         await anyio.sleep(0.05)
@@ -126,7 +127,7 @@ async def run_case(label: str, delay_s: float, *, fps: float, seconds: float, bu
                 await anyio.sleep(max(0.0, start + i / fps - time.monotonic()))
             blob = types.Blob(data=struct.pack(">Q", i) + payload, mime_type="image/jpeg")
             enqueued[i] = time.monotonic()
-            queue.send_realtime(blob, t=enqueued[i])
+            queue.send_realtime(blob)
             sent += 1
             if burst:
                 await anyio.lowlevel.checkpoint()

@@ -67,7 +67,7 @@ async def soak(minutes: float, every: float) -> list[tuple[float, float, int, in
                     open_fds(),
                     threading.active_count(),
                     len(asyncio.all_tasks()),
-                    app.counter.stats.processed,
+                    app.perception.stats.detected,
                 )
             )
             await anyio.sleep(every)
@@ -76,7 +76,7 @@ async def soak(minutes: float, every: float) -> list[tuple[float, float, int, in
         tg.start_soon(sample)
         code = await app.run()
         tg.cancel_scope.cancel()
-    print(f"exit code {code}; frames processed {app.counter.stats.processed}")
+    print(f"exit code {code}; frames processed {app.perception.stats.detected}")
     return rows
 
 

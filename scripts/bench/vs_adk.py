@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 
     from live import InputStream
     from live.testing import Sent
-    from tools.count_people import FrameResult
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = Path(__file__).resolve().parent
@@ -139,6 +138,7 @@ class LookoutRuntime:
     async def start(self) -> None:
         session = await self._stack.enter_async_context(self.runner.run_live(self.queue))
         self._events_task = asyncio.create_task(self._consume_events(session))
+        await session.wait_model_connected()  # the session no longer waits for it itself
         call_id = self.model.call(TOOL_NAME, id=CALL_ID)
         await self.model.wait_for(lambda: self.model.responses(call_id), timeout=30)
         self._stream = session.input_streams()[call_id]
@@ -195,7 +195,8 @@ def load_video_frames(
     """
     import cv2
 
-    from device.capture import resize_and_encode
+    from device.capture import resized
+    from live.frame import encode_jpeg
 
     capture = cv2.VideoCapture(str(video))
     if not capture.isOpened():
@@ -207,21 +208,26 @@ def load_video_frames(
         ok, image = capture.read()
         if not ok:
             break
-        # The capture loop's own resize + JPEG step, with its defaults (768 px, q80).
-        resized, jpeg = resize_and_encode(image, 768, 80)
-        frames.append((resized if keep_images or not frames else None, jpeg))
+        # The capture loop's resize and the JPEG a model would get (768 px, q80).
+        small = resized(image, 768)
+        frames.append((small if keep_images or not frames else None, encode_jpeg(small, 80)))
     capture.release()
     return frames, fps
 
 
 async def e2e_lookout(video: Path, seconds: float, detect_fps: float) -> dict[str, Any]:
-    from google.genai import types
-
+    """Lookout's path: perception once per sampled frame on the device, count_people fed
+    the percepts by the session's fan-out. Latency runs from a frame's arrival (before
+    perception) to its change reaching the model, as for the naive loop."""
+    from device.events import CountChanged
+    from device.perception import Perception
     from live import LiveRequestQueue, Runner, SessionConfig
+    from live.events import Event
+    from live.frame import Frame
     from live.testing import ScriptedModel
     from models.detector import PersonDetector
     from tools import FunctionTool
-    from tools.count_people import CountPeople, check_count_args
+    from tools.count_people import CountPeople, check_count_args, coalesce_counts
 
     frames, fps = load_video_frames(video, seconds)
     detector = PersonDetector()
@@ -230,16 +236,14 @@ async def e2e_lookout(video: Path, seconds: float, detect_fps: float) -> dict[st
     detector.detect(first)  # model load and first-run warm-up are not measured
 
     changes: list[tuple[float, int]] = []  # (t_media, count) of each smoothed change
-    last_count: list[int | None] = [None]
-    enqueued: dict[float, float] = {}
+    arrived: dict[float, float] = {}
     latencies: list[float] = []
     emitted: list[int] = []
 
-    def observer(result: FrameResult) -> None:
-        # Called just before count_people yields a change, so order matches emissions.
-        if result.count is not None and result.count != last_count[0]:
-            last_count[0] = result.count
-            changes.append((result.t_media, result.count))
+    def on_event(event: Event) -> None:
+        if isinstance(event, CountChanged) and event.count is not None:
+            assert event.t_media is not None
+            changes.append((event.t_media, event.count))
 
     def on_send(item: Sent) -> None:
         for response in getattr(item.message, "responses", ()):
@@ -249,15 +253,18 @@ async def e2e_lookout(video: Path, seconds: float, detect_fps: float) -> dict[st
             while changes:
                 t_media, count = changes.pop(0)
                 if count == payload["people"]:
-                    latencies.append(item.t - enqueued[t_media])
+                    latencies.append(item.t - arrived[t_media])
                     emitted.append(count)
                     break
 
-    counter = CountPeople(detector=detector, max_fps=detect_fps, observers=[observer])
+    perception = Perception(detector, detect_fps=detect_fps, publish=on_event)
+    counter = CountPeople(current=perception.current)
     model = ScriptedModel(keep_frames=False)
     model.on_send = on_send
     queue = LiveRequestQueue()
-    tool = FunctionTool(counter, name="count_people", check=check_count_args)
+    tool = FunctionTool(
+        counter, name="count_people", check=check_count_args, coalesce=coalesce_counts
+    )
     runner = Runner(model, [tool], SessionConfig())
     async with runner.run_live(queue) as session:
 
@@ -266,6 +273,7 @@ async def e2e_lookout(video: Path, seconds: float, detect_fps: float) -> dict[st
                 pass
 
         events_task = asyncio.create_task(consume())
+        await session.wait_model_connected()
         call_id = model.call("count_people")
         await model.wait_for(lambda: model.responses(call_id), timeout=30)
         stream = session.input_streams()[call_id]
@@ -273,11 +281,14 @@ async def e2e_lookout(video: Path, seconds: float, detect_fps: float) -> dict[st
         busy_start = system_busy_s()
         cpu_start = time.process_time()
         wall_start = time.monotonic()
-        for i, (image, jpeg) in enumerate(frames):
+        for i, (image, _jpeg) in enumerate(frames):
             await asyncio.sleep(max(0.0, wall_start + i / fps - time.monotonic()))
             t_media = i / fps
-            enqueued[t_media] = time.monotonic()
-            queue.send_realtime(types.Blob(data=jpeg, mime_type=FRAME_MIME), frame=image, t=t_media)
+            arrived[t_media] = time.monotonic()
+            assert image is not None
+            frame = Frame(image, t_media=t_media, index=i)
+            percept = await perception.process(frame)
+            queue.send_realtime(frame=frame, percept=percept)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(2):
                 await session.wait_inputs_idle()
@@ -285,11 +296,10 @@ async def e2e_lookout(video: Path, seconds: float, detect_fps: float) -> dict[st
         wall_s = time.monotonic() - wall_start
         queue.close()
     await events_task
-    processed = counter.stats.processed
     return {
-        "path": f"Lookout count_people, detect_fps {detect_fps:g}",
+        "path": f"Lookout perception + count_people, detect_fps {detect_fps:g}",
         "frames": len(frames),
-        "detected": processed,
+        "detected": perception.stats.detected,
         "changes": len(latencies),
         "final_count": emitted[-1] if emitted else None,
         "cpu_s": cpu_s,
