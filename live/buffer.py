@@ -19,6 +19,8 @@ from typing import Generic, TypeVar
 
 import anyio
 
+from live.signal import Wakeup, take_when_ready
+
 T = TypeVar("T")
 
 
@@ -39,8 +41,8 @@ class LatestWins(Generic[T]):
         self._items: deque[T] = deque()
         self._latest: T | None = None
         self._closed = False
-        self._wakeup: anyio.Event | None = None
-        self._idle: anyio.Event | None = None
+        self._wakeup = Wakeup()
+        self._idle = Wakeup()
         self._waiting = False
         # Called with each item pushed out, for lanes that report what they lost.
         self.on_drop: Callable[[T], None] | None = None
@@ -60,13 +62,13 @@ class LatestWins(Generic[T]):
             if self.on_drop is not None:
                 self.on_drop(dropped)
         self.stats.max_depth = max(self.stats.max_depth, len(self._items))
-        self._wake()
+        self._wakeup.set()
 
     def close(self) -> None:
         """No more items: waiters get what is left, then ``EndOfStream``."""
         self._closed = True
-        self._wake()
-        self._set_idle()
+        self._wakeup.set()
+        self._idle.set()
 
     def clear(self) -> int:
         """Drop everything waiting (counted); returns how many."""
@@ -85,19 +87,14 @@ class LatestWins(Generic[T]):
 
     async def get(self) -> T:
         """The oldest waiting item; raises ``anyio.EndOfStream`` once closed and empty."""
-        while True:
-            item = self.get_nowait()
-            if item is not None:
-                return item
-            if self._closed:
-                raise anyio.EndOfStream
-            self._wakeup = anyio.Event()
-            self._waiting = True
-            self._set_idle()
-            try:
-                await self._wakeup.wait()
-            finally:
-                self._waiting = False
+        return await take_when_ready(
+            self.get_nowait, lambda: self._closed, self._wakeup, waiting=self._set_waiting
+        )
+
+    def _set_waiting(self, waiting: bool) -> None:
+        self._waiting = waiting
+        if waiting:
+            self._idle.set()
 
     async def newest(self) -> T:
         """Skip to the newest waiting item (the older ones count as dropped), waiting if none."""
@@ -144,19 +141,7 @@ class LatestWins(Generic[T]):
         any pace.
         """
         while not self.idle:
-            if self._idle is None:
-                self._idle = anyio.Event()
             await self._idle.wait()
-
-    def _wake(self) -> None:
-        if self._wakeup is not None:
-            self._wakeup.set()
-
-    def _set_idle(self) -> None:
-        # A fresh event per wait: one set here must not be undone by a later taker.
-        if self._idle is not None:
-            self._idle.set()
-            self._idle = None
 
 
 __all__ = ["BufferStats", "LatestWins"]

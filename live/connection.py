@@ -32,6 +32,7 @@ from live.model import (
 )
 from live.outbox import Outbox
 from live.redact import redact, short_error
+from live.signal import Wakeup
 
 log = logging.getLogger("lookout.connection")
 
@@ -71,7 +72,7 @@ class ModelLink:
         self.reconnects = 0
         self.closing = False
         self.conn: LiveConnection | None = None
-        self._ready: anyio.Event | None = None
+        self._ready = Wakeup()
         self._recv_scope: anyio.CancelScope | None = None
         self._send_failure: ConnectionLost | None = None
         self._connected_before = False
@@ -250,17 +251,13 @@ class ModelLink:
 
     def _set_conn(self, conn: LiveConnection) -> None:
         self.conn = conn
-        if self._ready is not None:
-            self._ready.set()
-            self._ready = None
+        self._ready.set()
 
     def _clear_conn(self) -> None:
         self.conn = None
 
     async def wait_connected(self) -> LiveConnection:
         while self.conn is None:
-            if self._ready is None:
-                self._ready = anyio.Event()
             await self._ready.wait()
         return self.conn
 

@@ -72,12 +72,7 @@ class SQLiteEventLog:
     ) -> None:
         self.path = Path(path)
         self.session = session
-        self._store = store.acquire() if store is not None else SQLiteStore.open(self.path)
-        try:
-            self._store.ensure_schema(_SCHEMA)
-        except BaseException:
-            self._store.release(0)
-            raise
+        self._store = SQLiteStore.for_view(self.path, _SCHEMA, store)
         self._on_problem = on_problem
         if on_problem is not None:
             self._store.add_listener(on_problem)

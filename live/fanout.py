@@ -20,6 +20,7 @@ from live.connection import ModelLink
 from live.model import SendActivity, SendContent, SendRealtime
 from live.outbox import Outbox
 from live.requests import LiveRequest, LiveRequestQueue, RequestKind
+from live.signal import Wakeup
 from live.streams import StreamRegistry
 
 
@@ -45,7 +46,7 @@ class Fanout:
         self._model_lane: LatestWins[LiveRequest] = LatestWins(1)
         self._model_lane_lost = 0  # frames the lane could not send (model away)
         self._pumped_seq = 0
-        self._pumped: anyio.Event | None = None
+        self._pumped = Wakeup()
 
     @property
     def frames_model_lane_dropped(self) -> int:
@@ -56,9 +57,7 @@ class Fanout:
         async for request in self.queue:
             self._route(request)
             self._pumped_seq = max(self._pumped_seq, request.seq)
-            if self._pumped is not None:
-                self._pumped.set()
-                self._pumped = None
+            self._pumped.set()
 
     def _route(self, request: LiveRequest) -> None:
         if request.kind is RequestKind.REALTIME:
@@ -108,8 +107,6 @@ class Fanout:
         """Wait until every input-consuming call has processed what was queued so far."""
         target = self.queue.last_seq
         while self._pumped_seq < target and not self.closing:
-            if self._pumped is None:
-                self._pumped = anyio.Event()
             await self._pumped.wait()
         for stream in list(self.registry.input_streams().values()):
             await stream.wait_idle()
@@ -122,9 +119,7 @@ class Fanout:
     def wake(self) -> None:
         """Release waiters at teardown."""
         self.closing = True
-        if self._pumped is not None:
-            self._pumped.set()
-            self._pumped = None
+        self._pumped.set()
 
 
 def _blob_of(request: LiveRequest) -> types.Blob | None:

@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 from google.genai import types
 
 from live.config import EmitMode
 from live.model import Outbound, SendContent, SendRealtime, SendToolResponse
+from live.signal import Wakeup
 
 Coalesce = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]]
 
@@ -87,9 +87,8 @@ class Outbox:
         self._render = render
         self._coalesce = coalesce
         self._items: deque[OutItem] = deque()
-        self._wakeup: anyio.Event | None = None
-        self._drained: anyio.Event | None = None
-        self._changed: anyio.Event | None = None
+        self._wakeup = Wakeup()  # something was posted
+        self._changed = Wakeup()  # something left, or the connection changed
         self._in_flight = 0
 
     def __len__(self) -> int:
@@ -120,8 +119,7 @@ class Outbox:
         self._items.append(item)
         self.stats.posted += 1
         self.stats.max_depth = max(self.stats.max_depth, len(self._items))
-        if self._wakeup is not None:
-            self._wakeup.set()
+        self._wakeup.set()
 
     def drop_frames(self) -> int:
         kept = deque(i for i in self._items if not isinstance(i.message, SendRealtime))
@@ -178,9 +176,6 @@ class Outbox:
 
     def _check_drained(self) -> None:
         self.poke()
-        if not self._items and not self._in_flight and self._drained is not None:
-            self._drained.set()
-            self._drained = None
 
     @property
     def empty(self) -> bool:
@@ -189,24 +184,17 @@ class Outbox:
 
     def poke(self) -> None:
         """Wake ``wait_change`` (a message left, or the connection changed)."""
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
+        self._changed.set()
 
     async def wait_change(self) -> None:
-        if self._changed is None:
-            self._changed = anyio.Event()
         await self._changed.wait()
 
     async def wait_drained(self) -> None:
-        while self._items or self._in_flight:
-            if self._drained is None:
-                self._drained = anyio.Event()
-            await self._drained.wait()
+        while not self.empty:
+            await self._changed.wait()
 
     async def wait_nonempty(self) -> None:
         while not self._items:
-            self._wakeup = anyio.Event()
             await self._wakeup.wait()
 
     def snapshot(self) -> list[OutItem]:

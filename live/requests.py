@@ -14,6 +14,7 @@ from google.genai import types
 
 from live.buffer import LatestWins
 from live.frame import JPEG_MIME, Frame
+from live.signal import Wakeup, take_when_ready
 
 
 class RequestKind(enum.Enum):
@@ -96,7 +97,7 @@ class LiveRequestQueue:
         self._content: deque[LiveRequest] = deque()
         self._realtime: LatestWins[LiveRequest] = LatestWins(self.realtime_maxsize)
         self._closed = False
-        self._wakeup: anyio.Event | None = None
+        self._wakeup = Wakeup()
         self._seq = 0
 
     @property
@@ -117,8 +118,7 @@ class LiveRequestQueue:
         return self._seq
 
     def _wake(self) -> None:
-        if self._wakeup is not None:
-            self._wakeup.set()
+        self._wakeup.set()
 
     def _put_content(self, request: LiveRequest) -> None:
         self._content.append(request)
@@ -192,14 +192,7 @@ class LiveRequestQueue:
 
     async def get(self) -> LiveRequest:
         """Next request, content first. Raises ``anyio.EndOfStream`` after close."""
-        while True:
-            request = self.get_nowait()
-            if request is not None:
-                return request
-            if self._closed:
-                raise anyio.EndOfStream
-            self._wakeup = anyio.Event()
-            await self._wakeup.wait()
+        return await take_when_ready(self.get_nowait, lambda: self._closed, self._wakeup)
 
     def __aiter__(self) -> LiveRequestQueue:
         return self

@@ -129,6 +129,23 @@ class SQLiteStore(StoreWriter):
         with _REGISTRY_LOCK:
             return _REGISTRY.get(Path(path).expanduser().resolve())
 
+    @classmethod
+    def for_view(
+        cls, path: str | Path, schema: str, store: SQLiteStore | None = None
+    ) -> SQLiteStore:
+        """A reference to the shared store of ``path`` (or ``store``), ``schema`` in place.
+
+        What every view (event log, job store, occupancy log) does first; the reference
+        is given back if the schema cannot be made, so nothing leaks.
+        """
+        shared = store.acquire() if store is not None else cls.open(path)
+        try:
+            shared.ensure_schema(schema)
+        except BaseException:
+            shared.release(0)
+            raise
+        return shared
+
     def acquire(self) -> SQLiteStore:
         """Another reference to this (open) store, for a view handed an existing store."""
         with _REGISTRY_LOCK:

@@ -25,6 +25,7 @@ from live.config import SessionConfig
 from live.events import ErrorEvent, Event, StreamStarted, StreamStopped
 from live.input_stream import InputStream
 from live.redact import short_error
+from live.signal import Wakeup
 from live.tool import Tool, ToolContext
 
 log = logging.getLogger("lookout.streams")
@@ -92,7 +93,7 @@ class Emitter:
         self._clock = clock
         self._last_sent: float | None = None
         self._pending: dict[str, Any] | None = None
-        self._wakeup: anyio.Event | None = None
+        self._wakeup = Wakeup()
 
     @property
     def pending(self) -> dict[str, Any] | None:
@@ -109,8 +110,7 @@ class Emitter:
             self._send(payload, now)
         else:
             self._pending = payload
-            if self._wakeup is not None:
-                self._wakeup.set()
+            self._wakeup.set()
 
     def _send(self, payload: dict[str, Any], now: float) -> None:
         self._last_sent = now
@@ -127,7 +127,6 @@ class Emitter:
             await anyio.sleep_forever()
         while True:
             while self._pending is None:
-                self._wakeup = anyio.Event()
                 await self._wakeup.wait()
             assert self._last_sent is not None
             await self._clock.sleep(self._last_sent + self._min_interval - self._clock.now())
@@ -161,7 +160,7 @@ class StreamRegistry:
         self.handles: dict[str, StreamHandle] = {}
         self.input_calls_started = 0
         self.closing = False
-        self._changed: anyio.Event | None = None
+        self._changed = Wakeup()
 
     # ------------------------------------------------------------------ state
 
@@ -176,14 +175,10 @@ class StreamRegistry:
         return [h.call_id for h in self.handles.values() if h.name == name]
 
     async def wait_changed(self) -> None:
-        if self._changed is None:
-            self._changed = anyio.Event()
         await self._changed.wait()
 
     def notify(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
+        self._changed.set()
 
     # ---------------------------------------------------------------- running
 

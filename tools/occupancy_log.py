@@ -98,12 +98,7 @@ class SQLiteOccupancyLog:
         put_timeout_s: float = 10.0,
     ) -> None:
         self.path = Path(path)
-        self._store = store.acquire() if store is not None else SQLiteStore.open(self.path)
-        try:
-            self._store.ensure_schema(_SCHEMA)
-        except BaseException:
-            self._store.release(0)
-            raise
+        self._store = SQLiteStore.for_view(self.path, _SCHEMA, store)
         self._put_timeout_s = put_timeout_s
         self._lock = threading.Lock()
         # Not yet known to be written, newest per key: (seq, bucket) and (seq, finished).

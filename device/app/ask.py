@@ -24,9 +24,9 @@ import anyio
 from anyio import CancelScope
 
 from device.app.config import Config
-from device.app.run import configured_source, detector_factory
+from device.app.run import configured_perception, configured_runner, configured_source
 from device.events import SourceStateEvent
-from device.feeds.runner import SourceRunner, StateChange
+from device.feeds.runner import StateChange
 from device.feeds.sampler import FrameSampler
 from device.outputs.sinks import EventSink, JsonlSink
 from device.perception import Perception
@@ -208,20 +208,11 @@ class AskApp:
             self.event_log = MemoryEventLog()
             self.job_store = MemoryJobStore()
             self.occupancy = MemoryOccupancyLog()
-        self.source_runner = SourceRunner(
-            self.source,
-            clock=self.clock,
-            on_state=self._on_source_state,
-            loop=self.config.loop,
-            stall_timeout_s=self.config.stall_timeout,
+        self.source_runner = configured_runner(
+            self.config, self.source, self.clock, self._on_source_state
         )
         self.sampler = FrameSampler(self.source_runner, clock=self.clock, pace=self.config.pace)
-        self.perception = Perception(
-            detector_factory(self.config),
-            detect_fps=self.options.sample_fps,
-            k=self.config.smoothing,
-            min_hold_s=self.config.min_hold,
-        )
+        self.perception = configured_perception(self.config, self.options.sample_fps)
         self.tools = OccupancyTools(
             PerceivedFrames(self.sampler, self.perception),
             self.occupancy,

@@ -44,13 +44,14 @@ from live import (
     SQLiteEventLog,
 )
 from live.clock import Clock, MonotonicClock
-from live.events import ErrorEvent
+from live.events import ErrorEvent, Event
 from live.model import LiveModel
 from live.tool import Tool
 from models.detector import PersonDetector
 from models.local import LocalModel
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
+from tools.percept import Percept
 
 log = logging.getLogger("lookout.app")
 
@@ -67,7 +68,7 @@ def sample_video() -> Path | None:
     """The sample video, wherever set-up put it."""
     import os
 
-    here = Path(__file__).resolve().parent.parent
+    here = Path(__file__).resolve().parents[2]  # the repository (device/app/run.py)
     candidates = []
     if os.environ.get("LOOKOUT_DATA_DIR"):
         candidates.append(Path(os.environ["LOOKOUT_DATA_DIR"]) / "vtest.avi")
@@ -102,6 +103,36 @@ def configured_source(config: Config, clock: Clock) -> FrameSource:
 def detector_factory(config: Config) -> Callable[[], PersonDetector]:
     """Builds the configured detector when first needed (loading takes a while)."""
     return functools.partial(PersonDetector, config.detector, threshold=config.threshold)
+
+
+def configured_runner(
+    config: Config, source: FrameSource, clock: Clock, on_state: Callable[[StateChange], None]
+) -> SourceRunner:
+    """The source's runner with the configured loop and stall watchdog (run and ask)."""
+    return SourceRunner(
+        source,
+        clock=clock,
+        on_state=on_state,
+        loop=config.loop,
+        stall_timeout_s=config.stall_timeout,
+    )
+
+
+def configured_perception(
+    config: Config,
+    detect_fps: float,
+    publish: Callable[[Event], None] = lambda event: None,
+    on_percept: Callable[[Percept], None] = lambda percept: None,
+) -> Perception:
+    """Perception with the configured detector and smoothing (run and ask)."""
+    return Perception(
+        detector_factory(config),
+        detect_fps=detect_fps,
+        k=config.smoothing,
+        min_hold_s=config.min_hold,
+        publish=publish,
+        on_percept=on_percept,
+    )
 
 
 def build_model(config: Config) -> LiveModel:
@@ -160,13 +191,8 @@ class App:
             self.config, self.clock
         )
         self.model = self.model_override or build_model(self.config)
-        self.perception = Perception(
-            detector_factory(self.config),
-            detect_fps=self.config.detect_fps,
-            k=self.config.smoothing,
-            min_hold_s=self.config.min_hold,
-            publish=bus.publish,
-            on_percept=bus.percept,
+        self.perception = configured_perception(
+            self.config, self.config.detect_fps, bus.publish, bus.percept
         )
         self.counter = CountPeople(
             current=self.current_percept, k=self.config.smoothing, min_hold_s=self.config.min_hold
@@ -187,12 +213,8 @@ class App:
         self.event_log = SQLiteEventLog(self.config.db) if self.config.db is not None else None
         if self.event_log is not None:
             bus.subscribe(_LogSink(self.event_log))
-        self.source_runner = SourceRunner(
-            self.source,
-            clock=self.clock,
-            on_state=self._on_source_state,
-            loop=self.config.loop,
-            stall_timeout_s=self.config.stall_timeout,
+        self.source_runner = configured_runner(
+            self.config, self.source, self.clock, self._on_source_state
         )
         sample_fps = self.config.detect_fps
         if self.config.send_frames and not self.config.privacy:

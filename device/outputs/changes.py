@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import anyio
+from live.signal import Wakeup
 
 
 class Changes:
@@ -10,20 +10,16 @@ class Changes:
 
     def __init__(self) -> None:
         self.version = 0
-        self._event: anyio.Event | None = None  # made on first wait: needs a running loop
+        self._wakeup = Wakeup()
 
     def bump(self) -> None:
         self.version += 1
-        if self._event is not None:
-            self._event.set()
-            self._event = None
+        self._wakeup.set()
 
     async def wait(self, seen: int) -> int:
         """Return the current version once it differs from ``seen``."""
         while self.version == seen:
-            if self._event is None:
-                self._event = anyio.Event()
-            await self._event.wait()
+            await self._wakeup.wait()
         return self.version
 
 

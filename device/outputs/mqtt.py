@@ -41,6 +41,7 @@ from device.events import CountChanged
 from device.outputs.telemetry import AppView, strip_credentials
 from live.backoff import Backoff
 from live.events import Event
+from live.signal import Wakeup
 
 log = logging.getLogger("lookout.mqtt")
 
@@ -168,8 +169,8 @@ class MqttPublisher:
         self.stats = MqttStats()
         self.latest_count: Message | None = None
         self._pending: deque[Message] = deque()
-        self._wakeup: anyio.Event | None = None
-        self._connected_event: anyio.Event | None = None
+        self._wakeup = Wakeup()
+        self._connected_event = Wakeup()
         self._outage = False
 
     # ---------------------------------------------------------------- sink
@@ -220,8 +221,7 @@ class MqttPublisher:
             self._pending.popleft()
             self.stats.dropped += 1
         self.stats.queued = len(self._pending)
-        if self._wakeup is not None:
-            self._wakeup.set()
+        self._wakeup.set()
 
     # ----------------------------------------------------------- discovery
 
@@ -280,8 +280,6 @@ class MqttPublisher:
 
     async def wait_connected(self) -> None:
         while not self.stats.connected:
-            if self._connected_event is None:
-                self._connected_event = anyio.Event()
             await self._connected_event.wait()
 
     async def serve(self) -> None:
@@ -325,9 +323,7 @@ class MqttPublisher:
             client = await stack.enter_async_context(self._client())
             self.stats.connected = True
             self.stats.connects += 1
-            if self._connected_event is not None:
-                self._connected_event.set()
-                self._connected_event = None
+            self._connected_event.set()
             if self._outage:
                 log.warning("MQTT broker %s: connected again", self.settings)
                 self._outage = False
@@ -382,7 +378,6 @@ class MqttPublisher:
             await self._publish(client, latest)
         while True:
             if not self._pending:
-                self._wakeup = anyio.Event()
                 await self._wakeup.wait()
                 continue
             message = self._pending[0]

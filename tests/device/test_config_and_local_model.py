@@ -160,3 +160,17 @@ async def test_local_model_drives_the_real_runtime_and_obeys_commands(mode: Emit
         await said("Unknown command 'dance'. Commands: count, stop, start, help, quit.")
     # The calls went through the runtime with real call ids.
     assert model.state.calls and all(cid.startswith("local-call-") for cid in model.state.calls)
+
+
+def test_the_sample_video_is_found_from_any_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A service starts in / or its home, not in the repository.
+    from device.app.run import sample_video
+    from tests.datafiles import REPO_ROOT
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOOKOUT_DATA_DIR", raising=False)
+    found = sample_video()
+    assert found is not None and found.name == "vtest.avi"
+    assert found.is_relative_to(REPO_ROOT) or found.is_relative_to(REPO_ROOT.parent / "shared")
