@@ -1,13 +1,24 @@
-"""Clocks: the runtime never reads time directly, so tests can drive it virtually."""
+"""Clocks: the runtime never reads time directly, so tests can drive it virtually.
+
+Sleeps and time-outs both go through the clock: ``clock.move_on_after(s)`` and
+``clock.fail_after(s)`` are anyio's on real time and deadlines on virtual
+time, so a test of a tool that times out, or of a stop that waits for a
+stubborn tool, advances the clock instead of waiting.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
+import math
 import time
+from collections.abc import Iterator
 from typing import Protocol
 
 import anyio
+
+Timeout = contextlib.AbstractContextManager[anyio.CancelScope]
 
 
 class Clock(Protocol):
@@ -17,15 +28,29 @@ class Clock(Protocol):
 
     async def sleep(self, seconds: float) -> None: ...
 
+    def move_on_after(self, seconds: float | None) -> anyio.CancelScope:
+        """A cancel scope that gives up after ``seconds`` on this clock (None: never)."""
+        ...
+
+    def fail_after(self, seconds: float | None) -> Timeout:
+        """Like ``move_on_after``, but raises TimeoutError when the time ran out."""
+        ...
+
 
 class MonotonicClock:
-    """Wall time from ``time.monotonic``; sleeping is anyio's sleep."""
+    """Wall time from ``time.monotonic``; sleeping and time-outs are anyio's."""
 
     def now(self) -> float:
         return time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
         await anyio.sleep(max(0.0, seconds))
+
+    def move_on_after(self, seconds: float | None) -> anyio.CancelScope:
+        return anyio.move_on_after(seconds)
+
+    def fail_after(self, seconds: float | None) -> Timeout:
+        return anyio.fail_after(seconds)
 
 
 async def settle(max_rounds: int = 100_000) -> None:
@@ -67,6 +92,7 @@ class FakeClock:
     def __init__(self, start: float = 0.0) -> None:
         self._now = start
         self._sleepers: list[tuple[float, int, anyio.Event]] = []
+        self._deadlines: list[tuple[float, int, anyio.CancelScope]] = []
         self._seq = itertools.count()
 
     def now(self) -> float:
@@ -80,8 +106,26 @@ class FakeClock:
         heapq.heappush(self._sleepers, (self._now + seconds, next(self._seq), event))
         await event.wait()
 
+    def move_on_after(self, seconds: float | None) -> anyio.CancelScope:
+        scope = anyio.CancelScope()
+        if seconds is None or math.isinf(seconds):
+            return scope
+        if seconds <= 0:
+            scope.cancel()
+        else:
+            heapq.heappush(self._deadlines, (self._now + seconds, next(self._seq), scope))
+        return scope
+
+    @contextlib.contextmanager
+    def fail_after(self, seconds: float | None) -> Iterator[anyio.CancelScope]:
+        with self.move_on_after(seconds) as scope:
+            yield scope
+        if scope.cancelled_caught:
+            raise TimeoutError
+
     def next_deadline(self) -> float | None:
-        return self._sleepers[0][0] if self._sleepers else None
+        times = [entries[0][0] for entries in (self._sleepers, self._deadlines) if entries]
+        return min(times) if times else None
 
     def advance(self, seconds: float) -> None:
         """Move time forward and wake every sleeper whose deadline has passed."""
@@ -94,6 +138,9 @@ class FakeClock:
         while self._sleepers and self._sleepers[0][0] <= when:
             _, _, event = heapq.heappop(self._sleepers)
             event.set()
+        while self._deadlines and self._deadlines[0][0] <= when:
+            _, _, scope = heapq.heappop(self._deadlines)
+            scope.cancel()
 
     async def run_for(self, seconds: float, *, step: float | None = None) -> None:
         """Advance in steps, letting every task settle after each one.

@@ -171,7 +171,7 @@ class ModelLink:
             resuming = self.resumption_handle is not None
             setup = self._setup()
             try:
-                with anyio.fail_after(self.policy.connect_timeout_s):
+                with self.clock.fail_after(self.policy.connect_timeout_s):
                     conn = await self.model.connect(setup)
             except TimeoutError:
                 return _Failed(f"no answer to setup within {self.policy.connect_timeout_s:g} s")

@@ -91,9 +91,10 @@ async def invoke(
     secrets: tuple[str, ...] = (),
     timeout_s: float | None = None,
 ) -> Outcome:
-    """Run a plain tool to its answer; a failure or a time-out is an error answer."""
+    """Run a plain tool to its answer; a failure or a time-out (on the call's clock) is an
+    error answer."""
     try:
-        with anyio.fail_after(timeout_s):
+        with context.clock.fail_after(timeout_s):
             result = await tool.call(args, context)
     except TimeoutError:
         message = f"{tool.name} timed out after {timeout_s:g} s"

@@ -326,7 +326,7 @@ class LiveSession:
             await self._streams.stop_all("session closed")
             # Give answers already queued a moment to reach a live connection.
             if self._link.connected:
-                with anyio.move_on_after(self.config.flush_timeout_s):
+                with self.clock.move_on_after(self.config.flush_timeout_s):
                     await self._outbox.wait_drained()
             await self._link.close()
             self._finished.set()

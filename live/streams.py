@@ -328,7 +328,7 @@ class StreamRegistry:
                 # Cleanup gets its own short budget, even when we are being cancelled.
                 with (
                     anyio.CancelScope(shield=True),
-                    anyio.move_on_after(self.config.stop_timeout_s),
+                    self.clock.move_on_after(self.config.stop_timeout_s),
                     contextlib.suppress(Exception),
                 ):
                     await aclose()
@@ -344,7 +344,7 @@ class StreamRegistry:
             self._end(handle, reason)
         for handle in handles:
             finished = False
-            with anyio.move_on_after(self.config.stop_timeout_s):
+            with self.clock.move_on_after(self.config.stop_timeout_s):
                 await handle.done.wait()
                 finished = True
             entry: dict[str, Any] = {"id": handle.call_id, "emissions": handle.emissions}

@@ -26,6 +26,7 @@ from live.backoff import Backoff
 from live.clock import Clock
 from live.events import ErrorEvent, Event, JobUpdate, ToolResult
 from live.jobs import Job, JobState, JobStore
+from live.signal import Wakeup
 from live.tool import Tool
 from live.turn_config import TurnConfig, TurnOutcome
 
@@ -45,6 +46,15 @@ class _RunningJob:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     cancel_reason: str = ""
     done: anyio.Event = field(default_factory=anyio.Event)
+    # A job's deliveries (milestones, then its result) reach the model in the order the
+    # job made them: each takes a ticket when made and waits for its turn.
+    tickets: int = 0
+    turn: int = 0
+    turn_changed: Wakeup = field(default_factory=Wakeup)
+
+    def ticket(self) -> int:
+        self.tickets += 1
+        return self.tickets - 1
 
 
 class ConversationJobs:
@@ -121,7 +131,7 @@ class ConversationJobs:
         for job in running:
             job.cancel_reason = "the conversation ended"
             job.scope.cancel()
-        with anyio.move_on_after(self.config.close_timeout_s):
+        with self.clock.move_on_after(self.config.close_timeout_s):
             for job in running:
                 await job.done.wait()
 
@@ -158,7 +168,7 @@ class ConversationJobs:
                 )
                 running.done.set()
             if not self.closing:
-                await self._deliver(running, job.final_response(), emit)
+                await self._deliver(running, job.final_response(), emit, running.ticket())
         finally:
             self.pending -= 1
             self._wake()
@@ -170,10 +180,11 @@ class ConversationJobs:
         response = {**payload, "job_id": job.job_id, "status": "running"}
         emit = self._emit
         self.pending += 1
+        ticket = running.ticket()
 
         async def deliver() -> None:
             try:
-                await self._deliver(running, response, emit, final=False)
+                await self._deliver(running, response, emit, ticket, final=False)
             finally:
                 self.pending -= 1
                 self._wake()
@@ -187,10 +198,22 @@ class ConversationJobs:
         running: _RunningJob,
         response: dict[str, Any],
         emit: Emit,
+        ticket: int,
         *,
         final: bool = True,
     ) -> None:
         """Send a job's result to the model with the ticket's call id; retry a failed model."""
+        while running.turn != ticket:
+            await running.turn_changed.wait()
+        try:
+            await self._send(running, response, emit, final=final)
+        finally:
+            running.turn += 1
+            running.turn_changed.set()
+
+    async def _send(
+        self, running: _RunningJob, response: dict[str, Any], emit: Emit, *, final: bool
+    ) -> None:
         job = running.job
         part = types.Part(
             function_response=types.FunctionResponse(

@@ -87,6 +87,7 @@ async def test_stop_of_a_tool_that_ignores_cancellation_completes_and_says_so() 
         call_id = await h.start("stubborn")
         await h.wait_responses(call_id, 2)
         stop_id = h.model.call("stop_streaming", {"function_name": "stubborn"})
+        await h.clock.run_for(0.3, step=0.05)  # the stop's budget runs out, on virtual time
         await h.wait_responses(stop_id, 1)
         answer = h.model.responses(stop_id)[0].response
         assert answer["status"] == "Successfully stopped streaming function stubborn"

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from live import InputStream, MemoryEventLog, SQLiteEventLog, ToolContext, read_events
+from live import FakeClock, InputStream, MemoryEventLog, SQLiteEventLog, ToolContext, read_events
 from live.events import ErrorEvent, JobProgress, JobUpdate, ModelText, ToolCall, ToolResult
 from live.jobs import JobState, MemoryJobStore, SQLiteJobStore
 from live.testing import (
@@ -22,7 +22,7 @@ from live.testing import (
     say,
 )
 from live.turn_model import TurnModelError, TurnReply, TurnRequest
-from live.turns import ToolModeError, TurnConfig, TurnOutcome, TurnRunner
+from live.turns import ToolModeError, TurnConfig, TurnOutcome, TurnResult, TurnRunner
 from tools import FunctionTool
 
 pytestmark = pytest.mark.anyio
@@ -298,18 +298,28 @@ async def test_a_refused_request_ends_the_turn_with_the_reason() -> None:
     assert error.where == "model" and "unknown model" in error.message
 
 
-async def test_a_slow_plain_tool_times_out_with_an_answer() -> None:
+async def test_a_slow_plain_tool_times_out_with_an_answer_on_the_clock() -> None:
     async def slow() -> dict[str, Any]:
         """Never returns."""
         await anyio.sleep_forever()
         return {}
 
+    clock = FakeClock()
     model = ScriptedTurnModel([call("slow", id="s")], default=answer_after_tools)
-    runner = TurnRunner(model, [FunctionTool(slow)], TurnConfig(tool_timeout_s=0.05))
-    async with runner.open() as conv:
-        result = await conv.ask("go")
-    results = [e for e in result.events if isinstance(e, ToolResult)]
-    assert results[0].response == {"status": "error", "error": "slow timed out after 0.05 s"}
+    # Two minutes of time-out, on virtual time: the test does not wait for them.
+    runner = TurnRunner(model, [FunctionTool(slow)], TurnConfig(tool_timeout_s=120), clock=clock)
+    results: list[TurnResult] = []
+    async with runner.open() as conv, anyio.create_task_group() as tg:
+
+        async def ask() -> None:
+            results.append(await conv.ask("go"))
+
+        tg.start_soon(ask)
+        await clock.run_for(119)
+        assert not results  # still waiting for the tool
+        await clock.run_for(2)
+    answers = [e for e in results[0].events if isinstance(e, ToolResult)]
+    assert answers[0].response == {"status": "error", "error": "slow timed out after 120 s"}
 
 
 async def test_a_job_milestone_reaches_the_model_before_the_result() -> None:
@@ -330,8 +340,8 @@ async def test_a_job_milestone_reaches_the_model_before_the_result() -> None:
         if r.id == "m"
     ]
     statuses = [s["status"] for s in sent if s]
-    assert statuses[0] == "started"
-    assert sorted(statuses[1:]) == ["running", "succeeded"]
+    # The ticket, then the milestone, then the result: in the order the job made them.
+    assert statuses == ["started", "running", "succeeded"]
     assert {"first_half": 3}.items() <= next(
         s for s in sent if s and s["status"] == "running"
     ).items()
