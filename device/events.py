@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from live.events import Event
 
@@ -51,3 +51,39 @@ class CaptureStatsEvent(Event):
     frames_detected: int
     dropped: dict[str, int]
     detect_ms_mean: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogProblem(Event):
+    """Writing an event log (SQLite, JSON lines) started or stopped failing.
+
+    ``kind``: ``degraded`` (writing fails; events kept in memory and retried),
+    ``recovered`` (writing again, caught up), ``dropped`` (the memory backlog
+    overflowed: some events are lost, counted), ``lost`` (it closed incomplete).
+    Said once per problem, never per event.
+    """
+
+    type: ClassVar[str] = "log_problem"
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted(Event):
+    """A run began: what tells two runs in one log apart.
+
+    ``started``: wall-clock time (ISO, local), ``started_wall`` the same in
+    seconds since the epoch; ``source`` without credentials; ``live``: a camera
+    or stream (time is wall-clock) rather than a file or folder (time is media
+    time); ``config``: the effective configuration, secrets masked.
+    """
+
+    type: ClassVar[str] = "run"
+    run_id: str
+    started: str
+    started_wall: float
+    source: str
+    live: bool
+    model: str
+    command: str = "run"
+    config: dict[str, Any] = field(default_factory=dict)

@@ -66,6 +66,7 @@ class PerceptionStats:
     frames_in: int = 0
     detected: int = 0
     skipped_rate: int = 0  # sampled frames off the detection grid
+    skipped_stale: int = 0  # frames from before the count was given up (a camera drop)
     errors: int = 0  # frames the detector could not use
     detect_ms_total: float = 0.0
 
@@ -75,6 +76,15 @@ class PerceptionStats:
 
 
 class Perception:
+    """Detection and smoothing for one source, and whether its count is known right now.
+
+    The count is unknown until the first usable frame, and again whenever the
+    source stops running or no frame has come for ``stale_after_s()``
+    (``forget``): then a ``count`` event with a null count and the reason goes
+    out, the smoothing starts afresh, and the next usable frame is a new first
+    count.
+    """
+
     def __init__(
         self,
         detector: Detector | DetectorFactory,
@@ -84,27 +94,69 @@ class Perception:
         min_hold_s: float = 1.0,
         publish: Callable[[Event], None] = lambda event: None,
         on_percept: Callable[[Percept], None] = lambda percept: None,
+        now: Callable[[], float] = time.monotonic,
     ) -> None:
         if detect_fps <= 0:
             raise ValueError("detect_fps must be positive")
         self.shared = SharedDetector(detector)
         self.interval = 1.0 / detect_fps
+        self.k = k
+        self.min_hold_s = min_hold_s
         self.smoother = CountSmoother(k=k, min_hold_s=min_hold_s)
         self.stats = PerceptionStats()
+        self.unknown_reason = "no frame yet"
+        self.last_at: float | None = None  # when the newest percept was made (``now`` clock)
         self._publish = publish
         self._on_percept = on_percept
+        self._now = now
         self._next_due: float | None = None
         self._latest: Percept | None = None
         self._seq = 0
         self._error_reported = False
+        self._slowest_s = 0.0  # recent detector latency, so a slow device is not called stale
+        self._seen_t: float | None = None  # media time of the newest frame offered
+        self._epoch = 0  # one more at each forget: results begun before it are dropped
+        self._forgot_wall = 0.0  # frames read before this (time.time()) are not counted
 
     async def load(self) -> None:
         """Load the detector now (a missing or broken model file fails here, clearly)."""
         await self.shared.load()
 
     def current(self) -> Percept | None:
-        """The newest percept (None before the first one)."""
+        """The newest percept while the count is known; None while it is not."""
         return self._latest
+
+    @property
+    def known(self) -> bool:
+        return self._latest is not None and self._latest.count is not None
+
+    def stale_after_s(self) -> float:
+        """How long without a percept before the count is no longer current.
+
+        One detection period plus the hold, with room for a detector slower than
+        the period (a Pi 4 takes ~0.4 s a frame) and some scheduling slack.
+        """
+        return max(self.interval, 2 * self._slowest_s) + self.min_hold_s + 0.5
+
+    def forget(self, reason: str) -> bool:
+        """The count no longer holds: say so once; the next count starts afresh.
+
+        Returns whether this changed anything (False when already unknown).
+        """
+        was_known = self.known
+        previous = self.smoother.reported
+        self._epoch += 1
+        self._forgot_wall = time.time()
+        self.unknown_reason = reason
+        self._latest = None
+        self._next_due = None
+        self.smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s)
+        if was_known:
+            # At the newest frame seen: the count held that long, in the source's time.
+            self._publish(
+                CountChanged(count=None, previous=previous, reason=reason, t_media=self._seen_t)
+            )
+        return was_known
 
     def due(self, frame: Frame) -> bool:
         """Whether ``frame`` is on the detection grid (media time), advancing the grid if so.
@@ -125,9 +177,16 @@ class Perception:
     async def process(self, frame: Frame, *, force: bool = False) -> Percept | None:
         """Detect and smooth ``frame`` if it is due (or ``force``); None when it is off the grid."""
         self.stats.frames_in += 1
+        self._seen_t = frame.t_media
+        if frame.t_wall < self._forgot_wall:
+            # Read before the count was given up (still in a buffer): it must not
+            # bring an old scene back as the current count.
+            self.stats.skipped_stale += 1
+            return None
         if not force and not self.due(frame):
             self.stats.skipped_rate += 1
             return None
+        epoch = self._epoch
         try:
             detections, detect_ms = await anyio.to_thread.run_sync(
                 self._detect, frame, limiter=self.shared.limiter
@@ -135,8 +194,14 @@ class Perception:
         except Exception as exc:
             # One bad inference must not blind the device; a persistent failure is said.
             return self._failed(frame, exc)
+        if epoch != self._epoch:
+            # The count was given up while this frame was in the detector.
+            self.stats.skipped_stale += 1
+            return None
         self.stats.detected += 1
         self.stats.detect_ms_total += detect_ms
+        self._slowest_s = max(detect_ms / 1000, 0.8 * self._slowest_s)  # decays, follows peaks
+        self.last_at = self._now()
         self._error_reported = False
         raw = len(detections)
         before = self.smoother.reported
@@ -177,6 +242,7 @@ class Perception:
             self._error_reported = True
             log.warning("detector failed on frame %d: %s", frame.index, reason)
             self._publish(ErrorEvent(message=f"detector failed: {reason}", where="perception"))
+        # Not fresher for it: a camera that only gives unusable frames must go stale.
         self._seq += 1
         count = self.smoother.reported
         percept = Percept(

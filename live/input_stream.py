@@ -6,7 +6,7 @@ import fnmatch
 from collections.abc import Sequence
 
 from live.buffer import BufferStats, LatestWins
-from live.requests import LiveRequest, RequestKind
+from live.requests import LiveRequest
 
 InputStats = BufferStats
 
@@ -30,7 +30,7 @@ class InputStream(LatestWins[LiveRequest]):
         self.accept = tuple(accept)
 
     def accepts(self, request: LiveRequest) -> bool:
-        if request.kind is not RequestKind.REALTIME or not request.has_media:
+        if not request.for_tools:
             return False
         mime = request.mime_type
         return any(fnmatch.fnmatchcase(mime, pattern) for pattern in self.accept)

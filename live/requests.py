@@ -65,6 +65,11 @@ class LiveRequest:
         return self.given_blob is not None or isinstance(self.frame, Frame)
 
     @property
+    def for_tools(self) -> bool:
+        """Realtime input a tool can consume: media, or a perception update without any."""
+        return self.kind is RequestKind.REALTIME and (self.has_media or self.percept is not None)
+
+    @property
     def t_media(self) -> float | None:
         """The frame's time in its source, when a ``Frame`` rides along."""
         return self.frame.t_media if isinstance(self.frame, Frame) else None
@@ -148,11 +153,13 @@ class LiveRequestQueue:
     ) -> None:
         """A frame (or other media) for the tools and, if asked, the model.
 
-        Give a ``blob`` or a ``Frame`` (whose JPEG becomes the blob when needed).
+        Give a ``blob`` or a ``Frame`` (whose JPEG becomes the blob when needed), or
+        only a ``percept``: a perception update for the tools (it has no picture, so
+        it never reaches a model).
         """
         self._check_open()
-        if blob is None and not isinstance(frame, Frame):
-            raise ValueError("send_realtime needs a blob or a live.Frame")
+        if blob is None and not isinstance(frame, Frame) and percept is None:
+            raise ValueError("send_realtime needs a blob, a live.Frame or a percept")
         request = LiveRequest(
             RequestKind.REALTIME,
             given_blob=blob,

@@ -57,6 +57,8 @@ def describe(payload: dict[str, Any]) -> str | None:
         return f"Counting stopped ({payload.get('reason', 'no reason given')})."
     if status == "finished":
         return "Counting finished."
+    if "people" in payload and payload["people"] is None:
+        return f"Count unknown: {payload.get('reason', 'no reason given')}."
     if "people" in payload and isinstance(payload["people"], int):
         now = payload["people"]
         previous = payload.get("previous")
@@ -134,8 +136,8 @@ class LocalConnection:
         )
         if ended and state.running_call == call_id:
             state.running_call = None
-        if isinstance(payload.get("people"), int):
-            state.count = payload["people"]
+        if "people" in payload:
+            state.count = payload["people"] if isinstance(payload["people"], int) else None
         sentence = describe(payload)
         if sentence is not None:
             self._say(sentence)

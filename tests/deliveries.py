@@ -11,7 +11,9 @@ def assert_every_change_accounted_for(
     """Each change reached the model once, in order: alone, or merged while it was away.
 
     A merged emission carries the newest count, the count the model last heard as
-    ``previous``, and how many changes it stands for.
+    ``previous``, and how many changes it stands for. A count that became unknown
+    as the run ended (the source closed with the session) may have had no one left
+    to tell.
     """
     position = 0
     for response in delivered:
@@ -20,4 +22,6 @@ def assert_every_change_accounted_for(
         assert response["people"] == last[0], (response, counts[position : position + merged])
         assert response["previous"] == counts[position][1]
         position += merged
-    assert position == len(counts)
+    if position == len(counts) - 1 and counts[-1][0] is None:
+        return
+    assert position == len(counts), (position, counts)

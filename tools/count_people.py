@@ -15,7 +15,7 @@ feet are inside, smoothed the same way, for that call alone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -25,7 +25,7 @@ from pydantic import Field
 
 from live import InputStream, ToolArgumentError, ToolContext
 from live.tool import coalesce_updates
-from tools.percept import CurrentPercept, Percept
+from tools.percept import CountUnknown, CurrentPercept, Percept
 from tools.regions import count_in_region, parse_region
 from tools.smoothing import CountSmoother
 
@@ -34,6 +34,10 @@ TOOL = "count_people"
 
 def _no_percept() -> Percept | None:
     return None
+
+
+def _no_reason() -> str:
+    return "no current count (no frame yet)"
 
 
 def check_count_args(args: dict[str, Any]) -> None:
@@ -74,6 +78,17 @@ class _Watch:
     smoother: CountSmoother | None
     reported: int | None = None
 
+    def forget(self, reason: str) -> dict[str, Any] | None:
+        """The count no longer holds: what the consumer must be told (if it had one)."""
+        previous, self.reported = self.reported, None
+        if self.smoother is not None:
+            self.smoother = CountSmoother(
+                k=self.smoother.k, min_hold_s=self.smoother.min_hold_s, min_change=self.min_change
+            )
+        if previous is None:
+            return None
+        return {"people": None, "previous": previous, "reason": reason}
+
     def update(self, percept: Percept) -> dict[str, Any] | None:
         if self.smoother is not None:
             raw = count_in_region(percept.detections, percept.frame.shape, self.polygon)
@@ -96,6 +111,7 @@ class CountPeople:
     """The count tools over the device's perception (``current`` gives its newest percept)."""
 
     current: CurrentPercept = field(default=_no_percept)
+    why_unknown: Callable[[], str] = field(default=_no_reason)
     k: int = 3
     min_hold_s: float = 1.0
     # Consecutive unusable frames before the model is told (once) that input is broken.
@@ -123,7 +139,9 @@ class CountPeople:
         """Count the people in view and report whenever the number changes.
 
         Reports {"people": n, "previous": m} at once (the current count) and then only
-        when the count changes. Keep it running; call stop_streaming to end it.
+        when the count changes; {"people": null, "reason": ...} when the count cannot be
+        known (the camera is down), until counting resumes. Keep it running; call
+        stop_streaming to end it.
 
         Args:
             region: optional area to count in, a polygon of [x, y] points normalised to
@@ -146,6 +164,11 @@ class CountPeople:
             except anyio.EndOfStream:
                 return
             percept = request.percept
+            if isinstance(percept, CountUnknown):
+                said = watch.forget(percept.reason)
+                if said is not None:
+                    yield said
+                continue
             if not isinstance(percept, Percept):
                 continue  # a frame perception did not look at (off its rate)
             if percept.error is not None:
@@ -173,7 +196,7 @@ class CountPeople:
         """
         percept = self.current()
         if percept is None or percept.count is None:
-            return {"people": None, "reason": "no current count (no recent frame from the source)"}
+            return {"people": None, "reason": self.why_unknown()}
         return {
             "people": percept.count,
             "in_last_frame": percept.raw,

@@ -41,7 +41,19 @@ class Percept:
         return self.frame.t_media
 
 
+@dataclass(frozen=True)
+class CountUnknown:
+    """Perception cannot count now (the source is down, or no frame came for a while).
+
+    It travels to the tools like a percept, without a frame: a consumer that was
+    told a count must be told it no longer holds. Counting resumes by itself,
+    with a fresh first count, when frames come again.
+    """
+
+    reason: str
+
+
 # The newest percept of a running source, or None (nothing yet, or the source is down).
 CurrentPercept = Callable[[], Percept | None]
 
-__all__ = ["CurrentPercept", "Percept"]
+__all__ = ["CountUnknown", "CurrentPercept", "Percept"]

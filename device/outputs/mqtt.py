@@ -4,12 +4,20 @@ Topics, for a device ``<id>``:
 
 - ``lookout/<id>/state``   ``online`` (retained) while connected; ``offline`` (retained)
   on a clean shutdown, and as the broker-held last will when the process dies.
-- ``lookout/<id>/count``   the people count, JSON, retained: a subscriber that
-  connects later still learns the current count at once.
+- ``lookout/<id>/counting`` ``online`` (retained) while the count is known, ``offline``
+  while it is not (the camera is down, no usable frame, the process starting or
+  stopping).
+- ``lookout/<id>/count``   the people count, JSON, retained while it is known: a
+  subscriber that connects later learns the current count at once; cleared (an
+  empty retained message) when it becomes unknown and when the process starts,
+  so a restarted device never serves the last run's count as current. While
+  known it is republished every ``heartbeat_s`` (the sensors' ``expire_after``
+  backstop depends on it).
 - ``lookout/<id>/events``  selected events as JSON (counts, source and model
   connection states, model text, stream starts and stops, errors).
 - Home Assistant discovery (retained): a people sensor and an occupancy binary
-  sensor whose availability follows the state topic.
+  sensor, available only while both the state and the counting topics say
+  ``online``, and expiring after ``3 * heartbeat_s`` without an update.
 
 The publisher is an event sink (``write`` only queues, it never waits) and an
 App service that owns the connection. Messages wait in a bounded queue until
@@ -40,6 +48,7 @@ from device.app.config import ConfigError
 from device.events import CountChanged
 from device.outputs.telemetry import AppView, strip_credentials
 from live.backoff import Backoff
+from live.clock import Clock, MonotonicClock
 from live.events import Event
 from live.signal import Wakeup
 
@@ -146,8 +155,10 @@ class MqttPublisher:
         timeout_s: float = 10.0,
         backoff_s: tuple[float, float] = (0.5, 10.0),
         shutdown_timeout_s: float = 2.0,
+        heartbeat_s: float = 60.0,
         topic_prefix: str = "lookout",
         discovery_prefix: str = "homeassistant",
+        clock: Clock | None = None,
     ) -> None:
         self.settings = settings
         self.device_id = check_device_id(device_id)
@@ -158,10 +169,13 @@ class MqttPublisher:
         self.timeout_s = timeout_s
         self.backoff_s = backoff_s
         self.shutdown_timeout_s = shutdown_timeout_s
+        self.heartbeat_s = heartbeat_s
+        self.clock: Clock = clock or MonotonicClock()
         self.discovery_prefix = discovery_prefix
         base = f"{topic_prefix}/{device_id}"
         self.state_topic = f"{base}/state"
         self.count_topic = f"{base}/count"
+        self.counting_topic = f"{base}/counting"
         self.events_topic = f"{base}/events"
         self.client_id = f"lookout-{device_id}"
         # Loading the CA store reads files: do it now, not on the event loop at each connect.
@@ -201,16 +215,28 @@ class MqttPublisher:
             data["reason"] = strip_credentials(data["reason"])
         data["time"] = _now_iso()
         if isinstance(event, CountChanged):
-            count = {
-                "count": event.count,
-                "previous": event.previous,
-                "t": data["t"],
-                "time": data["time"],
-            }
-            message = Message(self.count_topic, _json(count), qos=1, retain=True)
-            self.latest_count = message
-            self._enqueue(message)
+            self._on_count(event, data)
         self._enqueue(Message(self.events_topic, _json(data), qos=1, retain=False))
+
+    def _on_count(self, event: CountChanged, data: dict[str, Any]) -> None:
+        if event.count is None:
+            # Unknown: the sensors go unavailable and no retained count is left standing.
+            self.latest_count = None
+            self._enqueue(self._counting())
+            self._enqueue(Message(self.count_topic, b"", qos=1, retain=True))
+            return
+        count = {"count": event.count, "previous": event.previous, "t": data["t"],
+                 "time": data["time"]}  # fmt: skip
+        known_before = self.latest_count is not None
+        self.latest_count = Message(self.count_topic, _json(count), qos=1, retain=True)
+        self._enqueue(self.latest_count)
+        if not known_before:
+            self._enqueue(self._counting())
+
+    def _counting(self) -> Message:
+        """Whether the count is known, retained (Home Assistant's second availability)."""
+        payload = b"online" if self.latest_count is not None else b"offline"
+        return Message(self.counting_topic, payload, qos=1, retain=True)
 
     def close(self) -> None:
         """Sink close: the connection belongs to ``run``, which flushes on cancellation."""
@@ -236,9 +262,13 @@ class MqttPublisher:
         }
         common: dict[str, Any] = {
             "state_topic": self.count_topic,
-            "availability_topic": self.state_topic,
+            # Both must say online: the process is up, and it knows the count.
+            "availability": [{"topic": self.state_topic}, {"topic": self.counting_topic}],
+            "availability_mode": "all",
             "payload_available": "online",
             "payload_not_available": "offline",
+            # A backstop for a device that vanished without its last will reaching anyone.
+            "expire_after": round(3 * self.heartbeat_s),
             "device": {k: v for k, v in device.items() if v is not None},
         }
         sensor = {
@@ -276,7 +306,17 @@ class MqttPublisher:
     async def run(self, app: AppView, *, task_status: TaskStatus[None]) -> None:
         # Started at once: the app must not wait for (or fail on) an absent broker.
         task_status.started()
-        await self.serve()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._heartbeat)
+            await self.serve()
+
+    async def _heartbeat(self) -> None:
+        """Republish a known count now and then, so ``expire_after`` only fires on silence."""
+        while True:
+            await self.clock.sleep(self.heartbeat_s)
+            latest = self.latest_count
+            if latest is not None and not any(m.topic == self.count_topic for m in self._pending):
+                self._enqueue(latest)
 
     async def wait_connected(self) -> None:
         while not self.stats.connected:
@@ -361,6 +401,7 @@ class MqttPublisher:
                 # Home Assistant came back: it wants the discovery configs and state again.
                 for item in self.discovery():
                     self._enqueue(item)
+                self._enqueue(self._counting())
                 if self.latest_count is not None:
                     self._enqueue(self.latest_count)
 
@@ -372,8 +413,13 @@ class MqttPublisher:
         await self._publish(client, Message(self.state_topic, b"online", 1, True))
         for message in self.discovery():
             await self._publish(client, message)
+        await self._publish(client, self._counting())
         latest = self.latest_count
-        if latest is not None and not any(m is latest for m in self._pending):
+        if latest is None:
+            # A retained count from before (an earlier run, a count gone unknown) must
+            # not be taken as current by whoever subscribes next.
+            await self._publish(client, Message(self.count_topic, b"", 1, True))
+        elif not any(m is latest for m in self._pending):
             # The broker may have lost it (restart without persistence): say it again.
             await self._publish(client, latest)
         while True:
@@ -395,6 +441,9 @@ class MqttPublisher:
             if self._pending and self._pending[0] is message:
                 self._pending.popleft()
         self.stats.queued = len(self._pending)
+        # The count dies with the process: nobody may take the last one as current later.
+        await self._publish(client, Message(self.counting_topic, b"offline", 1, True))
+        await self._publish(client, Message(self.count_topic, b"", 1, True))
         await self._publish(client, Message(self.state_topic, b"offline", 1, True))
 
 

@@ -153,6 +153,7 @@ class Telemetry:
         self._monotonic = monotonic
         self._wall = wall
         self.count: int | None = None
+        self.count_reason = "no frame yet"  # why the count is unknown, while it is
         self.raw: int | None = None
         self.count_changes = 0
         self.detect_ms: float | None = None
@@ -192,6 +193,10 @@ class Telemetry:
                 self.count_changes += 1
                 self.history.append((event.t, event.count))
                 self._trim_history(event.t)
+            else:
+                # Nothing stale stays on show: the last frame's number goes with the count.
+                self.count_reason = event.reason or "unknown"
+                self.raw = None
         elif isinstance(event, SourceStateEvent):
             self.source_name = strip_credentials(event.source)
             self.source_state = event.state
@@ -262,6 +267,8 @@ class Telemetry:
         if state is not SourceState.RUNNING:
             reason = f" ({self.source_reason})" if self.source_reason else ""
             return Health(False, f"source {state.value}{reason}")
+        if self.count is None:
+            return Health(False, f"count unknown: {self.count_reason}")
         if not session.model_connected:
             since = f" since {_iso(self.connection_since)}" if self.connection_since else ""
             reason = f" ({self.connection_reason})" if self.connection_reason else ""
@@ -299,6 +306,7 @@ class Telemetry:
             "privacy": self.privacy,
             "t": round(now, 2),
             "count": self.count,
+            "count_reason": None if self.count is not None else self.count_reason,
             "raw": self.raw,
             "count_changes": self.count_changes,
             "detect_ms": None if self.detect_ms is None else round(self.detect_ms, 1),

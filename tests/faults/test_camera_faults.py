@@ -10,86 +10,23 @@ fault, say what happened in events, and keep counting afterwards.
 from __future__ import annotations
 
 import io
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import cv2
-import numpy as np
 import pytest
 
 from device.app.config import build
 from device.app.run import App
 from device.bus import EventBus
-from device.sources import CaptureSource, SourceError
+from device.events import CountChanged
 from live.clock import MonotonicClock
-from live.events import Event
-from tests.datafiles import data_file
+from live.events import Emission, Event
+from tests.cameras import VtestCamera, vtest_frames
 from tools.percept import Percept
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-def vtest_frames(n: int = 30) -> list[np.ndarray]:
-    cap = cv2.VideoCapture(str(data_file("vtest.avi")))
-    frames = []
-    try:
-        while len(frames) < n:
-            ok, frame = cap.read()
-            if not ok:
-                break
-            frames.append(frame)
-    finally:
-        cap.release()
-    return frames
-
-
-class VtestCamera(CaptureSource[int]):
-    """A live camera replaying vtest frames, with faults switched on by the test."""
-
-    def __init__(self, frames: list[np.ndarray]) -> None:
-        super().__init__("fake vtest camera", live=True, clock_now=time.monotonic)
-        self.frames = frames
-        self.lock = threading.Lock()
-        self.position = 0
-        self.stall = threading.Event()  # set: the next read blocks until released
-        self.release_stall = threading.Event()
-        self.read_failures = 0
-        self.corrupt = 0
-        self.unplugged = False
-        self.small = False
-        self.opens = 0
-
-    def _open_capture(self) -> int:
-        with self.lock:
-            self.opens += 1
-            if self.unplugged:
-                raise SourceError("cannot open fake vtest camera: no such device")
-            return self.opens
-
-    def _read_capture(self, capture: int) -> tuple[np.ndarray, float | None] | None:
-        if self.stall.is_set():
-            self.stall.clear()
-            self.release_stall.wait(10)
-        time.sleep(0.01)  # a 100 fps camera
-        with self.lock:
-            if self.unplugged or self.read_failures:
-                self.read_failures = max(0, self.read_failures - 1)
-                raise SourceError("fake vtest camera: read failed")
-            frame = self.frames[self.position % len(self.frames)]
-            self.position += 1
-            if self.corrupt:
-                self.corrupt -= 1
-                return np.zeros((4, 4), dtype=np.float32), None  # not a BGR image at all
-            if self.small:
-                frame = cv2.resize(frame, (640, 480))
-        return frame, None
-
-    def _release_capture(self, capture: int) -> None:
-        pass
 
 
 class Probe:
@@ -114,6 +51,9 @@ class Probe:
 
     def close(self) -> None:
         pass
+
+    def counts(self) -> list[CountChanged]:
+        return [e for e in self.events if isinstance(e, CountChanged)]
 
     def states(self) -> list[str]:
         return [e.to_dict()["state"] for e in self.events if e.type == "source_state"]
@@ -184,13 +124,31 @@ async def test_every_camera_fault_is_survived_and_the_count_resumes(tmp_path: Pa
         await probe.processed_more(len(probe.results))
         assert app.source_runner.stats.resolution_changes >= 1
 
-        # 5. The camera disappears, then comes back.
+        # 5. The camera disappears, then comes back: the count is unknown meanwhile.
         before = len(probe.states())
+        counts_before = len(probe.counts())
         camera.unplugged = True
         await probe.wait(lambda: probe.states()[before:].count("reconnecting") >= 2)
+        gone = probe.counts()[counts_before:]
+        assert gone and gone[0].count is None, gone
+        assert gone[0].reason.startswith("camera reconnecting since "), gone[0].reason
+        assert "(fake vtest camera: read failed" in gone[0].reason, gone[0].reason
+        assert app.current_percept() is None
+        assert (await app.counter.count_people_now())["people"] is None
         camera.unplugged = False
         await probe.wait(lambda: probe.states()[-1] == "running")
         await probe.processed_more(len(probe.results))
+        # Back by itself, as a new first count (nothing to compare with).
+        await probe.wait(lambda: probe.counts()[-1].count is not None)
+        back = [c for c in probe.counts()[counts_before:] if c.count is not None]
+        assert back[0].previous is None, back
+        # The model's stream was told both: unknown with the reason, then the count.
+        said = [
+            e.payload for e in probe.events if isinstance(e, Emission) and "people" in e.payload
+        ]
+        unknown = [i for i, p in enumerate(said) if p["people"] is None]
+        assert unknown and said[unknown[-1]]["reason"].startswith("camera reconnecting since ")
+        assert said[-1]["people"] is not None
 
         assert app.session is not None and len(app.session.running_streams()) == 1
         app.request_stop()
@@ -198,4 +156,39 @@ async def test_every_camera_fault_is_survived_and_the_count_resumes(tmp_path: Pa
     reasons = [e.to_dict()["reason"] for e in probe.events if e.type == "source_state"]
     assert any("no such device" in r for r in reasons)
     assert any("read failed" in r for r in reasons)
-    assert any("stall" in r or "no frame" in r for r in reasons), reasons
+    assert any("no frame within 0.5 s (read stalled)" in r for r in reasons), reasons
+
+
+async def test_a_camera_that_goes_quiet_makes_the_count_unknown_before_its_watchdog(
+    tmp_path: Path,
+) -> None:
+    # A read that blocks, with a watchdog far away: "running" says nothing of freshness.
+    camera = VtestCamera(vtest_frames())
+    probe = Probe()
+    config = build(
+        {"model": "local", "http": "", "detect_fps": 10.0, "min_hold": 0.0,
+         "stall_timeout": 60.0},
+        environ={},
+        system_config=Path("/nonexistent"),
+    )  # fmt: skip
+    clock = MonotonicClock()
+    bus = EventBus(clock)
+    bus.subscribe(probe)
+    bus.on_percept(probe.on_result)
+    app = App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=camera)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(app.run)
+        await probe.wait(lambda: probe.counts() and probe.counts()[-1].count is not None)
+        stale_after = app.perception.stale_after_s()
+        camera.stall.set()
+        # Within one detection period plus the hold (and the slack stale_after_s gives).
+        await probe.wait(lambda: probe.counts()[-1].count is None, timeout=stale_after + 3)
+        last = probe.results[-1]
+        gone = probe.counts()[-1]
+        assert gone.reason.startswith("no usable frame from fake vtest camera for "), gone.reason
+        assert probe.states()[-1] == "running"  # the watchdog has not given up yet
+        assert app.current_percept() is None
+        camera.release_stall.set()
+        await probe.wait(lambda: probe.counts()[-1].count is not None)
+        assert probe.results[-1].seq > last.seq
+        app.request_stop()

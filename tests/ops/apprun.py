@@ -15,6 +15,7 @@ import anyio
 from device.app.config import build
 from device.app.operations import Operations, setup_operations
 from device.app.run import App
+from device.sources import FrameSource
 from tests.datafiles import data_file
 
 
@@ -39,6 +40,7 @@ class RunningApp:
 async def running_app(
     tmp_path: Path,
     environ: Mapping[str, str] | None = None,
+    source: FrameSource | None = None,
     **flags: Any,
 ) -> AsyncIterator[RunningApp]:
     """The sample video, the local model, a status server on a free port; stopped on exit."""
@@ -57,7 +59,7 @@ async def running_app(
         environ=dict(environ or {}),
         system_config=tmp_path / "no-system-config.toml",
     )
-    app = App(config, out=io.StringIO())
+    app = App(config, out=io.StringIO(), source_override=source)
     ops = setup_operations(app)
     running = RunningApp(app, ops, events)
 

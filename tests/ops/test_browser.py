@@ -21,6 +21,7 @@ from playwright.async_api import Page, async_playwright
 
 from device.outputs.status_server import HttpAddress, StatusServer
 from device.outputs.telemetry import Telemetry
+from tests.cameras import VtestCamera, vtest_frames
 from tests.ops.apprun import running_app
 from tests.ops.support import CHROMIUM_ARGS, FakeApp
 from tests.percepts import make_percept
@@ -31,6 +32,7 @@ COUNT_CHANGED = (
     "(was) => { const t = document.getElementById('count').textContent;"
     " return /^\\d+$/.test(t) && t !== was; }"
 )
+COUNT_UNKNOWN = "() => document.getElementById('count').textContent === '–'"
 IMAGE_SHOWN = (
     "() => { const i = document.getElementById('frame');"
     " return !i.hidden && i.complete && i.naturalWidth > 0; }"
@@ -134,6 +136,10 @@ async def test_privacy_page_never_asks_for_an_image(chromium: Path, tmp_path: Pa
         assert await page.is_hidden("#frame")
         assert "Privacy mode" in (await page.text_content("#no-image") or "")
         await screenshot(page, tmp_path, "status-page-privacy.png")
+    # The listener saw the page's own requests (so an empty list below means something)...
+    assert any(url.endswith("/events") for url in requested), requested
+    assert any(url.endswith("/static/app.js") for url in requested), requested
+    # ...and not one of them was for an image.
     assert not [url for url in requested if url.endswith((".mjpg", ".jpg"))], requested
 
 
@@ -174,3 +180,36 @@ async def test_page_shows_the_newest_frame_not_the_one_before(
                 timeout=5_000,
             )
         tg.cancel_scope.cancel()  # the server only: the browser closes outside this group
+
+
+async def test_the_page_says_unknown_and_why_while_the_camera_is_gone_then_counts_again(
+    chromium: Path, tmp_path: Path
+) -> None:
+    camera = VtestCamera(vtest_frames())
+    flags = {"detect_fps": 10.0, "min_hold": 0.0}
+    async with running_app(tmp_path, source=camera, **flags) as run, browser_page(chromium) as page:
+        run.app.source_runner.initial_backoff_s = 0.2
+        run.app.source_runner.max_backoff_s = 0.5
+        await page.goto(run.url)
+        await page.wait_for_function(COUNT_IS_NUMBER, timeout=20_000)
+        assert "people in view (smoothed)" in (await page.text_content("#count-label") or "")
+        camera.unplugged = True
+        await page.wait_for_function(COUNT_UNKNOWN, timeout=10_000)
+        detail = await page.text_content("#count-detail") or ""
+        assert detail.startswith("camera reconnecting since "), detail
+        assert await page.text_content("#count-label") == "count unknown"
+        assert "in the last frame" not in detail  # no stale number beside it
+        assert await page.get_attribute("#count", "class") == "unknown"
+        await screenshot(page, tmp_path, "status-page-camera-gone.png")
+        camera.unplugged = False
+        await page.wait_for_function(COUNT_IS_NUMBER, timeout=20_000)
+        assert "in the last frame" in (await page.text_content("#count-detail") or "")
+    counts = [e for e in run.events() if e["type"] == "count"]
+    gone = [i for i, e in enumerate(counts) if e["count"] is None]
+    # Unknown once while the camera was gone (no old frame brought it back), and again
+    # when the run ended; counts in between.
+    (outage, end) = gone
+    assert counts[outage]["reason"].startswith("camera reconnecting since ")
+    assert counts[end]["reason"].startswith("camera ended at ")
+    assert all(isinstance(e["count"], int) for e in counts[outage + 1 : end])
+    assert end - outage >= 2

@@ -43,7 +43,7 @@ def live_counts(messages: list[Received], topic: str) -> list[int]:
     """
     values: list[int] = []
     for m in messages:
-        if m.topic == topic and not m.retain:
+        if m.topic == topic and not m.retain and m.payload:
             value = json.loads(m.payload)["count"]
             if not values or values[-1] != value:
                 values.append(value)
@@ -87,7 +87,8 @@ def test_queue_is_bounded_but_the_latest_count_is_kept() -> None:
     for n in range(20):
         pub.write(count(n, t=float(n)))
     pub.write(ModelAudio(mime_type="audio/pcm", size=3, data=b"abc"))  # never published
-    assert pub.queued == 5 and pub.dropped == 35
+    # 20 counts, 20 events and one "counting: online" (the count became known) went in.
+    assert pub.queued == 5 and pub.dropped == 36
     assert pub.latest_count is not None
     assert json.loads(pub.latest_count.payload)["count"] == 19 and pub.latest_count.retain
 
@@ -100,7 +101,13 @@ def test_discovery_configs_follow_home_assistant_conventions() -> None:
     s, o = json.loads(sensor.payload), json.loads(occupancy.payload)
     for config in (s, o):
         assert config["state_topic"] == "lookout/door/count"
-        assert config["availability_topic"] == "lookout/door/state"
+        # Available while the process is up *and* it knows the count.
+        assert config["availability"] == [
+            {"topic": "lookout/door/state"},
+            {"topic": "lookout/door/counting"},
+        ]
+        assert config["availability_mode"] == "all"
+        assert config["expire_after"] == 180  # 3 heartbeats of silence
         assert (config["payload_available"], config["payload_not_available"]) == (
             "online",
             "offline",
@@ -127,11 +134,13 @@ async def test_count_state_and_discovery_are_retained_events_are_not(broker: Bro
     retained = {m.topic: m for m in late.messages if m.retain}
     assert set(retained) == {
         "lookout/cam1/state",
+        "lookout/cam1/counting",
         "lookout/cam1/count",
         "homeassistant/sensor/cam1_people/config",
         "homeassistant/binary_sensor/cam1_occupancy/config",
     }
     assert retained["lookout/cam1/state"].payload == b"online"
+    assert retained["lookout/cam1/counting"].payload == b"online"
     assert json.loads(retained["lookout/cam1/count"].payload)["count"] == 3
     events = [json.loads(m.payload) for m in live.on("lookout/cam1/events")]
     assert [e["type"] for e in events] == ["source_state", "count", "model_text"]
@@ -141,6 +150,7 @@ async def test_count_state_and_discovery_are_retained_events_are_not(broker: Bro
 
 
 async def test_clean_shutdown_says_offline_after_flushing(broker: Broker) -> None:
+    live = Subscriber(broker.port, ["lookout/cam2/count"])
     pub = publisher(broker, "cam2")
     async with anyio.create_task_group() as tg:
         tg.start_soon(pub.serve)
@@ -148,10 +158,13 @@ async def test_clean_shutdown_says_offline_after_flushing(broker: Broker) -> Non
             await pub.wait_connected()
         pub.write(count(7))  # queued right before the end: still delivered
         tg.cancel_scope.cancel()
+    live.wait_for(lambda ms: live_counts(ms, "lookout/cam2/count") == [7], "count 7")
     late = Subscriber(broker.port, ["lookout/cam2/#"])
     late.wait_for(has("lookout/cam2/state", b"offline", retained=True), "offline")
-    late.wait_for(has("lookout/cam2/count", retained=True), "retained count")
-    assert json.loads(late.on("lookout/cam2/count")[0].payload)["count"] == 7
+    late.wait_for(has("lookout/cam2/counting", b"offline", retained=True), "counting offline")
+    # The count died with the process: nobody may read it later as current.
+    assert late.on("lookout/cam2/count") == []
+    live.close()
     late.close()
 
 
@@ -193,53 +206,114 @@ async def test_reconnect_republishes_the_latest_count_the_broker_lost(broker: Br
         again = Subscriber(broker.port, ["lookout/cam4/count"])
         await wait(again, has("lookout/cam4/count"), "the count, published again")
         again.close()
+        late = Subscriber(broker.port, ["lookout/cam4/count"])
+        await wait(late, has("lookout/cam4/count", retained=True), "the retained count")
+        assert json.loads(late.on("lookout/cam4/count")[0].payload)["count"] == 5
+        late.close()
         tg.cancel_scope.cancel()
-    late = Subscriber(broker.port, ["lookout/cam4/count"])
-    late.wait_for(has("lookout/cam4/count", retained=True), "the retained count")
-    assert json.loads(late.on("lookout/cam4/count")[0].payload)["count"] == 5
     assert pub.stats.connects == 2
-    late.close()
 
 
-def test_last_will_when_lookout_is_killed(broker: Broker, tmp_path: Path) -> None:
-    base = "lookout/killtest"
-    watch = Subscriber(broker.port, [f"{base}/#", "homeassistant/+/+/config"])
+def _lookout_mqtt(
+    broker: Broker, tmp_path: Path, source: str, log: Path
+) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
-    log = tmp_path / "lookout.log"
     (tmp_path / "empty.toml").write_text("")  # not /etc/lookout/lookout.toml
-    with log.open("wb") as out:
-        process = subprocess.Popen(
+    with log.open("ab") as out:
+        return subprocess.Popen(
             [
                 sys.executable, "-m", "device.cli", "run", "--model", "local",
-                "--source", str(data_file("vtest.avi")),
+                "--source", source,
                 "--pace", "realtime", "--loop", "--no-http", "--mqtt", broker.url,
                 "--device-id", "killtest", "--config", str(tmp_path / "empty.toml"),
             ],
             cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
         )  # fmt: skip
+
+
+def _end(process: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+    if process.poll() is None:
+        process.send_signal(sig)
+    try:
+        process.wait(10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+def _retained(port: int, topics: list[str], least: int) -> dict[str, bytes]:
+    late = Subscriber(port, topics)
+    try:
+        late.wait_for(lambda ms: len(ms) >= least, f"{least} retained messages")
+        return {m.topic: m.payload for m in late.messages if m.retain}
+    finally:
+        late.close()
+
+
+def test_a_killed_lookout_goes_unavailable_and_its_restart_never_serves_the_old_count(
+    broker: Broker, tmp_path: Path
+) -> None:
+    base = "lookout/killtest"
+    topics = [f"{base}/#", "homeassistant/+/+/config"]
+    watch = Subscriber(broker.port, topics)
+    log = tmp_path / "lookout.log"
+    process = _lookout_mqtt(broker, tmp_path, str(data_file("vtest.avi")), log)
     try:
         try:
             watch.wait_for(
-                lambda ms: has(f"{base}/state", b"online")(ms) and has(f"{base}/count")(ms),
+                lambda ms: (
+                    has(f"{base}/state", b"online")(ms)
+                    and has(f"{base}/counting", b"online")(ms)
+                    and any(m.topic == f"{base}/count" and m.payload for m in ms)
+                ),
                 "online and a count",
                 timeout=15,
             )
         except AssertionError as exc:
             hint = "(is attach_operations wired into `lookout run`?)"
             raise AssertionError(f"{exc} {hint}\nlookout output:\n{log.read_text()}") from None
-        process.send_signal(signal.SIGKILL)
-        process.wait(10)
+        _end(process)
         watch.wait_for(has(f"{base}/state", b"offline"), "the last will")
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-    late = Subscriber(broker.port, [f"{base}/#", "homeassistant/+/+/config"])
-    late.wait_for(lambda ms: len(ms) >= 4, "retained state, count and discovery")
-    retained = {m.topic: m.payload for m in late.messages if m.retain}
+        _end(process)
+    # A killed process cannot clear its count: the broker's will makes the sensors
+    # unavailable (availability needs both topics online).
+    retained = _retained(broker.port, topics, 5)
     assert retained[f"{base}/state"] == b"offline"
     assert isinstance(json.loads(retained[f"{base}/count"])["count"], int)
     assert "homeassistant/sensor/killtest_people/config" in retained
     assert "homeassistant/binary_sensor/killtest_occupancy/config" in retained
+
+    # Restarted with a camera that does not answer: online, but the count is unknown;
+    # the last run's count is cleared, not served again.
+    seen = len(watch.messages)
+    camera = f"rtsp://127.0.0.1:{_closed_port()}/stream"
+    process = _lookout_mqtt(broker, tmp_path, camera, log)
+    try:
+        watch.wait_for(
+            lambda ms: (
+                has(f"{base}/state", b"online")(ms[seen:])
+                and has(f"{base}/counting", b"offline")(ms[seen:])
+                and has(f"{base}/count", b"")(ms[seen:])
+            ),
+            "online, counting offline, count cleared",
+            timeout=20,
+        )
+        retained = _retained(broker.port, topics, 4)
+        assert retained[f"{base}/state"] == b"online"
+        assert retained[f"{base}/counting"] == b"offline"
+        assert f"{base}/count" not in retained, retained
+        counts = [m for m in watch.messages[seen:] if m.topic == f"{base}/count" and m.payload]
+        assert counts == [], counts  # never said again, not even once
+    finally:
+        _end(process, signal.SIGTERM)
     watch.close()
-    late.close()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -44,6 +44,10 @@ async def serving(
             tg.cancel_scope.cancel()
 
 
+def counted(n: int = 1) -> CountChanged:
+    return CountChanged(t=1.0, count=n, previous=None, raw=n, t_media=1.0)
+
+
 def frame(n: int = 1) -> Percept:
     image = np.full((96, 128, 3), 60, np.uint8)
     return make_percept([[10, 10, 50, 80]] * n, image=image, detect_ms=9.0)
@@ -99,7 +103,11 @@ async def test_page_and_assets_are_served_and_fetch_nothing_from_outside() -> No
 
 async def test_healthz_200_while_counting_degraded_without_a_model_503_without_a_source() -> None:
     app = FakeApp()
-    async with serving(app) as (_, _, base), aiohttp.ClientSession() as http:
+    async with serving(app) as (_, tel, base), aiohttp.ClientSession() as http:
+        async with http.get(base + "/healthz") as starting:
+            assert starting.status == 503  # running, but nothing counted yet
+            assert (await starting.json())["reason"] == "count unknown: no frame yet"
+        tel.write(counted())
         async with http.get(base + "/healthz") as ok:
             assert ok.status == 200
             assert (await ok.json()) == {"ok": True, "status": "ok", "reason": "ok"}
@@ -113,6 +121,11 @@ async def test_healthz_200_while_counting_degraded_without_a_model_503_without_a
         async with http.get(base + "/healthz") as bad:
             assert bad.status == 503
             assert (await bad.json())["reason"].startswith("source reconnecting")
+        app.source_runner.state = SourceState.RUNNING
+        tel.write(CountChanged(t=2.0, count=None, previous=1, reason="no usable frame for 3 s"))
+        async with http.get(base + "/healthz") as stale:
+            assert stale.status == 503
+            assert (await stale.json())["reason"] == "count unknown: no usable frame for 3 s"
 
 
 async def test_metrics_are_prometheus_text() -> None:
@@ -224,6 +237,7 @@ async def test_token_guards_every_route_but_healthz() -> None:
     routes = ("/", "/static/app.js", "/metrics", "/snapshot.jpg", "/api/state", "/events")
     async with serving(FakeApp(), token=token) as (_, tel, base):
         tel.on_percept(frame())
+        tel.write(counted())
         async with aiohttp.ClientSession() as http:
             for path in routes:
                 async with http.get(base + path) as response:
@@ -261,7 +275,8 @@ async def test_token_guards_every_route_but_healthz() -> None:
 
 
 async def test_loopback_server_refuses_foreign_host_headers() -> None:
-    async with serving(FakeApp()) as (_, _, base), aiohttp.ClientSession() as http:
+    async with serving(FakeApp()) as (_, tel, base), aiohttp.ClientSession() as http:
+        tel.write(counted())
         async with http.get(base + "/api/state", headers={"Host": "evil.example:80"}) as r:
             assert r.status == 421
         for host in ("localhost:9000", "127.0.0.1", "[::1]:8765"):

@@ -149,6 +149,10 @@ def test_health_names_what_is_wrong() -> None:
     )
     assert tel.health().reason == "source reconnecting (read timeout; retry in 2 s)"
     app.source_runner.state = SourceState.RUNNING
+    # Running, but no count yet: not healthy, and it says why.
+    assert tel.health().reason == "count unknown: no frame yet" and not tel.health().ok
+    tel.write(count(2, 0.5))
+    assert tel.health().ok
     # A missing model degrades the device; it still counts, so it is still healthy.
     app.session.connection_state = "unreachable"
     tel.write(ConnectionState(state="unreachable", reason="ConnectionRefusedError"))
@@ -159,6 +163,12 @@ def test_health_names_what_is_wrong() -> None:
     app.session.connection_state = "connected"
     tel.write(ConnectionState(state="connected"))
     assert tel.health().ok and tel.health().reason == "ok" and not tel.health().degraded
+    # The count goes unknown (the camera stopped giving frames): unhealthy, with the reason.
+    why = "no usable frame from 0 for 3 s"
+    tel.write(CountChanged(t=9.0, count=None, previous=2, reason=why))
+    assert not tel.health().ok and tel.health().reason == f"count unknown: {why}"
+    assert tel.state()["count"] is None and tel.state()["count_reason"] == why
+    assert tel.state()["raw"] is None  # the last frame's number is not shown as current
 
 
 def test_running_streams_come_from_the_session() -> None:
