@@ -98,8 +98,11 @@ class CaptureLoop:
         live: bool = False,
         gate: InputGate | None = None,
         consumer_wait_s: float = 5.0,
+        media_duration_s: float | None = None,
         on_frame: Callable[[Frame], None] | None = None,
     ) -> None:
+        """``media_duration_s``: a file or folder ends after that much of its media time,
+        however fast it is replayed (a camera's duration is wall time: the app's)."""
         self.feed = feed
         self.queue = queue
         self.clock = clock
@@ -111,6 +114,7 @@ class CaptureLoop:
         self.live = live
         self.gate = gate
         self.consumer_wait_s = consumer_wait_s
+        self.media_duration_s = media_duration_s
         self.on_frame = on_frame
         self.stats = CaptureStats()
         self._limiter = anyio.CapacityLimiter(1)
@@ -120,6 +124,7 @@ class CaptureLoop:
         next_sample: float | None = None
         replay_origin: tuple[float, float] | None = None  # (clock, media t) at the first frame
         fast = self.pace == "fast" and not self.live
+        first_t: float | None = None
         if fast and self.gate is not None:
             # A model that calls its tools at once should see the replay from its start;
             # one that is slow or absent must not hold the device up for long.
@@ -129,8 +134,13 @@ class CaptureLoop:
             frame = await self.feed.next_frame()
             if frame is None:
                 return
-            self.stats.frames_read += 1
             t = frame.t_media
+            if first_t is None:
+                first_t = t
+            limit = None if self.live else self.media_duration_s
+            if limit is not None and t - first_t >= limit - 1e-9:
+                return  # the asked-for stretch of the recording is done
+            self.stats.frames_read += 1
             self.stats.last_frame_t = t
             if next_sample is not None and t < next_sample - 1e-6:
                 self.stats.dropped["rate"] += 1

@@ -7,7 +7,6 @@ The flags of run, ask and doctor are generated from the fields of device.config.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -156,6 +155,9 @@ def _add_report(sub: Any) -> None:
     p = sub.add_parser("report", help="chart and figures of a recorded run")
     p.add_argument("input", type=Path, help="events file: JSON lines (--events) or SQLite (--db)")
     p.add_argument("--out", type=Path, required=True, help="report.html or report.png")
+    p.add_argument(
+        "--run", help="only this run of the log: its id (or the start of it) or its number from 1"
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -237,20 +239,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             "lookout.session": logging.ERROR,
             "lookout.connection": logging.CRITICAL,  # each attempt is a console line already
             "lookout.perception": logging.ERROR,  # detector failures are error events
+            "lookout.store": logging.ERROR,  # log problems are console warnings
         },
     )
-    try:
-        app = App(config, read_stdin=args.stdin or sys.stdin.isatty())
-    except SourceError as exc:
-        return _fail(str(exc))
-    except OSError as exc:
-        return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
     from device.app.operations import attach_operations
 
     try:
+        app = App(config, read_stdin=args.stdin or sys.stdin.isatty())
+        # Everything the user caused is found now, before the first frame: one line, exit 2.
+        app.preflight()
         attach_operations(app)
-    except ConfigError as exc:
+    except (ConfigError, SourceError) as exc:
         return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
     try:
         code = anyio.run(app.run)
     except KeyboardInterrupt:
@@ -291,7 +293,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     )
     try:
         app = AskApp(config, options)
-    except (SourceError, MissingApiKey) as exc:
+        app.preflight()
+    except (SourceError, MissingApiKey, ConfigError) as exc:
         return _fail(str(exc))
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
@@ -303,9 +306,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_count(args: argparse.Namespace) -> int:
+    from device.app.count import count_frames
     from device.sources import SourceError, open_source
     from models.detector import DetectorError, PersonDetector
-    from tools.smoothing import CountSmoother
 
     if args.every < 1:
         return _fail("--every must be at least 1")
@@ -317,46 +320,10 @@ def cmd_count(args: argparse.Namespace) -> int:
         source.open()
     except (SourceError, DetectorError) as exc:
         return _fail(str(exc))
-    smoother = CountSmoother()
-    index = 0
     try:
-        while True:
-            try:
-                frame = source.read()
-            except SourceError as exc:
-                print(f"lookout: skipped frame {index}: {exc}", file=sys.stderr)
-                index += 1
-                continue
-            if frame is None:
-                break
-            index = frame.index + 1
-            if frame.index % args.every:
-                continue
-            detections = detector.detect(frame.image)
-            raw = len(detections)
-            smoother.update(raw, frame.t_media)
-            boxes = [
-                [round(float(v), 1) for v in box] + [round(float(score), 3)]
-                for box, score in zip(detections.boxes, detections.scores, strict=True)
-            ]
-            record = {
-                "frame": frame.index,
-                "t": round(frame.t_media, 3),
-                "raw": raw,
-                "count": smoother.reported,
-                "boxes": boxes,
-            }
-            if args.json:
-                print(json.dumps(record, separators=(",", ":")), flush=True)
-            else:
-                print(
-                    f"frame {frame.index:6d}  t={frame.t_media:8.2f}s  raw={raw:3d}  count={smoother.reported}"
-                )
-    except BrokenPipeError:
-        return EXIT_OK
+        return count_frames(source, detector, every=args.every, as_json=args.json)
     finally:
         source.close()
-    return EXIT_OK
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -378,13 +345,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     from device.app.report import ReportError, make_report
 
     try:
-        summary = make_report(args.input, args.out)
+        summary = make_report(args.input, args.out, run=args.run)
     except ReportError as exc:
         return _fail(str(exc))
+    runs = f"{summary['runs']} runs, " if summary["runs"] > 1 else ""
+    if not summary["count_reports"]:
+        # A log of questions (lookout ask) or of a source that never ran has no count.
+        print(f"wrote {args.out}: {runs}no count in this log ({summary['events']} events)")
+        return EXIT_OK
     mean = summary["mean_occupancy"]
+    axis = {"media": "of media", "wall": "", "session": ""}.get(summary["axis"], "")
     print(
-        f"wrote {args.out}: max {summary['max_count']} people, "
-        f"mean occupancy {'-' if mean is None else f'{mean:.2f}'}, {summary['changes']} changes"
+        f"wrote {args.out}: {runs}max {summary['max_count']} people, "
+        f"mean occupancy {'-' if mean is None else f'{mean:.2f}'} over "
+        f"{summary['observed_s']:.1f} s {axis}".rstrip()
+        + f", {summary['changes']} changes"
     )
     return EXIT_OK
 

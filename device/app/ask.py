@@ -16,6 +16,7 @@ import logging
 import signal
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -24,7 +25,15 @@ import anyio
 from anyio import CancelScope
 
 from device.app.config import Config
-from device.app.run import configured_perception, configured_runner, configured_source
+from device.app.paths import check_writable_file, open_output
+from device.app.run import (
+    configured_perception,
+    configured_runner,
+    configured_source,
+    describe_config,
+    preflight,
+    run_started,
+)
 from device.events import SourceStateEvent
 from device.feeds.runner import StateChange
 from device.feeds.sampler import FrameSampler
@@ -195,21 +204,28 @@ class AskApp:
         self.turn_model = self.model or build_turn_model(self.config)
         self.console = AskConsole(self.out, self.err)
         self.sinks: list[EventSink] = [self.console]
+        self.run_id = uuid.uuid4().hex[:12]
+        # What the user asked to be written must be writable: said now, in one line.
         if self.config.events is not None:
-            self.sinks.append(JsonlSink(self.config.events))
+            check_writable_file("events", self.config.events)
+            self.sinks.append(open_output("events", self.config.events, JsonlSink))
         self.event_log: EventLog
         self.job_store: JobStore
         self.occupancy: OccupancyLog
         if self.config.db is not None:
-            self.event_log = SQLiteEventLog(self.config.db, session="ask")
+            check_writable_file("db", self.config.db, "database file")
+            self.event_log = open_output(
+                "db", self.config.db, lambda path: SQLiteEventLog(path, session=self.run_id)
+            )
             self.job_store = SQLiteJobStore(self.config.db)
             self.occupancy = SQLiteOccupancyLog(self.config.db)
         else:
             self.event_log = MemoryEventLog()
             self.job_store = MemoryJobStore()
             self.occupancy = MemoryOccupancyLog()
+        # A question is answered now: a camera that cannot be opened is said in seconds.
         self.source_runner = configured_runner(
-            self.config, self.source, self.clock, self._on_source_state
+            self.config, self.source, self.clock, self._on_source_state, first_open_attempts=2
         )
         self.sampler = FrameSampler(self.source_runner, clock=self.clock, pace=self.config.pace)
         self.perception = configured_perception(self.config, self.options.sample_fps)
@@ -242,6 +258,10 @@ class AskApp:
             except Exception:
                 log.exception("event sink failed")
 
+    def preflight(self) -> None:
+        """A detector that cannot load, a file that is not a video: one line, before asking."""
+        preflight(self.perception, self.source)
+
     async def run(self) -> int:
         runner = TurnRunner(
             self.turn_model,
@@ -254,6 +274,12 @@ class AskApp:
             event_log=self.event_log,
             job_store=self.job_store,
         )
+        # Which question, when, on what: a --db holding many runs tells them apart.
+        started = run_started(
+            self.run_id, self.source, self.config, describe_config(self.config), command="ask"
+        )
+        self.event_log.record(started)
+        self._write(started)
         try:
             async with anyio.create_task_group() as tg:
                 await tg.start(self.source_runner.run)

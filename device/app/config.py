@@ -128,7 +128,10 @@ class Config(BaseModel):
         default=1.0, gt=0, le=MAX_FPS, description="frames per second sampled for the model lane"
     )
     detect_fps: float = Field(
-        default=2.0, gt=0, le=MAX_FPS, description="frames per second count_people looks at"
+        default=2.0,
+        gt=0,
+        le=MAX_FPS,
+        description="frames per second the detector looks at (the device count and every tool)",
     )
     send_frames: bool = Field(
         default=False,
@@ -145,7 +148,10 @@ class Config(BaseModel):
         default=None,
         gt=0,
         le=MAX_DURATION_S,
-        description="stop after this many seconds",
+        description=(
+            "stop after this many seconds: of media time for a file or folder (however "
+            "fast it is replayed), of wall time for a camera"
+        ),
         json_schema_extra=_unset("run until stopped"),
     )
     events: FilePath | None = Field(
@@ -483,10 +489,12 @@ def validate(config: Config) -> Config:
     """
     if config.detector is not None and not config.detector.is_file():
         raise ConfigError(f"detector model not found: {config.detector}")
-    for name in ("events", "db"):
+    from device.app.paths import check_writable_file  # it raises this module's ConfigError
+
+    for name, what in (("events", "file"), ("db", "database file")):
         path: Path | None = getattr(config, name)
-        if path is not None and path.parent != Path() and not path.parent.is_dir():
-            raise ConfigError(f"{name}: directory does not exist: {path.parent}")
+        if path is not None:
+            check_writable_file(name, path, what)
     if config.uses_gemini and not config.api_key:
         raise ConfigError(
             f"model {config.model_name()} needs an API key: set GEMINI_API_KEY "

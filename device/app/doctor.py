@@ -122,13 +122,45 @@ def _check_model(model: str | None) -> str:
         _line(OK, "model", "local (offline)")
         return OK
     if key:
-        _line(OK, "model", f"{model or DEFAULT_GEMINI_MODEL}; API key set ({len(key)} characters)")
-        return OK
+        return _check_gemini(model or DEFAULT_GEMINI_MODEL, key)
     if model:
         _line(FAIL, "model", f"{model} needs GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment")
         return FAIL
     _line(WARN, "model", "no GEMINI_API_KEY: lookout run will use the local offline model")
     return WARN
+
+
+def _check_gemini(model: str, key: str, timeout_s: float = 10.0) -> str:
+    """One short setup handshake with the Live service: what it answered, not "all good"."""
+    import anyio
+
+    from live.model import ConnectionLost, LiveSetup, ModelSetupError
+    from live.redact import redact
+    from models.gemini import GeminiLiveModel, GeminiOptions
+
+    async def handshake() -> str:
+        live = GeminiLiveModel(GeminiOptions(model=model), api_key=key)
+        with anyio.fail_after(timeout_s):
+            conn = await live.connect(LiveSetup())
+        await conn.close()
+        return "setup accepted"
+
+    try:
+        answer = anyio.run(handshake)
+    except TimeoutError:
+        _line(FAIL, "model", f"{model}: no answer to the setup within {timeout_s:g} s")
+        return FAIL
+    except ModelSetupError as exc:
+        _line(FAIL, "model", redact(f"{model}: refused: {exc}", [key]))
+        return FAIL
+    except ConnectionLost as exc:
+        _line(FAIL, "model", redact(f"{model}: unreachable: {exc.reason}", [key]))
+        return FAIL
+    except Exception as exc:  # a doctor reports what it found, whatever it was
+        _line(FAIL, "model", redact(f"{model}: {type(exc).__name__}: {exc}", [key]))
+        return FAIL
+    _line(OK, "model", f"{model}: {answer} (API key of {len(key)} characters)")
+    return OK
 
 
 def doctor(args: argparse.Namespace) -> int:

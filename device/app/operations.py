@@ -14,10 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 
+from device.app.config import ConfigError
 from device.app.run import App
 from device.outputs.mqtt import MqttPublisher, parse_mqtt
 from device.outputs.status_server import StatusServer, parse_http
 from device.outputs.telemetry import Telemetry
+
+DEFAULT_HTTP = "127.0.0.1:8765"
 
 
 @dataclass
@@ -65,10 +68,19 @@ def setup_operations(app: App) -> Operations:
             device_id=config.device_id,
             model=config.model_name(),
             version=_version(),
+            clock=app.clock,
         )
     # Bind last: every check that can fail has passed, so no socket is left open.
     if ops.server is not None:
-        ops.server.listen()
+        if config.http != DEFAULT_HTTP:
+            ops.server.listen()  # an address the user chose: taken is their error (exit 2)
+        else:
+            try:
+                ops.server.listen(fallback_ports=10)
+            except ConfigError as exc:
+                # The page is a convenience; counting, logs and MQTT go on without it.
+                _printer(app)(f"warning: {exc}; running without the status page")
+                ops.server = None
     bus = app.bus
     assert bus is not None
     if ops.telemetry is not None:

@@ -10,10 +10,13 @@ absent, connecting, unreachable or connected at any moment. Only
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import signal
 import sys
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,15 +28,16 @@ from anyio.abc import TaskStatus
 from google.genai import types
 
 from device.app.commands import QUIT, run_command
-from device.app.config import Config
+from device.app.config import Config, ConfigError
+from device.app.paths import check_writable_file, open_output
 from device.bus import EventBus
 from device.capture import CaptureLoop
-from device.events import CaptureStatsEvent, SourceStateEvent
+from device.events import CaptureStatsEvent, LogProblem, RunStarted, SourceStateEvent
 from device.feeds.runner import SourceRunner, SourceState, StateChange
 from device.outputs.console import ConsoleSink
 from device.outputs.sinks import JsonlSink
 from device.perception import Perception
-from device.sources import FrameSource, SourceError, open_source
+from device.sources import FrameSource, SourceError, check_decodable, open_source
 from live import (
     EmitMode,
     LiveRequestQueue,
@@ -46,14 +50,18 @@ from live import (
 from live.clock import Clock, MonotonicClock
 from live.events import ErrorEvent, Event
 from live.model import LiveModel
+from live.redact import strip_credentials
 from live.tool import Tool
 from models.detector import PersonDetector
 from models.local import LocalModel
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
-from tools.percept import Percept
+from tools.percept import CountUnknown, Percept
 
 log = logging.getLogger("lookout.app")
+
+EXIT_FAILURE = 1  # the run failed (a required model, a source that failed for good)
+EXIT_LOG_INCOMPLETE = 3  # the run ended, but its event log misses events (said why)
 
 SYSTEM_INSTRUCTION = (
     "You are Lookout, a camera agent. Call count_people once at the start and keep it "
@@ -106,7 +114,12 @@ def detector_factory(config: Config) -> Callable[[], PersonDetector]:
 
 
 def configured_runner(
-    config: Config, source: FrameSource, clock: Clock, on_state: Callable[[StateChange], None]
+    config: Config,
+    source: FrameSource,
+    clock: Clock,
+    on_state: Callable[[StateChange], None],
+    *,
+    first_open_attempts: int | None = None,
 ) -> SourceRunner:
     """The source's runner with the configured loop and stall watchdog (run and ask)."""
     return SourceRunner(
@@ -115,6 +128,7 @@ def configured_runner(
         on_state=on_state,
         loop=config.loop,
         stall_timeout_s=config.stall_timeout,
+        first_open_attempts=first_open_attempts,
     )
 
 
@@ -123,6 +137,7 @@ def configured_perception(
     detect_fps: float,
     publish: Callable[[Event], None] = lambda event: None,
     on_percept: Callable[[Percept], None] = lambda percept: None,
+    now: Callable[[], float] = time.monotonic,
 ) -> Perception:
     """Perception with the configured detector and smoothing (run and ask)."""
     return Perception(
@@ -132,7 +147,27 @@ def configured_perception(
         min_hold_s=config.min_hold,
         publish=publish,
         on_percept=on_percept,
+        now=now,
     )
+
+
+def preflight(perception: Perception, source: FrameSource) -> None:
+    """What the user caused, found before anything runs: raises ConfigError (one line).
+
+    The detector must load (a file that is not a model is a configuration error,
+    not a run that counts nothing), and a file source must decode its first frame
+    (a text file is not a camera to keep reconnecting to).
+    """
+    from models.detector import DetectorError
+
+    try:
+        perception.shared.get()
+    except DetectorError as exc:
+        raise ConfigError(f"detector: {exc}") from None
+    try:
+        check_decodable(source)
+    except SourceError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def build_model(config: Config) -> LiveModel:
@@ -192,10 +227,14 @@ class App:
         )
         self.model = self.model_override or build_model(self.config)
         self.perception = configured_perception(
-            self.config, self.config.detect_fps, bus.publish, bus.percept
+            self.config, self.config.detect_fps, bus.publish, bus.percept, self.clock.now
         )
+        self._down_since: float | None = None
         self.counter = CountPeople(
-            current=self.current_percept, k=self.config.smoothing, min_hold_s=self.config.min_hold
+            current=self.current_percept,
+            why_unknown=self.why_unknown,
+            k=self.config.smoothing,
+            min_hold_s=self.config.min_hold,
         )
         self.tools: list[Tool] = [
             FunctionTool(
@@ -206,12 +245,27 @@ class App:
         self.queue = LiveRequestQueue()
         self.session: LiveSession | None = None
         self.failure: str | None = None
-        self.console = ConsoleSink(self.out, fallback_after_s=self.config.fallback_after)
+        self.console = ConsoleSink(
+            self.out, fallback_after_s=self.config.fallback_after, on_closed=self._stdout_closed
+        )
         bus.subscribe(self.console)
+        self.jsonl: JsonlSink | None = None
+        self.event_log: SQLiteEventLog | None = None
+        # What the user asked to be written must be writable: said now, in one line.
         if self.config.events is not None:
-            bus.subscribe(JsonlSink(self.config.events))
-        self.event_log = SQLiteEventLog(self.config.db) if self.config.db is not None else None
-        if self.event_log is not None:
+            check_writable_file("events", self.config.events)
+            self.jsonl = open_output(
+                "events", self.config.events, lambda p: JsonlSink(p, on_problem=self._log_problem)
+            )
+            bus.subscribe(self.jsonl)
+        self.run_id = uuid.uuid4().hex[:12]
+        if self.config.db is not None:
+            check_writable_file("db", self.config.db, "database file")
+            self.event_log = open_output(
+                "db",
+                self.config.db,
+                lambda p: SQLiteEventLog(p, session=self.run_id, on_problem=self._log_problem),
+            )
             bus.subscribe(_LogSink(self.event_log))
         self.source_runner = configured_runner(
             self.config, self.source, self.clock, self._on_source_state
@@ -229,20 +283,95 @@ class App:
             jpeg_quality=self.config.jpeg_quality,
             pace=self.config.pace,
             live=self.source.live,
+            media_duration_s=None if self.source.live else self.config.duration,
         )
         self._stop_requested = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def preflight(self) -> None:
+        """What the user caused, found before anything runs (``preflight``)."""
+        preflight(self.perception, self.source)
 
     # ------------------------------------------------------------------ state
 
-    def current_percept(self) -> Any:
-        """Perception's newest result while the source is running; None otherwise."""
+    def current_percept(self) -> Percept | None:
+        """Perception's newest result while the count is known; None otherwise."""
         if self.source_runner.state is not SourceState.RUNNING:
             return None
         return self.perception.current()
 
+    def why_unknown(self) -> str:
+        return self.perception.unknown_reason
+
+    def _log_problem(self, kind: str, message: str) -> None:
+        """An event log started or stopped failing (called from the store's writer thread)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            log.warning("%s", message)
+            return
+        loop.call_soon_threadsafe(self._say_problem, kind, message)
+
+    def _say_problem(self, kind: str, message: str) -> None:
+        assert self.bus is not None
+        self.bus.publish(LogProblem(kind=kind, message=message))
+
+    def _stdout_closed(self) -> None:
+        # Whoever read the console left (``| head -2``): end quietly, like other tools.
+        self.request_stop()
+
+    def log_incomplete(self) -> str | None:
+        """Why the run's event logs miss events (None when they are complete)."""
+        problems = []
+        if self.event_log is not None and not self.event_log.complete:
+            health = self.event_log.health()
+            problems.append(
+                f"{self.config.db}: {health.dropped:,} events lost ({health.last_error})"
+            )
+        if self.jsonl is not None and not self.jsonl.complete:
+            problems.append(
+                f"{self.config.events}: {self.jsonl.lost:,} lines lost ({self.jsonl.last_error})"
+            )
+        return "; ".join(problems) or None
+
     def _on_source_state(self, change: StateChange) -> None:
         assert self.bus is not None
         self.bus.publish(SourceStateEvent.of(self.source.name, change))
+        if change.state is SourceState.RUNNING:
+            self._down_since = None
+            return
+        if self._down_since is None:
+            self._down_since = time.time()
+        kind = "camera" if self.source.live else "source"
+        when = time.strftime("%H:%M:%S", time.localtime(self._down_since))
+        # Still trying (opening, reconnecting) is "since"; done (failed, ended) is "at".
+        done = change.state in (SourceState.FAILED, SourceState.ENDED)
+        detail = f" ({change.reason})" if change.reason else ""
+        self._count_unknown(
+            f"{kind} {change.state.value} {'at' if done else 'since'} {when}{detail}"
+        )
+
+    def _count_unknown(self, reason: str) -> None:
+        """Tell every consumer the count no longer holds: outputs by event, tools in-band."""
+        if self.perception.forget(reason) and not self.queue.closed:
+            self.queue.send_realtime(percept=CountUnknown(reason))
+
+    async def _watch_freshness(self) -> None:
+        """A live count goes unknown when no usable frame came for a detection period and
+        the hold, whatever the source's state says (a camera that delivers nothing usable
+        stays 'running' until its watchdog gives up, and that takes longer)."""
+        while True:
+            stale_after = self.perception.stale_after_s()
+            last = self.perception.last_at
+            if not self.perception.known or last is None:
+                await self.clock.sleep(stale_after)
+                continue
+            overdue = last + stale_after - self.clock.now()
+            if overdue > 0:
+                await self.clock.sleep(overdue)
+                continue
+            self._count_unknown(
+                f"no usable frame from {self.source.name} for {self.clock.now() - last:.0f} s"
+            )
 
     # ------------------------------------------------------------------- run
 
@@ -253,7 +382,10 @@ class App:
 
     async def run(self) -> int:
         assert self.bus is not None
-        log.info("effective configuration: %s", describe_config(self.config))
+        self._loop = asyncio.get_running_loop()
+        described = describe_config(self.config)
+        log.info("effective configuration: %s", described)
+        self.bus.publish(run_started(self.run_id, self.source, self.config, described))
         runner = Runner(
             self.model,
             self.tools,
@@ -272,12 +404,16 @@ class App:
                         await tg.start(service.run, self)
                     await tg.start(self.source_runner.run)
                     tg.start_soon(self._capture_then_close, session)
-                    if self.config.duration is not None:
+                    if self.config.duration is not None and self.source.live:
+                        # A camera runs for wall time; a recording for its own media time.
                         tg.start_soon(self._stop_after, self.config.duration)
                     if self.read_stdin:
                         tg.start_soon(self._read_commands, session)
                     if self.console.tty:
                         tg.start_soon(self._show_progress)
+                    if self.source.live or self.config.pace == "realtime":
+                        # A fast replay waits for its consumers: a pause there is not staleness.
+                        tg.start_soon(self._watch_freshness)
                     async for _ in session:
                         pass  # every event already went to the bus (the session's event log)
                     if session.failure:
@@ -285,12 +421,19 @@ class App:
                 tg.cancel_scope.cancel()
         finally:
             await self._close()
-        return 1 if self.failure else 0
+        if self.failure:
+            return EXIT_FAILURE
+        incomplete = self.log_incomplete()
+        if incomplete is not None:
+            print(f"lookout: the event log is incomplete: {incomplete}", file=sys.stderr)
+            return EXIT_LOG_INCOMPLETE
+        return 0
 
     async def _close(self) -> None:
         assert self.bus is not None
         with anyio.CancelScope(shield=True):
             await self.source_runner.close()
+        self._say_totals()
         stats = self.capture.stats
         self.bus.publish(
             CaptureStatsEvent(
@@ -354,18 +497,37 @@ class App:
                 return
             await run_command(text, session, self.queue, say)
 
-    async def _show_progress(self) -> None:
-        total = None
+    def _media_total_s(self) -> float | None:
+        """How long a replayed file is, in media time (None: a camera, a loop, unknown)."""
         fps = self.source.fps
         frames = getattr(self.source, "frame_count", None)
-        if not self.source.live and fps and frames:
-            total = frames / fps
+        if self.source.live or self.config.loop or not fps or not frames:
+            return None
+        return float(frames / fps)
+
+    async def _show_progress(self) -> None:
         while True:
             done = self.capture.stats.last_frame_t or 0.0
             percept = self.current_percept()
             count = percept.count if percept is not None else None
-            self.console.progress(done, total if not self.config.loop else None, count)
+            self.console.progress(done, self._media_total_s(), count)
             await anyio.sleep(0.5)
+
+    def _say_totals(self) -> None:
+        """A replay ends with what it went through, terminal or not."""
+        if self.source.live:
+            return
+        assert self.bus is not None
+        stats = self.capture.stats
+        media = stats.last_frame_t or 0.0
+        total = self._media_total_s()
+        of = f" of {total:.1f}" if total else ""
+        self.console.say(
+            f"replayed {stats.frames_read:,} frames ({media:.1f}{of} s of media) from "
+            f"{self.source.name} in {self.bus.elapsed():.1f} s; the detector ran on "
+            f"{self.perception.stats.detected:,}",
+            self.bus.elapsed(),
+        )
 
 
 @dataclass
@@ -381,14 +543,33 @@ class _LogSink:
         self.log.close()
 
 
+def run_started(
+    run_id: str,
+    source: FrameSource,
+    config: Config,
+    described: dict[str, Any],
+    command: str = "run",
+) -> RunStarted:
+    wall = time.time()
+    return RunStarted(
+        run_id=run_id,
+        started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(wall)),
+        started_wall=round(wall, 3),
+        source=strip_credentials(source.name),
+        live=source.live,
+        model=config.model_name(),
+        command=command,
+        config=described,
+    )
+
+
 def describe_config(config: Config) -> dict[str, Any]:
     """The effective configuration without secrets (for logs and the status page)."""
     data = config.model_dump(mode="json")  # api_key is never dumped; paths become strings
     if data.get("http_token"):
         data["http_token"] = "***"
-    password = config.mqtt_password()
-    if password and data.get("mqtt"):
-        data["mqtt"] = str(data["mqtt"]).replace(f":{password}@", ":***@")
+    # Camera and broker URLs carry passwords more often than not.
+    data = {k: strip_credentials(v) if isinstance(v, str) else v for k, v in data.items()}
     data["model"] = config.model_name()
     return data
 

@@ -43,6 +43,7 @@ class FileReading:
         self._pass_prev_t: float | None = None
         self._t_offset = 0.0
         self._index_offset = 0
+        self._passes = 1
 
     async def run(self) -> None:
         """Files have no task of their own: frames are read when asked for."""
@@ -102,7 +103,7 @@ class FileReading:
         runner = self.runner
         if not self._announced:
             self._announced = True
-            runner.set_state(SourceState.OPENING, f"opening {self.source.name}")
+            runner.set_state(SourceState.OPENING, "")
         try:
             await runner.open_source()
             if self._next_index:
@@ -152,7 +153,12 @@ class FileReading:
         self._pass_last = None
         self._pass_prev_t = None
         self._next_index = 0
-        log.info("%s: looping", self.source.name)
+        self._passes += 1
+        # Said, not only logged: a replay that starts again is news to whoever watches.
+        self.runner.set_state(
+            SourceState.RUNNING,
+            f"loop pass {self._passes} from the start ({self._t_offset:.1f} s of media so far)",
+        )
         try:
             await anyio.to_thread.run_sync(self.source.seek, 0)
         except Exception as exc:

@@ -36,10 +36,14 @@ _UNSET: Any = object()
 
 
 class LiveReading:
-    def __init__(self, runner: SourceRunner, *, stall_timeout_s: float) -> None:
+    def __init__(
+        self, runner: SourceRunner, *, stall_timeout_s: float, first_open_attempts: int | None
+    ) -> None:
         self.runner = runner
         self.source = runner.source
         self.stall_timeout_s = stall_timeout_s
+        self.first_open_attempts = first_open_attempts
+        self._ever_delivered = False
         self.newest: LatestWins[Frame] = LatestWins(1)
         self._scope: anyio.CancelScope | None = None
 
@@ -61,7 +65,7 @@ class LiveReading:
         runner = self.runner
         with anyio.CancelScope() as scope:
             self._scope = scope
-            runner.set_state(SourceState.OPENING, f"opening {self.source.name}")
+            runner.set_state(SourceState.OPENING, "")
             attempt = 0
             while True:
                 try:
@@ -71,7 +75,13 @@ class LiveReading:
                     self.newest.close()  # wakes the reader with the failure
                     return
                 await runner.close_source()
+                self._ever_delivered = self._ever_delivered or delivered
                 attempt = 1 if delivered else attempt + 1
+                limit = self.first_open_attempts
+                if not self._ever_delivered and limit is not None and attempt >= limit:
+                    await runner.fail(reason, attempt)
+                    self.newest.close()
+                    return
                 delay = runner.backoff(attempt)
                 runner.set_state(
                     SourceState.RECONNECTING, f"{reason}; retry in {delay:g} s", attempt

@@ -99,7 +99,11 @@ class SourceRunner:
         max_backoff_s: float = 30.0,
         initial_backoff_s: float = 0.5,
         max_file_failures: int = 5,
+        first_open_attempts: int | None = None,
     ) -> None:
+        """``first_open_attempts``: a camera that has never delivered a frame fails after
+        that many attempts (a one-shot question must not wait for a camera that is not
+        there); None keeps trying, as a device should."""
         if stall_timeout_s <= 0 or initial_backoff_s <= 0 or max_backoff_s < initial_backoff_s:
             raise ValueError("timeouts must be positive and max_backoff_s >= initial_backoff_s")
         if max_file_failures < 1:
@@ -121,7 +125,9 @@ class SourceRunner:
         if source.live:
             from device.feeds.live import LiveReading
 
-            self._reading = LiveReading(self, stall_timeout_s=stall_timeout_s)
+            self._reading = LiveReading(
+                self, stall_timeout_s=stall_timeout_s, first_open_attempts=first_open_attempts
+            )
         else:
             from device.feeds.files import FileReading
 

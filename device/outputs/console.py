@@ -11,10 +11,12 @@ a progress line.
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
-from device.events import CountChanged
+from device.events import CountChanged, LogProblem
 from live.events import (
     ConnectionState,
     Emission,
@@ -51,22 +53,50 @@ class ConsoleSink:
     """Human-readable lines, plus a progress line when replaying a file on a terminal."""
 
     def __init__(
-        self, out: TextIO = sys.stdout, *, verbose: bool = False, fallback_after_s: float = 30.0
+        self,
+        out: TextIO = sys.stdout,
+        *,
+        verbose: bool = False,
+        fallback_after_s: float = 30.0,
+        on_closed: Callable[[], None] = lambda: None,
     ) -> None:
         self.out = out
         self.verbose = verbose
         self.fallback_after_s = fallback_after_s
         self.tty = bool(getattr(out, "isatty", lambda: False)())
+        self.closed = False  # the reader went away (``lookout run | head -2``)
+        self._on_closed = on_closed
         self._progress_shown = False
         self._model_connected = False
         self._model_away_since = 0.0  # event time since when no model has been connected
 
     def _line(self, text: str) -> None:
-        if self._progress_shown:
-            self.out.write("\r\x1b[2K")
-            self._progress_shown = False
-        self.out.write(text + "\n")
-        self.out.flush()
+        prefix = "\r\x1b[2K" if self._progress_shown else ""
+        self._progress_shown = False
+        self._write(prefix + text + "\n")
+
+    def _write(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            # Like any Unix tool whose reader left: stop quietly. The run ends (the app
+            # is told), and no later flush at exit may print a traceback.
+            self.closed = True
+            self._silence()
+            self._on_closed()
+
+    def _silence(self) -> None:
+        fileno = getattr(self.out, "fileno", None)
+        try:
+            if fileno is not None:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, fileno())
+                os.close(devnull)
+        except (OSError, ValueError):
+            pass
 
     def say(self, text: str, t: float) -> None:
         """A line of the device's own (an answer to a typed command)."""
@@ -82,9 +112,8 @@ class ConsoleSink:
             text = f"  [{bar:<30}] {done_s:6.1f}/{total_s:.1f}s  people: {shown}"
         else:
             text = f"  {done_s:8.1f}s  people: {shown}"
-        self.out.write("\r\x1b[2K" + text)
-        self.out.flush()
-        self._progress_shown = True
+        self._write("\r\x1b[2K" + text)
+        self._progress_shown = not self.closed
 
     def write(self, event: Event) -> None:
         if isinstance(event, ConnectionState):
@@ -117,6 +146,8 @@ class ConsoleSink:
         if isinstance(event, ErrorEvent):
             where = f" [{event.where}]" if event.where else ""
             return f"error{where}: {event.message}"
+        if isinstance(event, LogProblem):
+            return event.message if event.kind == "recovered" else f"warning: {event.message}"
         if isinstance(event, ConnectionState):
             return self._connection(event)
         if isinstance(event, StreamStarted):
@@ -164,8 +195,7 @@ class ConsoleSink:
 
     def close(self) -> None:
         if self._progress_shown:
-            self.out.write("\n")
-            self.out.flush()
+            self._write("\n")
 
 
 __all__ = ["ConsoleSink", "count_sentence", "people"]

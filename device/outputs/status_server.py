@@ -18,6 +18,7 @@ which a cross-site form cannot send without a CORS preflight that we never answe
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import hmac
 import ipaddress
@@ -141,6 +142,7 @@ class StatusServer:
         self.sse_tick_s = sse_tick_s
         self.mjpeg_interval_s = 1.0 / mjpeg_max_fps
         self.port = address.port
+        self.note = ""  # said with the address (a default port that was in use)
         self._sock: socket.socket | None = None
         self._static = _static_files()
         # A cookie derived from the token: it grants the same access, but a leaked
@@ -155,19 +157,34 @@ class StatusServer:
 
     # ------------------------------------------------------------- lifecycle
 
-    def listen(self) -> None:
-        """Bind the socket now, so that a taken port fails before the app starts."""
+    def listen(self, *, fallback_ports: int = 0) -> None:
+        """Bind the socket now, so that a taken port fails before the app starts.
+
+        ``fallback_ports``: for the default address, a port in use is no reason to
+        stop a device; the next free one of that many is taken instead (and said).
+        """
         if self._sock is not None:
             return
         host = self.address.host
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        try:
-            sock = socket.create_server((host, self.address.port), family=family, backlog=128)
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise ConfigError(f"status server: cannot listen on {self.address}: {reason}") from None
+        port = self.address.port
+        while True:
+            try:
+                sock = socket.create_server((host, port), family=family, backlog=128)
+                break
+            except OSError as exc:
+                in_use = exc.errno == errno.EADDRINUSE
+                if in_use and port < self.address.port + fallback_ports and port:
+                    port += 1
+                    continue
+                reason = exc.strerror or str(exc)
+                raise ConfigError(
+                    f"status server: cannot listen on {self.address}: {reason}"
+                ) from None
         self._sock = sock
         self.port = sock.getsockname()[1]
+        if self.port != self.address.port and self.address.port:
+            self.note = f" ({self.address} was in use)"
         if not self.address.loopback:
             if self.token:
                 log.warning(
@@ -208,7 +225,7 @@ class StatusServer:
             site = web.SockSite(runner, self._sock)
             await site.start()
             if self.announce is not None:
-                self.announce(f"status page: {self.url}")
+                self.announce(f"status page: {self.url}{self.note}")
             task_status.started()
             await anyio.sleep_forever()
         finally:

@@ -77,6 +77,36 @@ def open_source(
     raise SourceError(f"file not found: {text}")
 
 
+def check_decodable(source: FrameSource) -> None:
+    """A file or folder must give a first frame: say so now, not by reconnecting forever.
+
+    A text file named ``x.mp4``, a zero-byte file or ``README.md`` is not a camera
+    that might come back; cameras and streams are not checked here (they may be
+    down now and up later). Blocking: call before the run starts.
+    """
+    if source.live:
+        return
+    what = "images" if isinstance(source, ImageFolderSource) else "a video OpenCV can decode"
+    try:
+        source.open()
+        for _ in range(20):  # a folder may start with a broken image or two
+            try:
+                frame = source.read()
+            except UnreadableFrame:
+                continue
+            if frame is None:
+                break
+            return
+        raise SourceError(f"{source.name}: no frame in it (not {what})")
+    except SourceError as exc:
+        message = str(exc)
+        if "cannot open video file" in message or "no frame in it" in message:
+            raise
+        raise SourceError(f"{source.name}: cannot read a first frame ({message})") from None
+    finally:
+        source.close()
+
+
 __all__ = [
     "IMAGE_EXTENSIONS",
     "CaptureSource",
@@ -89,6 +119,7 @@ __all__ = [
     "SourceUnavailable",
     "UnreadableFrame",
     "as_bgr",
+    "check_decodable",
     "decode_image",
     "open_source",
     "safe_url",

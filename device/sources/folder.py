@@ -39,6 +39,15 @@ class ImageFolderSource:
         self._files = self._list()
         self._index = 0
 
+    @property
+    def frame_count(self) -> int:
+        return len(self._files)
+
+    def path_of(self, index: int) -> Path:
+        """The image file of frame ``index``."""
+        with self._lock:
+            return self._files[index]
+
     def _list(self) -> list[Path]:
         if self.path.is_file():
             return [self.path]

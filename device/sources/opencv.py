@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ class OpenCVSource(CaptureSource[Any]):
             self.kind = "file"
             name = target
         super().__init__(name, live=self.kind != "file", clock_now=clock_now)
+        self.frame_count: int | None = None  # frames in a video file, when it says
 
     def _open_capture(self) -> Any:
         try:
@@ -50,7 +52,7 @@ class OpenCVSource(CaptureSource[Any]):
         if not capture.isOpened():
             capture.release()
             if self.kind == "camera":
-                raise SourceError(f"cannot open {self.name}")
+                raise SourceError(f"cannot open {self.name}{self._why_no_camera()}")
             if self.kind == "stream":
                 raise SourceError(f"cannot open stream {self.name}")
             if not Path(self.name).exists():
@@ -58,7 +60,23 @@ class OpenCVSource(CaptureSource[Any]):
             raise SourceError(f"cannot open video file {self.name} (not a video OpenCV can decode)")
         fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
         self.fps = fps if math.isfinite(fps) and 0 < fps < 1000 else None
+        if self.kind == "file":
+            frames = float(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0.0)
+            self.frame_count = int(frames) if math.isfinite(frames) and frames > 0 else None
         return capture
+
+    def _why_no_camera(self) -> str:
+        """What a person can do about a camera that does not open (Linux device nodes)."""
+        node = Path(f"/dev/video{self._target}") if isinstance(self._target, int) else None
+        if isinstance(self._target, str):
+            node = Path(self._target)
+        if node is None or not Path("/dev").is_dir():
+            return ""
+        if not node.exists():
+            return f": {node} does not exist (no camera connected, or not this index?)"
+        if not os.access(node, os.R_OK | os.W_OK):
+            return f": no permission on {node} (add the user to the video group)"
+        return f": {node} exists but does not open (in use by another program?)"
 
     def _create(self) -> Any:
         if self.kind == "camera":

@@ -50,15 +50,20 @@ def test_fast_replay_exits_cleanly_and_reports_every_change(
     events = read_jsonl(out)
     calls = [e for e in events if e["type"] == "tool_call"]
     assert calls and calls[0]["name"] == "count_people"
-    counts = [e["count"] for e in events if e["type"] == "count"]
-    assert len(counts) >= 5
+    count_events = [e for e in events if e["type"] == "count"]
+    # When the file ends the count is no longer live: said as unknown, with why.
+    ended = count_events.pop()
+    assert ended["count"] is None and ended["previous"] is not None
+    assert ended["reason"].startswith("source ended at ") and "end of file" in ended["reason"]
+    counts = [e["count"] for e in count_events]
+    assert len(counts) >= 5 and None not in counts
     assert all(a != b for a, b in itertools.pairwise(counts))
     emissions = [
         e["payload"]["people"]
         for e in events
         if e["type"] == "emission" and "people" in e["payload"]
     ]
-    assert emissions == counts
+    assert emissions in (counts, [*counts, None])  # the end may come after the stream's
     # Every change was also said by the (local) model.
     texts = [e["text"] for e in events if e["type"] == "model_text"]
     assert len([t for t in texts if "in view" in t]) == len(counts)
@@ -82,7 +87,11 @@ def test_counts_match_the_detector_run_offline(
         if not offline or offline[-1][1] != f["count"]:
             offline.append((f["t"], f["count"]))
     events = read_jsonl(out)
-    live = [(e["t_media"], e["count"]) for e in events if e["type"] == "count"]
+    live = [
+        (e["t_media"], e["count"])
+        for e in events
+        if e["type"] == "count" and e["count"] is not None
+    ]
     assert live == offline
 
 
@@ -234,3 +243,31 @@ def test_doctor_reports_what_is_wrong(tmp_path: Path) -> None:
     assert "[FAIL] source" in result.stdout and "[FAIL] detector" in result.stdout
     assert "[FAIL] model" in result.stdout and "GEMINI_API_KEY" in result.stdout
     assert "3 problem(s) found" in result.stdout
+
+
+def test_doctor_tries_a_gemini_setup_handshake_and_says_what_it_got() -> None:
+    from tests.fakelive.server import FakeLiveServer
+
+    args = ("doctor", "--source", str(data_file("vtest.avi")), "--model", "gemini-3.8-live")
+    with FakeLiveServer.run_in_thread() as server:
+        env = server.subprocess_env()
+        accepted = subprocess.run([*LOOKOUT, *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                                  text=True, timeout=60, check=False)  # fmt: skip
+        assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+        assert "[  ok] model" in accepted.stdout and "setup accepted" in accepted.stdout
+        assert len(server.connections()) == 1  # it really connected
+        # The service refuses the setup (a bad key, a model it does not serve).
+        server.set_options(setup_close_code=1008)
+        refused = subprocess.run([*LOOKOUT, *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                                 text=True, timeout=60, check=False)  # fmt: skip
+        # Nothing listens: unreachable, said as such.
+        env["GOOGLE_GEMINI_BASE_URL"] = f"https://127.0.0.1:{free_port()}"
+        gone = subprocess.run([*LOOKOUT, *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+    assert refused.returncode == 1
+    line = next(x for x in refused.stdout.splitlines() if "model" in x and "FAIL" in x)
+    assert "refused" in line and "1008" in line, refused.stdout
+    assert "all good" not in refused.stdout and "Traceback" not in refused.stderr
+    assert gone.returncode == 1
+    assert "[FAIL] model" in gone.stdout and "unreachable" in gone.stdout, gone.stdout
+    assert env["GEMINI_API_KEY"] not in gone.stdout + gone.stderr

@@ -27,10 +27,10 @@ def test_a_db_that_is_a_directory_or_not_sqlite_is_a_usage_error(
         else ["ask", "how many?", *source]
     )
     cases = [
-        (tmp_path, "is a directory, not a database file"),
-        (not_sqlite, "not a SQLite database"),
+        (tmp_path, f"--db {tmp_path}: is a directory, not a database file"),
+        (not_sqlite, f"--db {not_sqlite}: not a SQLite database"),
     ]
-    for db, reason in cases:
+    for db, said in cases:
         result = lookout(*head, "--db", str(db), "--config", str(config), timeout=60)
         assert result.returncode == 2, result.stderr
-        assert result.stderr.strip().splitlines() == [f"lookout: {db}: {reason}"]
+        assert result.stderr.strip().splitlines() == [f"lookout: {said}"]

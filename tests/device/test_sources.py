@@ -397,7 +397,9 @@ async def test_vtest_loop_keeps_time_and_index_increasing() -> None:
     assert frames[795].t_media == pytest.approx(79.5)
     assert frames[799].t_media == pytest.approx(79.9)
     assert np.array_equal(frames[795].image, frames[0].image)
-    assert rec.states == [S.OPENING, S.RUNNING, S.ENDED]
+    # The wrap is said (a loop that starts over is not a frozen clip), once per pass.
+    assert rec.states == [S.OPENING, S.RUNNING, S.RUNNING, S.ENDED]
+    assert rec.changes[2].reason.startswith("loop pass 2 from the start")
     assert rec.changes[-1].reason == "closed"
 
 

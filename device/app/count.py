@@ -1,0 +1,105 @@
+"""``lookout count``: the detector alone over a video, an image or a folder of images.
+
+A video's frames follow each other, so its counts are smoothed as the device
+smooths them; the images of a folder are unrelated photos, so each is counted
+on its own and named in its result. An image that cannot be read is said (and
+makes the exit code 1), never skipped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from device.sources import FrameSource, ImageFolderSource, SourceError, UnreadableFrame
+from models.detections import Detector
+from tools.smoothing import CountSmoother
+
+EXIT_OK, EXIT_SOME_FAILED = 0, 1
+
+
+def count_frames(
+    source: FrameSource,
+    detector: Detector,
+    *,
+    every: int = 1,
+    as_json: bool = False,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """Print one result per processed frame or image; returns the exit code."""
+    folder = isinstance(source, ImageFolderSource)
+    smoother = None if folder else CountSmoother()
+    failed = 0
+    seen = 0
+    index = 0
+    try:
+        while True:
+            try:
+                frame = source.read()
+            except UnreadableFrame as exc:
+                failed += 1
+                seen += 1
+                print(f"lookout: {exc}", file=err)
+                index = exc.index + 1
+                continue
+            except SourceError as exc:
+                failed += 1
+                print(f"lookout: frame {index}: {exc}", file=err)
+                index += 1
+                continue
+            if frame is None:
+                break
+            index = frame.index + 1
+            if frame.index % every:
+                continue
+            seen += 1
+            detections = detector.detect(frame.image)
+            raw = len(detections)
+            record: dict[str, Any] = {
+                "frame": frame.index,
+                "t": round(frame.t_media, 3),
+                "raw": raw,
+            }
+            if smoother is not None:
+                smoother.update(raw, frame.t_media)
+                record["count"] = smoother.reported
+            else:
+                assert isinstance(source, ImageFolderSource)
+                record["file"] = source.path_of(frame.index).name
+                record["count"] = raw  # one photo: nothing to smooth against
+            record["boxes"] = [
+                [round(float(v), 1) for v in box] + [round(float(score), 3)]
+                for box, score in zip(detections.boxes, detections.scores, strict=True)
+            ]
+            out.write(_line(record, as_json) + "\n")
+            out.flush()
+    except BrokenPipeError:
+        # The reader left (``| head``): stop like any Unix tool, and no flush at exit may
+        # print a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)
+        return EXIT_OK
+    if failed:
+        what = "images" if folder else "frames"
+        print(f"lookout: {failed} of {seen} {what} could not be read", file=err)
+        return EXIT_SOME_FAILED
+    return EXIT_OK
+
+
+def _line(record: dict[str, Any], as_json: bool) -> str:
+    if as_json:
+        return json.dumps(record, separators=(",", ":"))
+    if "file" in record:
+        people = "person" if record["raw"] == 1 else "people"
+        return f"{record['file']}: {record['raw']} {people}"
+    return (
+        f"frame {record['frame']:6d}  t={record['t']:8.2f}s  raw={record['raw']:3d}  "
+        f"count={record['count']}"
+    )
+
+
+__all__ = ["count_frames"]
