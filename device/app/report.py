@@ -1,19 +1,11 @@
 """``lookout report``: a chart and summary figures from a recorded run.
 
-Input: the JSON-lines file of ``--events`` or the SQLite log of ``--db``.
-Output: ``.png`` (the chart, figures printed beside it) or ``.html`` (one
-self-contained file: the chart embedded, the figures, model messages and
-stream starts/stops as tables).
-
-The count is a step function: each ``count`` event holds until the next one,
-until it becomes unknown (a ``count`` event with a null count, or the source
-leaving the running state), or until the run ends. (Logs written before the
-device counted on its own carry per-call counts, which end when their
-``count_people`` call stops.) Time-weighted figures
-(mean occupancy, time with nobody / somebody) integrate over the spans where
-the count is known; nothing is assumed before the first count or after a stop.
-A JSON-lines file appended to by several runs (its times start again from 0)
-is read as consecutive runs, laid end to end on the chart.
+Input: the JSON-lines file of ``--events`` or the SQLite log of ``--db`` (read and
+worked out in ``report_data``: runs, their time axes, the count over time, the
+figures). Output: ``.png`` (the chart, figures printed beside it) or ``.html``
+(one self-contained file: the chart embedded, the figures, model messages and
+stream starts/stops as tables). A recording is shown in its media time, a camera
+in wall-clock time.
 
 matplotlib is an optional dependency (``pip install 'lookout[report]'``);
 without it ``make_report`` raises ReportError saying so.
@@ -24,219 +16,27 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
-import logging
-import sqlite3
-from collections import Counter
-from dataclasses import dataclass, field
+import time
 from pathlib import Path
 from typing import Any
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-COUNT_TOOL = "count_people"
+from device.app.report_data import (
+    MEDIA,
+    WALL,
+    ReportError,
+    Timeline,
+    build_timeline,
+    load_events,
+    select_run,
+    split_runs,
+    summarize,
+)
+
 OUTPUT_SUFFIXES = (".html", ".htm", ".png")
-# Times can step back a little within one run (an event stamped by its producer);
-# a larger jump back means a new run was appended to the same file.
-NEW_RUN_BACKSTEP_S = 0.5
-
-log = logging.getLogger("lookout.report")
-
-
-class ReportError(Exception):
-    """A problem with the input or output of a report; the message is one line."""
-
-
-# ------------------------------------------------------------------ reading
-
-
-def load_events(path: Path) -> list[dict[str, Any]]:
-    """Every event of a JSON-lines file or a SQLite event log, in order."""
-    try:
-        with path.open("rb") as file:
-            head = file.read(len(SQLITE_MAGIC))
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ReportError(f"{path}: is a directory, not an events file") from None
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
-    if head == SQLITE_MAGIC:
-        return _load_sqlite(path)
-    return _load_jsonl(path)
-
-
-def _load_sqlite(path: Path) -> list[dict[str, Any]]:
-    from live.eventlog import read_events
-
-    try:
-        events = list(read_events(path))
-    except sqlite3.Error as exc:
-        raise ReportError(f"{path}: not a Lookout event database ({exc})") from None
-    return [_checked(e, f"{path}: event {i + 1}") for i, e in enumerate(events)]
-
-
-def _load_jsonl(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ReportError(f"{path}: neither a JSON-lines file nor a SQLite database") from None
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
-    lines = text.splitlines()
-    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
-    torn = not text.endswith("\n")
-    events: list[dict[str, Any]] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            if number == last:
-                # A run killed mid-write leaves half a line: the rest is good.
-                log.warning("%s:%d: skipped the last line, not valid JSON (torn?)", path, number)
-                break
-            raise ReportError(f"{path}:{number}: not valid JSON") from None
-        if number == last and torn:
-            try:
-                events.append(_checked(data, f"{path}:{number}"))
-            except ReportError:
-                log.warning("%s:%d: skipped a torn last line (not an event)", path, number)
-            continue
-        events.append(_checked(data, f"{path}:{number}"))
-    return events
-
-
-def _checked(data: Any, where: str) -> dict[str, Any]:
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("type"), str)
-        or not isinstance(data.get("t"), int | float)
-        or isinstance(data.get("t"), bool)
-    ):
-        raise ReportError(f"{where}: not a Lookout event (needs a type and a time t)")
-    return data
-
-
-# ------------------------------------------------------------------ figures
-
-
-@dataclass
-class Run:
-    """One session's events; ``offset`` places it on the report's time axis."""
-
-    events: list[dict[str, Any]]
-    offset: float = 0.0
-
-    @property
-    def start(self) -> float:
-        return min(float(e["t"]) for e in self.events)
-
-    @property
-    def end(self) -> float:
-        return max(float(e["t"]) for e in self.events)
-
-
-@dataclass
-class Timeline:
-    runs: list[Run]
-    # (time, count) at each count event, and None where the count stops being known.
-    steps: list[tuple[float, int | None]] = field(default_factory=list)
-    texts: list[tuple[float, str]] = field(default_factory=list)
-    starts: list[tuple[float, str]] = field(default_factory=list)
-    stops: list[tuple[float, str, str]] = field(default_factory=list)
-    boundaries: list[float] = field(default_factory=list)
-    end: float = 0.0
-
-
-def split_runs(events: list[dict[str, Any]]) -> list[Run]:
-    runs: list[list[dict[str, Any]]] = []
-    last: float | None = None
-    for event in events:
-        t = float(event["t"])
-        if last is None or t < last - NEW_RUN_BACKSTEP_S:
-            runs.append([])
-            last = t
-        runs[-1].append(event)
-        last = max(last, t)
-    placed: list[Run] = []
-    offset = 0.0
-    for run_events in runs:
-        run = Run(run_events)
-        run.offset = offset - run.start
-        offset += run.end - run.start
-        placed.append(run)
-    return placed
-
-
-def build_timeline(events: list[dict[str, Any]]) -> Timeline:
-    timeline = Timeline(split_runs(events))
-    per_call_counts = any(e["type"] == "count" and "id" in e for e in events)
-    for index, run in enumerate(timeline.runs):
-        if index:
-            timeline.boundaries.append(run.start + run.offset)
-        for event in run.events:
-            t = float(event["t"]) + run.offset
-            kind = event["type"]
-            if kind == "count":
-                value = event.get("count")
-                timeline.steps.append((t, value if isinstance(value, int) else None))
-            elif kind == "source_state" and event.get("state") != "running":
-                timeline.steps.append((t, None))
-            elif kind == "model_text" or (
-                kind == "transcript" and event.get("direction", "output") == "output"
-            ):
-                timeline.texts.append((t, str(event.get("text", ""))))
-            elif kind == "stream_started":
-                timeline.starts.append((t, str(event.get("name", ""))))
-            elif kind == "stream_stopped":
-                name = str(event.get("name", ""))
-                timeline.stops.append((t, name, str(event.get("reason", ""))))
-                if name == COUNT_TOOL and per_call_counts:
-                    timeline.steps.append((t, None))
-        run_end = run.end + run.offset
-        if timeline.steps and timeline.steps[-1][1] is not None:
-            timeline.steps.append((run_end, None))  # a count never carries into the next run
-        timeline.end = run_end
-    return timeline
-
-
-def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Summary figures; times in seconds, counts in people."""
-    timeline = build_timeline(events)
-    spans: list[tuple[float, int]] = []  # (duration, count) where the count is known
-    changes = 0
-    previous: int | None = None
-    for (t, count), (t_next, _) in zip(timeline.steps, timeline.steps[1:], strict=False):
-        if count is None:
-            previous = None
-            continue
-        if previous is not None and count != previous:
-            changes += 1
-        previous = count
-        spans.append((max(0.0, t_next - t), count))
-    counts = [c for _, c in timeline.steps if c is not None]
-    observed = sum((d for d, _ in spans), 0.0)
-    weighted = sum((d * c for d, c in spans), 0.0)
-    stop_reasons = Counter(reason for _, _, reason in timeline.stops)
-    return {
-        "runs": len(timeline.runs),
-        "events": len(events),
-        "duration_s": round(sum(r.end - r.start for r in timeline.runs), 3),
-        "observed_s": round(observed, 3),
-        "count_reports": len(counts),
-        "changes": changes,
-        "max_count": max(counts) if counts else None,
-        "min_count": min(counts) if counts else None,
-        "final_count": counts[-1] if counts else None,
-        "mean_occupancy": round(weighted / observed, 3) if observed > 0 else None,
-        "time_empty_s": round(sum((d for d, c in spans if c == 0), 0.0), 3),
-        "time_occupied_s": round(sum((d for d, c in spans if c > 0), 0.0), 3),
-        "model_messages": len(timeline.texts),
-        "streams_started": len(timeline.starts),
-        "streams_stopped": len(timeline.stops),
-        "stop_reasons": dict(stop_reasons),
-    }
+AXIS_LABELS = {
+    MEDIA: "media time (s of the recording)",
+    WALL: "time of day",
+}
 
 
 # ------------------------------------------------------------------ drawing
@@ -341,7 +141,7 @@ def render_chart(timeline: Timeline, summary: dict[str, Any], *, with_figures: b
     margin = (last - first) * 0.01  # so lines at the very start or end stay visible
     ax.set_xlim(first - margin, last + margin)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("session time (s)")
+    _label_time_axis(ax, timeline)
     ax.set_ylabel("people in view")
     ax.set_title("People count")
     ax.grid(alpha=0.3)
@@ -349,6 +149,22 @@ def render_chart(timeline: Timeline, summary: dict[str, Any], *, with_figures: b
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+def _label_time_axis(ax: Any, timeline: Timeline) -> None:
+    axis = timeline.axis
+    ax.set_xlabel(AXIS_LABELS.get(axis, "session time (s)"))
+    if axis == WALL and len(timeline.runs) == 1 and timeline.runs[0].info is not None:
+        from matplotlib.ticker import FuncFormatter
+
+        run = timeline.runs[0]
+        assert run.info is not None
+        origin = float(run.info["started_wall"]) - run.offset
+
+        def clock(x: float, _position: int) -> str:
+            return time.strftime("%H:%M:%S", time.localtime(origin + x))
+
+        ax.xaxis.set_major_formatter(FuncFormatter(clock))
 
 
 def _html(source: Path, summary: dict[str, Any], timeline: Timeline, chart: bytes) -> str:
@@ -391,12 +207,13 @@ img {{ max-width: 100%; }}
 """
 
 
-def make_report(input: Path, out: Path) -> dict[str, Any]:
+def make_report(input: Path, out: Path, *, run: str | None = None) -> dict[str, Any]:
     """Write the report for ``input`` (JSONL or SQLite) to ``out`` (.html or .png).
 
+    ``run``: only that run of the log (its id, a prefix of it, or its number).
     Returns the summary figures. Raises ReportError (one line) for anything a
     user can get wrong: missing or malformed input, an unknown output type, a
-    missing output directory, matplotlib not installed.
+    missing output directory, an unknown run, matplotlib not installed.
     """
     suffix = out.suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
@@ -406,8 +223,11 @@ def make_report(input: Path, out: Path) -> dict[str, Any]:
     events = load_events(input)
     if not events:
         raise ReportError(f"{input}: no events in it")
-    timeline = build_timeline(events)
-    summary = summarize(events)
+    runs = split_runs(events)
+    if run is not None:
+        runs = select_run(runs, run)
+    timeline = build_timeline(events, runs)
+    summary = summarize(events, runs)
     chart = render_chart(timeline, summary, with_figures=suffix == ".png")
     data = chart if suffix == ".png" else _html(input, summary, timeline, chart).encode()
     try:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from device.app.report import ReportError, load_events, make_report, summarize
-from device.events import CaptureStatsEvent, CountChanged, SourceStateEvent
+from device.events import CaptureStatsEvent, CountChanged, RunStarted, SourceStateEvent
 from live.eventlog import SQLiteEventLog
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped
 from tests.cli import lookout
@@ -150,7 +150,7 @@ def test_half_written_last_line_of_a_killed_run_is_ignored(
     with caplog.at_level(logging.WARNING, logger="lookout.report"):
         assert len(load_events(path)) == len(one_run())
     assert [r.getMessage() for r in caplog.records] == [
-        f"{path}:{len(one_run()) + 1}: skipped the last line, not valid JSON (torn?)"
+        f"{path}:{len(one_run()) + 1}: skipped a torn last line (not valid JSON)"
     ]
 
 
@@ -171,7 +171,7 @@ def test_lookout_report_on_a_file_with_a_torn_last_line(tmp_path: Path) -> None:
         file.write('{"type":"count","t":13.0,"id":"c2","cou')
     result = lookout("report", str(path), "--out", str(tmp_path / "report.html"), timeout=60)
     assert result.returncode == 0, result.stderr
-    assert "skipped the last line, not valid JSON" in result.stderr
+    assert "skipped a torn last line (not valid JSON)" in result.stderr
     assert "Traceback" not in result.stderr
     assert "wrote" in result.stdout and "max 3 people" in result.stdout
 
@@ -187,15 +187,12 @@ def test_missing_matplotlib_says_how_to_get_it(
 
 
 def expected_figures(events: list[dict[str, Any]]) -> tuple[int, int, float]:
-    """Max, changes and time-weighted mean, computed straight from the count events."""
-    counts = [(e["t"], e["count"]) for e in events if e["type"] == "count"]
-    # The device's count holds until the source stops running (here: the run's end).
-    stops = [
-        e["t"]
-        for e in events
-        if e["type"] == "source_state" and e["state"] != "running" and e["t"] > counts[0][0]
-    ]
-    end = min(stops) if stops else max(e["t"] for e in events)
+    """Max, changes and time-weighted mean, straight from the count events, in media time
+    (a file is evaluated on its own clock): each count holds until the next, and the
+    last until the count became unknown at the end of the replay."""
+    counts = [(e["t_media"], e["count"]) for e in events if e["type"] == "count"]
+    assert counts[-1][1] is None, counts[-1]  # the end of the file: unknown from there on
+    end = counts.pop()[0]
     times = [t for t, _ in counts] + [end]
     weighted = sum(c * (times[i + 1] - times[i]) for i, (_, c) in enumerate(counts))
     changes = sum(1 for a, b in itertools.pairwise(counts) if a[1] != b[1])
@@ -210,7 +207,7 @@ def test_report_of_a_real_run(tmp_path: Path) -> None:
     result = subprocess.run(
         [
             sys.executable, "-m", "device.cli", "run", "--source", str(data_file("vtest.avi")),
-            "--model", "local", "--pace", "fast", "--no-http", "--duration", "5",
+            "--model", "local", "--pace", "fast", "--no-http", "--duration", "12",
             "--events", str(jsonl), "--db", str(db), "--config", str(tmp_path / "empty.toml"),
         ],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
@@ -224,8 +221,81 @@ def test_report_of_a_real_run(tmp_path: Path) -> None:
     texts = [e for e in events if e["type"] == "model_text"]
     assert summary["model_messages"] == len(texts) >= 3
     assert summary["streams_started"] == 1 and summary["streams_stopped"] == 1
+    # --duration 12 on a file is twelve seconds of the file, whatever the pace.
+    assert 11.5 <= summary["duration_s"] <= 12.0 and summary["axis"] == "media"
     # The SQLite log of the same run tells the same story.
     from_db = make_report(db, tmp_path / "real.png")
     for key in ("max_count", "changes", "model_messages", "streams_started", "final_count"):
         assert from_db[key] == summary[key], key
     assert (tmp_path / "real.png").read_bytes().startswith(PNG)
+
+
+def file_run(run_id: str, speed: float, counts: list[tuple[float, int]]) -> list[Event]:
+    """A replay of a file at ``speed`` x its own rate: session t = media t / speed."""
+    events: list[Event] = [
+        RunStarted(
+            t=0.0,
+            run_id=run_id,
+            started="2026-12-01T10:00:00+0000",
+            started_wall=1_795_000_000.0,
+            source="clip.mp4",
+            live=False,
+            model="local",
+            config={},
+        )
+    ]
+    previous = None
+    for media, n in counts:
+        events.append(CountChanged(t=media / speed, count=n, previous=previous, raw=n,
+                                   t_media=media))  # fmt: skip
+        previous = n
+    end = counts[-1][0] + 10.0
+    events.append(SourceStateEvent(t=end / speed, source="clip.mp4", state="ended"))
+    events.append(CountChanged(t=end / speed, count=None, previous=previous, t_media=end,
+                               reason="source ended"))  # fmt: skip
+    return events
+
+
+def test_a_fast_replay_is_reported_in_its_own_media_time(tmp_path: Path) -> None:
+    # 80 s of video replayed in 5.6 s: the figures are about the video's 80 s.
+    events = file_run("aaaa1111", speed=80 / 5.6, counts=[(0.0, 2), (30.0, 5), (60.0, 1)])
+    summary = summarize([e.to_dict() for e in events])
+    assert summary["axis"] == "media"
+    assert summary["duration_s"] == pytest.approx(70.0) and summary["observed_s"] == 70.0
+    assert summary["mean_occupancy"] == pytest.approx((2 * 30 + 5 * 30 + 1 * 10) / 70, abs=1e-3)
+    path = write_jsonl(tmp_path / "events.jsonl", events)
+    result = lookout("report", str(path), "--out", str(tmp_path / "r.png"), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "over 70.0 s of media" in result.stdout
+
+
+def test_two_runs_in_one_log_are_told_apart_and_one_is_chosen_with_run(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "events.jsonl", file_run("aaaa1111", 10.0, [(0.0, 2)]))
+    write_jsonl(path, file_run("bbbb2222", 10.0, [(0.0, 7), (5.0, 3)]))
+    both = make_report(path, tmp_path / "both.png")
+    assert both["runs"] == 2 and both["max_count"] == 7
+    second = make_report(path, tmp_path / "b.png", run="bbbb")
+    assert second["runs"] == 1 and second["max_count"] == 7 and second["changes"] == 1
+    first = make_report(path, tmp_path / "a.png", run="1")  # or its number
+    assert first["max_count"] == 2
+    with pytest.raises(ReportError, match=r"--run cccc is not a run of this log \(runs: run 1 "):
+        make_report(path, tmp_path / "c.png", run="cccc")
+    result = lookout("report", str(path), "--out", str(tmp_path / "x.png"), "--run", "zz")
+    assert result.returncode == 2 and "aaaa1111" in result.stderr and "bbbb2222" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_report_of_an_ask_db_says_there_is_no_count_not_none(tmp_path: Path) -> None:
+    db = tmp_path / "ask.db"
+    (tmp_path / "empty.toml").write_text("")
+    asked = lookout("ask", "how many people?", "--model", "local", "--db", str(db),
+                    "--config", str(tmp_path / "empty.toml"), timeout=120)  # fmt: skip
+    assert asked.returncode == 0, asked.stderr
+    events = load_events(db)
+    runs = [e for e in events if e["type"] == "run"]
+    assert len(runs) == 1 and runs[0]["command"] == "ask" and runs[0]["source"]
+    assert runs[0]["config"]["model"] == "local" and runs[0]["started"]
+    result = lookout("report", str(db), "--out", str(tmp_path / "r.html"), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "no count in this log" in result.stdout and "None" not in result.stdout

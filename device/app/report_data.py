@@ -1,0 +1,333 @@
+"""What ``lookout report`` reads and works out: events, runs, the count over time, figures.
+
+Input: the JSON-lines file of ``--events`` or the SQLite log of ``--db``.
+
+A log may hold several runs: each starts with a ``run`` event (its id, wall-clock
+start, source and configuration); older logs without one are split where their
+times start again from 0. Each run is placed on its own time axis:
+
+- **media time** for a file or a folder, so that an 80 s video replayed in 6 s
+  with ``--pace fast`` reads as 80 s of video (events between frames are placed
+  between the frames' media times);
+- **wall-clock time** for a camera (the run's start plus the session time);
+- session time for logs that do not say what their source was.
+
+The count is a step function: each ``count`` event holds until the next one,
+until it becomes unknown (a ``count`` event with a null count, or the source
+leaving the running state), or until the run ends. (Logs written before the
+device counted on its own carry per-call counts, which end when their
+``count_people`` call stops.) Time-weighted figures (mean occupancy, time with
+nobody / somebody) integrate over the spans where the count is known, in the
+run's own time; nothing is assumed before the first count.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+COUNT_TOOL = "count_people"
+# Times can step back a little within one run (an event stamped by its producer);
+# a larger jump back means a new run was appended to the same file.
+NEW_RUN_BACKSTEP_S = 0.5
+MEDIA, WALL, SESSION = "media", "wall", "session"
+
+log = logging.getLogger("lookout.report")
+
+
+class ReportError(Exception):
+    """A problem with the input or output of a report; the message is one line."""
+
+
+# ------------------------------------------------------------------ reading
+
+
+def load_events(path: Path) -> list[dict[str, Any]]:
+    """Every event of a JSON-lines file or a SQLite event log, in order."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(SQLITE_MAGIC))
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ReportError(f"{path}: is a directory, not an events file") from None
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
+    if head == SQLITE_MAGIC:
+        return _load_sqlite(path)
+    return _load_jsonl(path)
+
+
+def _load_sqlite(path: Path) -> list[dict[str, Any]]:
+    from live.eventlog import read_events
+
+    try:
+        events = list(read_events(path))
+    except sqlite3.Error as exc:
+        raise ReportError(f"{path}: not a Lookout event database ({exc})") from None
+    return [_checked(e, f"{path}: event {i + 1}") for i, e in enumerate(events)]
+
+
+def _load_jsonl(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ReportError(f"{path}: neither a JSON-lines file nor a SQLite database") from None
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
+    lines = text.splitlines()
+    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
+    events: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            if number == last:
+                # A run killed mid-write leaves half a line: the rest is good.
+                log.warning("%s:%d: skipped a torn last line (not valid JSON)", path, number)
+                break
+            raise ReportError(f"{path}:{number}: not valid JSON") from None
+        events.append(_checked(data, f"{path}:{number}"))
+    return events
+
+
+def _checked(data: Any, where: str) -> dict[str, Any]:
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("type"), str)
+        or not isinstance(data.get("t"), int | float)
+        or isinstance(data.get("t"), bool)
+    ):
+        raise ReportError(f"{where}: not a Lookout event (needs a type and a time t)")
+    return data
+
+
+# --------------------------------------------------------------------- runs
+
+
+@dataclass
+class Run:
+    """One run's events, on its own time axis; ``offset`` places it on the report's."""
+
+    events: list[dict[str, Any]]
+    info: dict[str, Any] | None = None  # its ``run`` event, when the log has one
+    offset: float = 0.0
+    _media: tuple[list[float], list[float]] | None = field(default=None, repr=False)
+
+    @property
+    def run_id(self) -> str | None:
+        return None if self.info is None else str(self.info.get("run_id"))
+
+    @property
+    def axis(self) -> str:
+        if self.info is None:
+            return SESSION
+        if self.info.get("live") is False and self._media_map()[0]:
+            return MEDIA
+        return WALL if isinstance(self.info.get("started_wall"), int | float) else SESSION
+
+    def _media_map(self) -> tuple[list[float], list[float]]:
+        """(session t, media t) of the events that carry both: the frames' own times."""
+        if self._media is None:
+            pairs = sorted(
+                (float(e["t"]), float(e["t_media"]))
+                for e in self.events
+                if isinstance(e.get("t_media"), int | float)
+            )
+            self._media = ([t for t, _ in pairs], [m for _, m in pairs])
+        return self._media
+
+    def time(self, event: dict[str, Any]) -> float:
+        """Seconds on this run's axis for ``event`` (before ``offset``)."""
+        t = float(event["t"])
+        axis = self.axis
+        if axis == MEDIA:
+            if isinstance(event.get("t_media"), int | float):
+                return float(event["t_media"])
+            return self._media_at(t)
+        return t
+
+    def _media_at(self, t: float) -> float:
+        """Media time at session time ``t``, between the frames around it."""
+        ts, ms = self._media_map()
+        i = bisect.bisect_left(ts, t)
+        if i <= 0:
+            return ms[0]
+        if i >= len(ts):
+            return ms[-1]
+        t0, t1, m0, m1 = ts[i - 1], ts[i], ms[i - 1], ms[i]
+        return m0 if t1 == t0 else m0 + (m1 - m0) * (t - t0) / (t1 - t0)
+
+    @property
+    def start(self) -> float:
+        return min(self.time(e) for e in self.events)
+
+    @property
+    def end(self) -> float:
+        return max(self.time(e) for e in self.events)
+
+    def describe(self, index: int) -> str:
+        if self.info is None:
+            return f"run {index}"
+        source = self.info.get("source", "?")
+        return f"run {index} ({self.run_id}, {self.info.get('started', '?')}, {source})"
+
+
+def split_runs(events: list[dict[str, Any]]) -> list[Run]:
+    groups: list[list[dict[str, Any]]] = []
+    infos: list[dict[str, Any] | None] = []
+    last: float | None = None
+    for event in events:
+        t = float(event["t"])
+        starts = event["type"] == "run"
+        if starts or last is None or t < last - NEW_RUN_BACKSTEP_S:
+            if not (starts and groups and infos[-1] is None and _only_preamble(groups[-1])):
+                groups.append([])
+                infos.append(None)
+            last = t
+        if starts:
+            infos[-1] = event
+        groups[-1].append(event)
+        last = max(last, t)
+    runs = [Run(group, info) for group, info in zip(groups, infos, strict=True)]
+    offset = 0.0
+    for run in runs:
+        run.offset = offset - run.start
+        offset += run.end - run.start
+    return runs
+
+
+def _only_preamble(events: list[dict[str, Any]]) -> bool:
+    # A source state said before the run event belongs to that run, not to one of its own.
+    return all(e["type"] in {"source_state", "connection"} for e in events)
+
+
+def select_run(runs: list[Run], wanted: str) -> list[Run]:
+    """The run a ``--run`` value names: its id (or a prefix of it), or its number from 1."""
+    matches = [r for r in runs if r.run_id is not None and r.run_id.startswith(wanted)]
+    if not matches and wanted.isdigit() and 1 <= int(wanted) <= len(runs):
+        matches = [runs[int(wanted) - 1]]
+    if len(matches) != 1:
+        known = ", ".join(r.describe(i) for i, r in enumerate(runs, 1))
+        what = "matches several runs" if matches else "is not a run of this log"
+        raise ReportError(f"--run {wanted} {what} (runs: {known})")
+    run = matches[0]
+    run.offset = -run.start
+    return [run]
+
+
+# ----------------------------------------------------------------- timeline
+
+
+@dataclass
+class Timeline:
+    runs: list[Run]
+    # (time, count) at each count event, and None where the count stops being known.
+    steps: list[tuple[float, int | None]] = field(default_factory=list)
+    texts: list[tuple[float, str]] = field(default_factory=list)
+    starts: list[tuple[float, str]] = field(default_factory=list)
+    stops: list[tuple[float, str, str]] = field(default_factory=list)
+    boundaries: list[float] = field(default_factory=list)
+    end: float = 0.0
+
+    @property
+    def axis(self) -> str:
+        """The time axis all runs share (session time when they differ)."""
+        kinds = {run.axis for run in self.runs}
+        return kinds.pop() if len(kinds) == 1 else SESSION
+
+
+def build_timeline(events: list[dict[str, Any]], runs: list[Run] | None = None) -> Timeline:
+    timeline = Timeline(runs if runs is not None else split_runs(events))
+    per_call_counts = any(e["type"] == "count" and "id" in e for e in events)
+    for index, run in enumerate(timeline.runs):
+        if index:
+            timeline.boundaries.append(run.start + run.offset)
+        for event in run.events:
+            t = run.time(event) + run.offset
+            kind = event["type"]
+            if kind == "count":
+                value = event.get("count")
+                timeline.steps.append((t, value if isinstance(value, int) else None))
+            elif kind == "source_state" and event.get("state") != "running":
+                timeline.steps.append((t, None))
+            elif kind == "model_text" or (
+                kind == "transcript" and event.get("direction", "output") == "output"
+            ):
+                timeline.texts.append((t, str(event.get("text", ""))))
+            elif kind == "stream_started":
+                timeline.starts.append((t, str(event.get("name", ""))))
+            elif kind == "stream_stopped":
+                name = str(event.get("name", ""))
+                timeline.stops.append((t, name, str(event.get("reason", ""))))
+                if name == COUNT_TOOL and per_call_counts:
+                    timeline.steps.append((t, None))
+        run_end = run.end + run.offset
+        if timeline.steps and timeline.steps[-1][1] is not None:
+            timeline.steps.append((run_end, None))  # a count never carries into the next run
+        timeline.end = run_end
+    timeline.steps.sort(key=lambda step: step[0])
+    return timeline
+
+
+def summarize(events: list[dict[str, Any]], runs: list[Run] | None = None) -> dict[str, Any]:
+    """Summary figures; times in seconds of the runs' own axes, counts in people."""
+    timeline = build_timeline(events, runs)
+    spans: list[tuple[float, int]] = []  # (duration, count) where the count is known
+    changes = 0
+    previous: int | None = None
+    for (t, count), (t_next, _) in zip(timeline.steps, timeline.steps[1:], strict=False):
+        if count is None:
+            previous = None
+            continue
+        if previous is not None and count != previous:
+            changes += 1
+        previous = count
+        spans.append((max(0.0, t_next - t), count))
+    counts = [c for _, c in timeline.steps if c is not None]
+    observed = sum((d for d, _ in spans), 0.0)
+    weighted = sum((d * c for d, c in spans), 0.0)
+    stop_reasons = Counter(reason for _, _, reason in timeline.stops)
+    return {
+        "runs": len(timeline.runs),
+        "events": sum(len(run.events) for run in timeline.runs),
+        "axis": timeline.axis,
+        "duration_s": round(sum(r.end - r.start for r in timeline.runs), 3),
+        "observed_s": round(observed, 3),
+        "count_reports": len(counts),
+        "changes": changes,
+        "max_count": max(counts) if counts else None,
+        "min_count": min(counts) if counts else None,
+        "final_count": counts[-1] if counts else None,
+        "mean_occupancy": round(weighted / observed, 3) if observed > 0 else None,
+        "time_empty_s": round(sum((d for d, c in spans if c == 0), 0.0), 3),
+        "time_occupied_s": round(sum((d for d, c in spans if c > 0), 0.0), 3),
+        "model_messages": len(timeline.texts),
+        "streams_started": len(timeline.starts),
+        "streams_stopped": len(timeline.stops),
+        "stop_reasons": dict(stop_reasons),
+    }
+
+
+__all__ = [
+    "MEDIA",
+    "SESSION",
+    "WALL",
+    "ReportError",
+    "Run",
+    "Timeline",
+    "build_timeline",
+    "load_events",
+    "select_run",
+    "split_runs",
+    "summarize",
+]
