@@ -16,6 +16,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -26,30 +27,55 @@ PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".lookout-installed"
 
 
+STARTED = time.monotonic()
+HEARTBEAT_S = 15.0
+
+
 def step(message: str) -> None:
     print(f"==> {message}", flush=True)
 
 
-def run(cmd: list[str | Path], **kw: object) -> None:
-    result = subprocess.run([str(c) for c in cmd], cwd=ROOT, check=False, **kw)  # type: ignore[call-overload]
-    if result.returncode != 0:
-        sys.exit(result.returncode)
+def run(cmd: list[str | Path], *, waiting_for: str = "", **kw: object) -> None:
+    """Run ``cmd``; with ``waiting_for``, say every few seconds that it is still at it."""
+    process = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, **kw)  # type: ignore[call-overload]
+    started = time.monotonic()
+    while True:
+        try:
+            code = process.wait(timeout=HEARTBEAT_S)
+            break
+        except subprocess.TimeoutExpired:
+            if waiting_for:
+                elapsed = time.monotonic() - started
+                print(f"    ... still {waiting_for} ({elapsed:.0f} s so far)", flush=True)
+    if code != 0:
+        sys.exit(code)
 
 
 def ensure_venv() -> None:
     if not PY.exists():
-        step("creating .venv")
+        step("[1/3] creating the virtual environment .venv (a few seconds)")
         venv.EnvBuilder(with_pip=True).create(VENV)
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if STAMP.exists() and STAMP.read_text().strip() == wanted:
         return
-    step("installing lookout and its dev tools into .venv")
-    run([PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", ".[dev]"])
+    step(
+        "[2/3] installing Lookout and its dependencies into .venv from PyPI: numpy, OpenCV, "
+        "ONNX Runtime, google-genai, aiohttp and the test tools (about 400 MB; usually 1 to 3 "
+        "minutes, more on a slow line or a Raspberry Pi)"
+    )
+    run(
+        [PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", ".[dev]"],
+        waiting_for="installing",
+    )
     STAMP.write_text(wanted)
 
 
 def ensure_data() -> None:
-    run([PY, ROOT / "scripts" / "fetch_sample_data.py", "--dest", ROOT / "data"])
+    step("[3/3] the sample video (data/vtest.avi, 8 MB: copied or downloaded once)")
+    run(
+        [PY, ROOT / "scripts" / "fetch_sample_data.py", "--dest", ROOT / "data"],
+        waiting_for="fetching the sample video",
+    )
 
 
 def main() -> None:
@@ -58,8 +84,9 @@ def main() -> None:
     command, rest = sys.argv[1], sys.argv[2:]
     ensure_venv()
     ensure_data()
+    step(f"set up in {time.monotonic() - STARTED:.0f} s")
     if command == "run":
-        step("lookout run " + " ".join(rest))
+        step("lookout run " + " ".join(rest) + "  (Ctrl-C stops it)")
         os.execv(BIN / "lookout", [str(BIN / "lookout"), "run", *rest])
     elif command == "test":
         step("ruff")

@@ -79,6 +79,43 @@ done
 lookout_bin="$venv/bin/lookout"
 state_dir="/var/lib/$name"
 unit_path="$unit_dir/$name.service"
+example="$here/lookout.example.toml"
+
+# Can the service user reach (read and run) a path? A 0700 home directory (the default
+# on Debian and Raspberry Pi OS) stops a venv under it, its Python, and an editable
+# install's source code, and systemd would then fail at every start.
+blocked_on() {
+    local target="$1" dir mode
+    if [[ $EUID -eq 0 ]] && id -u "$user" >/dev/null 2>&1 && command -v runuser >/dev/null; then
+        if runuser -u "$user" -- test -r "$target"; then return 1; fi
+    fi
+    dir="$target"
+    while [[ "$dir" != "/" && -n "$dir" ]]; do
+        dir="$(dirname "$dir")"
+        [[ -d "$dir" ]] || continue
+        mode="$(stat -c %a "$dir" 2>/dev/null || echo 755)"
+        if (( (8#$mode & 1) == 0 )); then
+            echo "$dir (mode $mode)"
+            return 0
+        fi
+    done
+    return 1
+}
+
+reach_problems() {
+    local path real home found=0
+    real="$(readlink -f "$venv/bin/python" 2>/dev/null || true)"
+    # A venv's Python runs the standard library of the Python it was made from.
+    home="$(sed -n 's/^home *= *//p' "$venv/pyvenv.cfg" 2>/dev/null | head -1)"
+    for path in "$lookout_bin" "$real" "$home" "$repo/device/cli.py" "$repo/data"; do
+        [[ -n "$path" && -e "$path" ]] || continue
+        if blocked="$(blocked_on "$path")"; then
+            echo "the service user $user cannot reach $path: $blocked is closed to others"
+            found=1
+        fi
+    done
+    return $(( found == 0 ))
+}
 
 unit() {
     cat <<EOF
@@ -98,6 +135,8 @@ Group=$user
 # Cameras (/dev/video*) belong to the video group.
 SupplementaryGroups=video
 ExecStart=$lookout_bin run --config $config
+# Beyond systemd's default soft limit of 1024: viewers and reconnects need descriptors.
+LimitNOFILE=8192
 # Secrets such as GEMINI_API_KEY; the leading '-' makes the file optional.
 EnvironmentFile=-$env_file
 Environment=PYTHONUNBUFFERED=1
@@ -134,8 +173,18 @@ if [[ $dry_run -eq 1 ]]; then
         if [[ $start -eq 1 ]]; then
             echo "#   systemctl enable --now $name"
         fi
+        if [[ ! -e "$config" ]]; then
+            echo "#   write $config from $example (every setting commented; loop = true,"
+            echo "#   so the sample video replays forever until you set a source)"
+        fi
         if [[ ! -x "$lookout_bin" ]]; then
-            echo "# warning: $lookout_bin does not exist (yet); pass --venv" >&2
+            echo "# warning: $lookout_bin does not exist (yet); pass --venv"
+        elif problems="$(reach_problems)"; then
+            while IFS= read -r line; do echo "# problem: $line"; done <<<"$problems"
+            echo "#   the service would not start: put the venv (and the code) under /opt,"
+            echo "#   or open the folder to others (chmod o+x), then run this again"
+        else
+            echo "#   the service user $user can run $lookout_bin"
         fi
     } >&2
     unit
@@ -164,19 +213,17 @@ fi
 if getent group video >/dev/null 2>&1; then
     usermod --append --groups video "$user"
 fi
+if problems="$(reach_problems)"; then
+    echo "install-service.sh: $problems" >&2
+    echo "install-service.sh: the service would not start; put the venv (and the code) under" \
+        "/opt, or open the folder to others (chmod o+x), then run this again" >&2
+    exit 1
+fi
 
 install -d -m 0755 "$(dirname "$config")"
 if [[ ! -e "$config" ]]; then
-    cat >"$config" <<'EOF'
-# Lookout configuration; every key is also a `lookout run` flag (see --help).
-# source = "0"                 # camera index, video file, folder or rtsp:// URL
-# model = "local"              # or a Gemini Live model (set GEMINI_API_KEY in lookout.env)
-# http = "127.0.0.1:8765"      # status page; "" turns it off
-# mqtt = "mqtt://broker.local:1883"
-# device_id = "entrance"
-EOF
-    chmod 0644 "$config"
-    echo "wrote an example config to $config"
+    install -m 0644 "$example" "$config"
+    echo "wrote $config from $example: every setting commented, loop = true (set a source)"
 fi
 if [[ ! -e "$env_file" ]]; then
     install -m 0600 /dev/null "$env_file"

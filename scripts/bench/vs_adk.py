@@ -155,7 +155,7 @@ class LookoutRuntime:
 
     def upstream(self) -> int:
         # Private lanes: the queue has no public length, and this is a benchmark.
-        return len(self.queue._realtime) + len(self.queue._content)
+        return self.queue._realtime.depth + len(self.queue._content)
 
     def dropped(self) -> int:
         stream_dropped = self._stream.stats.dropped if self._stream is not None else 0

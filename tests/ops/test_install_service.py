@@ -64,3 +64,49 @@ def test_bad_arguments_exit_2_with_one_line(args: list[str], message: str) -> No
     result = install("--dry-run", *args)
     assert result.returncode == 2 and message in result.stderr
     assert result.stdout == ""
+
+
+def test_dry_run_names_a_venv_the_service_user_cannot_reach(tmp_path: Path) -> None:
+    # A venv in a home directory of mode 0700, the default on Debian and Raspberry Pi OS.
+    home = tmp_path / "home" / "pi"
+    venv = home / "lookout" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    lookout = venv / "bin" / "lookout"
+    lookout.write_text("#!/bin/sh\n")
+    lookout.chmod(0o755)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    home.chmod(0o700)
+    try:
+        result = install("--dry-run", "--venv", str(venv), "--user", "lookout-test-nobody")
+    finally:
+        home.chmod(0o755)
+    assert result.returncode == 0, result.stderr
+    problems = [line for line in result.stderr.splitlines() if line.startswith("# problem: ")]
+    assert problems, result.stderr
+    assert f"cannot reach {lookout}: {home} (mode 700) is closed to others" in problems[0]
+    assert "the service would not start" in result.stderr
+
+
+def test_the_example_config_is_current_complete_and_starts_a_looping_service(
+    tmp_path: Path,
+) -> None:
+    import subprocess as sp
+    import sys
+    import tomllib
+
+    from device.app.config import SETTINGS, build
+
+    example = REPO_ROOT / "scripts" / "lookout.example.toml"
+    printed = sp.run(
+        [sys.executable, str(REPO_ROOT / "scripts" / "example_config.py")],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    assert printed == example.read_text(), "run scripts/example_config.py > " + str(example)
+    text = example.read_text()
+    for name in SETTINGS:
+        key = name.replace("_", "-") if f"{name.replace('_', '-')} =" in text else name
+        assert f"{key} =" in text, f"{name} is missing from the example config"
+    # Only loop is set: a service replaying the sample video runs until it is stopped.
+    assert tomllib.loads(text) == {"lookout": {"loop": True}}
+    config = build({}, environ={}, system_config=example)
+    assert config.loop is True and config.source is None
