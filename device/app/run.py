@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 import signal
 import sys
 import time
@@ -60,6 +61,7 @@ from tools.percept import CountUnknown, Percept
 
 log = logging.getLogger("lookout.app")
 
+RETRY_SUFFIX = re.compile(r";? *retry in [^;)]*$")
 EXIT_FAILURE = 1  # the run failed (a required model, a source that failed for good)
 EXIT_LOG_INCOMPLETE = 3  # the run ended, but its event log misses events (said why)
 
@@ -345,7 +347,9 @@ class App:
         when = time.strftime("%H:%M:%S", time.localtime(self._down_since))
         # Still trying (opening, reconnecting) is "since"; done (failed, ended) is "at".
         done = change.state in (SourceState.FAILED, SourceState.ENDED)
-        detail = f" ({change.reason})" if change.reason else ""
+        # The reason without its next retry time, which is stale a second later.
+        why = RETRY_SUFFIX.sub("", change.reason)
+        detail = f" ({why})" if why else ""
         self._count_unknown(
             f"{kind} {change.state.value} {'at' if done else 'since'} {when}{detail}"
         )

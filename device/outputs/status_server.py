@@ -352,6 +352,11 @@ class StatusServer:
     async def _snapshot(self, request: web.Request) -> web.Response:
         if self.telemetry.privacy:
             raise web.HTTPNotFound(text="privacy mode: no images are served\n")
+        if self.telemetry.count is None and self.telemetry.frame_seq:
+            # The last frame is not what the camera sees now: never serve it as current.
+            reason = self.telemetry.count_reason
+            return web.Response(status=503, text=f"no current frame: {reason}\n",
+                                headers={"Retry-After": "1"})  # fmt: skip
         snapshot = await self._render()
         if snapshot is None:
             return web.Response(status=503, text="no frame yet\n", headers={"Retry-After": "1"})

@@ -157,7 +157,7 @@ class Telemetry:
         self.raw: int | None = None
         self.count_changes = 0
         self.detect_ms: float | None = None
-        self.history: deque[tuple[float, int]] = deque(maxlen=5000)
+        self.history: deque[tuple[float, int | None]] = deque(maxlen=5000)  # None: unknown
         self.source_name = ""
         self.source_state = ""
         self.source_reason = ""
@@ -194,9 +194,12 @@ class Telemetry:
                 self.history.append((event.t, event.count))
                 self._trim_history(event.t)
             else:
-                # Nothing stale stays on show: the last frame's number goes with the count.
+                # Nothing stale stays on show: the last frame's number goes with the count,
+                # and the chart has a gap from here.
                 self.count_reason = event.reason or "unknown"
                 self.raw = None
+                self.history.append((event.t, None))
+                self._trim_history(event.t)
         elif isinstance(event, SourceStateEvent):
             self.source_name = strip_credentials(event.source)
             self.source_state = event.state

@@ -200,10 +200,20 @@ async def test_the_page_says_unknown_and_why_while_the_camera_is_gone_then_count
         assert await page.text_content("#count-label") == "count unknown"
         assert "in the last frame" not in detail  # no stale number beside it
         assert await page.get_attribute("#count", "class") == "unknown"
+        assert "retry in" not in detail  # a reason that stays true while it is shown
+        # The last frame is greyed and said to be old; the snapshot is refused, not stale.
+        assert "stale" in (await page.get_attribute("#frame", "class") or "")
+        assert (await page.text_content("#source-name") or "").endswith("last frame, not live")
+        snapshot = await page.request.get(run.url + "snapshot.jpg")
+        assert snapshot.status == 503 and "no current frame: camera reconnecting" in (
+            await snapshot.text()
+        )
         await screenshot(page, tmp_path, "status-page-camera-gone.png")
         camera.unplugged = False
         await page.wait_for_function(COUNT_IS_NUMBER, timeout=20_000)
         assert "in the last frame" in (await page.text_content("#count-detail") or "")
+        assert "stale" not in (await page.get_attribute("#frame", "class") or "")
+        assert (await page.request.get(run.url + "snapshot.jpg")).status == 200
     counts = [e for e in run.events() if e["type"] == "count"]
     gone = [i for i, e in enumerate(counts) if e["count"] is None]
     # Unknown once while the camera was gone (no old frame brought it back), and again
@@ -213,3 +223,25 @@ async def test_the_page_says_unknown_and_why_while_the_camera_is_gone_then_count
     assert counts[end]["reason"].startswith("camera ended at ")
     assert all(isinstance(e["count"], int) for e in counts[outage + 1 : end])
     assert end - outage >= 2
+
+
+async def test_the_page_fits_a_phone_without_sideways_scrolling(
+    chromium: Path, tmp_path: Path
+) -> None:
+    async with running_app(tmp_path) as run, async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        try:
+            for width in (390, 360, 320):
+                page = await browser.new_page(viewport={"width": width, "height": 844})
+                await page.goto(run.url)
+                await page.wait_for_function(COUNT_IS_NUMBER, timeout=20_000)
+                await page.wait_for_selector("button.stop", timeout=10_000)  # the widest row
+                overflow = await page.evaluate(
+                    "() => document.documentElement.scrollWidth - window.innerWidth"
+                )
+                assert overflow <= 0, f"{overflow} px too wide at {width} px"
+                if width == 390:
+                    await screenshot(page, tmp_path, "status-page-phone.png")
+                await page.close()
+        finally:
+            await browser.close()

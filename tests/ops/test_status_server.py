@@ -145,10 +145,16 @@ async def test_snapshot_is_the_annotated_frame_once_there_is_one() -> None:
     async with serving(FakeApp()) as (_, tel, base), aiohttp.ClientSession() as http:
         async with http.get(base + "/snapshot.jpg") as none_yet:
             assert none_yet.status == 503
+        tel.write(counted())
         tel.on_percept(frame())
         async with http.get(base + "/snapshot.jpg") as response:
             assert response.status == 200 and response.content_type == "image/jpeg"
             image = cv2.imdecode(np.frombuffer(await response.read(), np.uint8), cv2.IMREAD_COLOR)
+        # The camera went away: the last frame is not served as what it sees now.
+        tel.write(CountChanged(t=3.0, count=None, previous=1, reason="camera failed at 12:00:00"))
+        async with http.get(base + "/snapshot.jpg") as stale:
+            assert stale.status == 503
+            assert await stale.text() == "no current frame: camera failed at 12:00:00\n"
     assert image is not None and image.shape == (96, 128, 3)
 
 

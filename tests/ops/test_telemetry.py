@@ -169,6 +169,7 @@ def test_health_names_what_is_wrong() -> None:
     assert not tel.health().ok and tel.health().reason == f"count unknown: {why}"
     assert tel.state()["count"] is None and tel.state()["count_reason"] == why
     assert tel.state()["raw"] is None  # the last frame's number is not shown as current
+    assert tel.state()["history"][-1] == [9.0, None]  # the chart has a gap, not a held line
 
 
 def test_running_streams_come_from_the_session() -> None:

@@ -177,7 +177,7 @@ function drawChart(state) {
   const end = state.t;
   const start = end - windowS;
   const points = state.history;
-  const maxCount = Math.max(1, ...points.map((p) => p[1]));
+  const maxCount = Math.max(1, ...points.map((p) => p[1] ?? 0));
   const top = Math.ceil((maxCount + 1) / 2) * 2;
   const pad = { left: 28, right: 8, top: 8, bottom: 20 };
   const x = (t) => pad.left + ((t - start) / (end - start)) * (width - pad.left - pad.right);
@@ -203,17 +203,18 @@ function drawChart(state) {
   ctx.strokeStyle = "#58a6ff";
   ctx.lineWidth = 2;
   ctx.beginPath();
+  // A null is a stretch where the count was unknown: a gap, not the last value held.
   let prev = null;
   for (const [t, c] of points) {
     const px = x(Math.max(t, start));
-    if (prev === null) ctx.moveTo(px, y(c));
-    else {
-      ctx.lineTo(px, y(prev));
-      ctx.lineTo(px, y(c));
+    if (prev !== null) ctx.lineTo(px, y(prev));
+    if (c !== null) {
+      if (prev === null) ctx.moveTo(px, y(c));
+      else ctx.lineTo(px, y(c));
     }
     prev = c;
   }
-  ctx.lineTo(x(end), y(prev)); // up to now, never into the future
+  if (prev !== null) ctx.lineTo(x(end), y(prev)); // up to now, never into the future
   ctx.stroke();
 }
 
@@ -231,12 +232,14 @@ function render(state) {
   if (!known) detail.push(state.count_reason || "unknown");
   else if (state.raw !== null) detail.push(`${state.raw} in the last frame`);
   if (known && state.detect_ms !== null) detail.push(`${state.detect_ms} ms per frame`);
-  detail.push(`${state.count_changes} changes`);
+  detail.push(`${state.count_changes} ${state.count_changes === 1 ? "change" : "changes"}`);
   $("count-detail").textContent = detail.join(" · ");
   const source = state.source;
   setBadge($("source-state"), `source: ${source.state}`, levelOf(source.state));
   $("source-state").title = source.reason || "frame source";
-  $("source-name").textContent = source.name;
+  // The last frame is not what the camera sees now: greyed, and said.
+  $("frame").classList.toggle("stale", !known);
+  $("source-name").textContent = known ? source.name : `${source.name} · last frame, not live`;
   const model = state.model_state || { state: state.connection.state, reason: state.connection.reason };
   const since = model.since ? ` since ${clockTime(model.since)}` : "";
   setBadge($("connection-state"), `model: ${model.state}${model.connected ? "" : since}`, levelOf(model.state));
