@@ -126,6 +126,11 @@ async def test_healthz_200_while_counting_degraded_without_a_model_503_without_a
         async with http.get(base + "/healthz") as stale:
             assert stale.status == 503
             assert (await stale.json())["reason"] == "count unknown: no usable frame for 3 s"
+        async with http.get(base + "/metrics") as metrics:
+            body = await metrics.text()
+        # An unknown count is left out, never exported as the last value (or as 0).
+        assert "\nlookout_people " not in body and "\nlookout_people_raw " not in body
+        assert "\nlookout_healthy 0.0" in body
 
 
 async def test_metrics_are_prometheus_text() -> None:
