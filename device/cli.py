@@ -191,6 +191,10 @@ def _set_up_logging(verbose: bool, quiet: dict[str, int]) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from device.log_limit import RepeatFilter
+
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RepeatFilter())
     if not verbose:
         for name, level in quiet.items():
             logging.getLogger(name).setLevel(level)

@@ -40,6 +40,8 @@ EXAMPLES: dict[str, Any] = {
     "system_instruction": "You watch the shop entrance.",
     "device_id": "entrance",
     "http_token": "put-a-long-random-token-here",
+    "http_token_file": "/etc/lookout/http-token",
+    "http_hosts": "entrance.example.com",
     "mqtt": "mqtt://broker.local:1883",
 }
 

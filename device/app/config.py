@@ -79,6 +79,14 @@ def _not_blank(value: str) -> str:
     return value
 
 
+def _no_empty_token(value: str) -> str:
+    if not value.strip():
+        raise ValueError("is empty (an unset shell variable?): give a token, or leave it out")
+    if value != value.strip() or any(c.isspace() for c in value):
+        raise ValueError("must not contain spaces or line breaks")
+    return value
+
+
 def _lower(value: object) -> object:
     return value.lower() if isinstance(value, str) else value
 
@@ -86,6 +94,8 @@ def _lower(value: object) -> object:
 FilePath = Annotated[Path, BeforeValidator(_to_path)]
 SourceSpec = Annotated[str, BeforeValidator(_camera_index)]
 DeviceId = Annotated[str, AfterValidator(_not_blank)]
+# An empty token (``--http-token "$UNSET"``) would silently turn authentication off.
+Token = Annotated[str, AfterValidator(_no_empty_token)]
 Level = Annotated[LogLevel, BeforeValidator(_lower)]
 
 # Above these, timers and frame arithmetic overflow (OpenCV takes int milliseconds).
@@ -207,10 +217,26 @@ class Config(BaseModel):
         default="127.0.0.1:8765",
         description='status server address HOST:PORT ("": no status server)',
     )
-    http_token: str | None = Field(
+    http_token: Token | None = Field(
         default=None,
-        description="bearer token required by the status server (all routes but /healthz)",
+        description="bearer token required by the status server (all routes but /healthz); "
+        "a flag shows in ps: prefer --http-token-file or LOOKOUT_HTTP_TOKEN",
+        json_schema_extra=_unset("none, or LOOKOUT_HTTP_TOKEN from the environment"),
+    )
+    http_token_file: FilePath | None = Field(
+        default=None,
+        description="read the status server's token from this file (its first line)",
         json_schema_extra=_unset("none"),
+    )
+    http_insecure: bool = Field(
+        default=False,
+        description="serve the status page beyond this machine without a token (anyone on "
+        "the network can watch the camera and stop streams)",
+    )
+    http_hosts: str = Field(
+        default="",
+        description="more host names the page may be reached by, comma-separated (a DNS name, "
+        "a reverse proxy's name); the machine's own names and IP addresses always work",
     )
     mqtt: str | None = Field(
         default=None,
@@ -225,6 +251,13 @@ class Config(BaseModel):
     )
     folder_fps: float = Field(
         default=1.0, gt=0, le=MAX_FPS, description="frame rate given to an image folder source"
+    )
+    max_image_pixels: int = Field(
+        default=50_000_000,
+        ge=100_000,
+        le=1_000_000_000,
+        description="largest image a folder source decodes (a bigger JPEG is decoded at 1/2, "
+        "1/4 or 1/8 size; other formats are skipped and said)",
     )
     log_level: Level = Field(default="warning", description="logging level")
     require_model: bool = Field(
@@ -495,12 +528,39 @@ def validate(config: Config) -> Config:
         path: Path | None = getattr(config, name)
         if path is not None:
             check_writable_file(name, path, what)
+    if config.http_token_file is not None:
+        if config.http_token is not None:
+            raise ConfigError("give --http-token or --http-token-file, not both")
+        config = config.model_copy(update={"http_token": read_token(config.http_token_file)})
     if config.uses_gemini and not config.api_key:
         raise ConfigError(
             f"model {config.model_name()} needs an API key: set GEMINI_API_KEY "
             "(or use --model local)"
         )
     return config
+
+
+def read_token(path: Path) -> str:
+    """The first line of a token file (``--http-token-file``), checked like a flag's."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+        raise ConfigError(f"--http-token-file {path}: {reason}") from None
+    token = text.splitlines()[0].strip() if text.strip() else ""
+    try:
+        return _no_empty_token(token)
+    except ValueError as exc:
+        raise ConfigError(f"--http-token-file {path}: the token {exc}") from None
+
+
+def token_from_env(environ: Mapping[str, str]) -> str | None:
+    if "LOOKOUT_HTTP_TOKEN" not in environ:
+        return None
+    try:
+        return _no_empty_token(environ["LOOKOUT_HTTP_TOKEN"].strip())
+    except ValueError as exc:
+        raise ConfigError(f"LOOKOUT_HTTP_TOKEN {exc}") from None
 
 
 def api_key_from_env(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -530,5 +590,8 @@ def build(
         config = apply(config, load_file(path), str(path))
     given = {k: v for k, v in flags.items() if v is not None}
     config = apply(config, given, COMMAND_LINE)
-    config = config.model_copy(update={"api_key": api_key_from_env(environ)})
+    update: dict[str, Any] = {"api_key": api_key_from_env(environ)}
+    if config.http_token is None and config.http_token_file is None:
+        update["http_token"] = token_from_env(environ)  # out of ps and shell history
+    config = config.model_copy(update=update)
     return validate(config)

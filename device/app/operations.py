@@ -16,6 +16,7 @@ from importlib import metadata
 
 from device.app.config import ConfigError
 from device.app.run import App
+from device.outputs.host_check import parse_hosts
 from device.outputs.mqtt import MqttPublisher, parse_mqtt
 from device.outputs.status_server import StatusServer, parse_http
 from device.outputs.telemetry import Telemetry
@@ -54,13 +55,20 @@ def setup_operations(app: App) -> Operations:
     if mqtt_settings is not None and mqtt_settings.password:
         secrets.append(mqtt_settings.password)
     if config.http:
+        address = parse_http(config.http)
+        if not address.loopback and not config.http_token and not config.http_insecure:
+            raise ConfigError(
+                f"status server: --http {address} is reachable from the network: set a token "
+                "(--http-token-file FILE or LOOKOUT_HTTP_TOKEN), or pass --http-insecure"
+            )
         ops.telemetry = Telemetry(app)
         ops.server = StatusServer(
             ops.telemetry,
-            parse_http(config.http),
+            address,
             token=config.http_token,
             secrets=tuple(secrets),
             announce=_printer(app),
+            hosts=parse_hosts(config.http_hosts),
         )
     if mqtt_settings is not None:
         ops.mqtt = MqttPublisher(

@@ -105,6 +105,7 @@ def configured_source(config: Config, clock: Clock) -> FrameSource:
         spec,
         clock_now=clock.now,
         folder_fps=config.folder_fps,
+        max_image_pixels=config.max_image_pixels,
         # A stuck network read gives up a little after the watchdog does.
         read_timeout_s=config.stall_timeout * 2,
     )
@@ -248,7 +249,10 @@ class App:
         self.session: LiveSession | None = None
         self.failure: str | None = None
         self.console = ConsoleSink(
-            self.out, fallback_after_s=self.config.fallback_after, on_closed=self._stdout_closed
+            self.out,
+            fallback_after_s=self.config.fallback_after,
+            on_closed=self._stdout_closed,
+            live_source=self.source.live,
         )
         bus.subscribe(self.console)
         self.jsonl: JsonlSink | None = None
@@ -320,6 +324,24 @@ class App:
     def _stdout_closed(self) -> None:
         # Whoever read the console left (``| head -2``): end quietly, like other tools.
         self.request_stop()
+
+    def log_problems(self) -> list[str]:
+        """What is wrong with the event logs right now (the page and /healthz say it)."""
+        problems = []
+        if self.event_log is not None:
+            health = self.event_log.health()
+            if health.degraded:
+                problems.append(
+                    f"event log {self.config.db}: {health.last_error}; "
+                    f"{health.pending:,} events waiting"
+                )
+            if health.dropped:
+                problems.append(f"event log {self.config.db}: {health.dropped:,} events lost")
+        if self.jsonl is not None and (self.jsonl.degraded or self.jsonl.lost):
+            why = f": {self.jsonl.last_error}" if self.jsonl.degraded else ""
+            lost = f"{self.jsonl.lost:,} lines lost"
+            problems.append(f"events file {self.config.events}{why}; {lost}")
+        return problems
 
     def log_incomplete(self) -> str | None:
         """Why the run's event logs miss events (None when they are complete)."""

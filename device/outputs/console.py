@@ -59,8 +59,10 @@ class ConsoleSink:
         verbose: bool = False,
         fallback_after_s: float = 30.0,
         on_closed: Callable[[], None] = lambda: None,
+        live_source: bool = False,
     ) -> None:
         self.out = out
+        self.live_source = live_source
         self.verbose = verbose
         self.fallback_after_s = fallback_after_s
         self.tty = bool(getattr(out, "isatty", lambda: False)())
@@ -163,7 +165,9 @@ class ConsoleSink:
         if event.count is None:
             reason = f": {event.reason}" if event.reason else ""
             return f"count: unknown{reason}"
-        where = f"  at {event.t_media:.1f}s of the source" if event.t_media is not None else ""
+        # A file's own time says where in it; a camera's clock says nothing to a reader.
+        shown = event.t_media is not None and not self.live_source
+        where = f"  at {event.t_media:.1f}s of the source" if shown else ""
         if self._narrating(event.t):
             # No model to say it: the device does.
             return f"device: {count_sentence(event.count, event.previous)}{where}"

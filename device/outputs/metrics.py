@@ -8,7 +8,7 @@ two can never disagree. An unknown count is left out, never reported as 0.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -106,6 +106,21 @@ class AppCollector(Collector):
         for name, documentation, gauge in gauges:
             if gauge is not None:  # an unknown count is left out, not reported as 0
                 yield GaugeMetricFamily(name, documentation, value=gauge)
+        yield from _log_metrics(app)
+        if tel.http is not None:
+            yield GaugeMetricFamily(
+                "lookout_http_connections", "Status server connections open", value=tel.http.open
+            )
+            yield CounterMetricFamily(
+                "lookout_http_refused",
+                "Connections refused (503) past the cap",
+                value=tel.http.refused,
+            )
+            yield CounterMetricFamily(
+                "lookout_http_timed_out",
+                "Connections closed for sending no request in time",
+                value=tel.http.timed_out,
+            )
         if tel.mqtt is not None:
             yield CounterMetricFamily(
                 "lookout_mqtt_published", "MQTT messages acknowledged", value=tel.mqtt.published
@@ -130,6 +145,39 @@ class AppCollector(Collector):
         )
         info.add_metric([app.config.device_id, app.config.model_name()], 1.0)
         yield info
+
+
+def _log_metrics(app: Any) -> Iterable[Metric]:
+    """The event logs' own counts (what --db and --events hold, wait for, or lost)."""
+    # Optional: only the real app has logs; the collector is also run on views of it.
+    db = getattr(app, "event_log", None)
+    jsonl = getattr(app, "jsonl", None)
+    if db is None and jsonl is None:
+        return
+    written = CounterMetricFamily(
+        "lookout_event_log_written", "Events written to the event log", labels=["log"]
+    )
+    lost = CounterMetricFamily(
+        "lookout_event_log_lost", "Events the event log could not keep", labels=["log"]
+    )
+    pending = GaugeMetricFamily(
+        "lookout_event_log_pending", "Events waiting in memory to be written", labels=["log"]
+    )
+    failing = GaugeMetricFamily(
+        "lookout_event_log_failing", "1 while writing to the log fails", labels=["log"]
+    )
+    if db is not None:
+        health = db.health()
+        written.add_metric(["db"], health.written)
+        lost.add_metric(["db"], health.dropped)
+        pending.add_metric(["db"], health.pending)
+        failing.add_metric(["db"], float(health.degraded))
+    if jsonl is not None:
+        written.add_metric(["jsonl"], jsonl.written)
+        lost.add_metric(["jsonl"], jsonl.lost)
+        pending.add_metric(["jsonl"], 0)
+        failing.add_metric(["jsonl"], float(jsonl.degraded))
+    yield from (written, lost, pending, failing)
 
 
 __all__ = ["CONNECTION_STATES", "DROP_REASONS", "SOURCE_STATES", "AppCollector"]

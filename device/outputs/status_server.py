@@ -21,7 +21,6 @@ import asyncio
 import errno
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import socket
@@ -32,14 +31,41 @@ from typing import Any
 
 import anyio
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from anyio.abc import TaskStatus
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from device.app.config import ConfigError
+from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit
+from device.outputs.host_check import HostPolicy, is_loopback
 from device.outputs.telemetry import AppView, Telemetry
 from live.redact import redact
 
 log = logging.getLogger("lookout.status")
+requests_log = logging.getLogger("lookout.status.requests")
+
+
+class _ClientFaults(logging.Filter):
+    """A malformed request is the client's fault: one line at debug level, no traceback.
+
+    aiohttp answers it (400, 413, 431) and logs the parser's exception with its
+    traceback; a peer that sends garbage must not fill the device's log.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            reason = " ".join(str(exc).split())[:200]
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {reason}"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return requests_log.isEnabledFor(logging.DEBUG)
+        return True
+
+
+requests_log.addFilter(_ClientFaults())
 
 COOKIE = "lookout_session"
 STATIC_TYPES = {
@@ -70,15 +96,6 @@ class HttpAddress:
         return f"{host}:{self.port}"
 
 
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name: we cannot know where it resolves, so assume the network
-
-
 def parse_http(spec: str) -> HttpAddress:
     """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` (all interfaces) or ``PORT`` (loopback)."""
     text = spec.strip()
@@ -100,13 +117,12 @@ def parse_http(spec: str) -> HttpAddress:
     return HttpAddress(host, int(port_text))
 
 
-def _host_header_is_loopback(value: str) -> bool:
-    host = value.strip()
-    if host.startswith("["):
-        host = host[1 : host.find("]")] if "]" in host else host
-    elif host.count(":") == 1:
-        host = host.split(":", 1)[0]
-    return is_loopback(host)
+def same_site(path: str, query: dict[str, str]) -> str:
+    """A redirect target on this site: a path, never ``//host`` or ``/\\host``."""
+    from yarl import URL
+
+    clean = "/" + path.lstrip("/\\")
+    return str(URL.build(path=clean, query=query))
 
 
 def _static_files() -> dict[str, tuple[bytes, str]]:
@@ -132,9 +148,23 @@ class StatusServer:
         sse_min_interval_s: float = 0.25,
         sse_tick_s: float = 1.0,
         mjpeg_max_fps: float = 10.0,
+        mjpeg_idle_s: float = 15.0,
+        hosts: tuple[str, ...] = (),
+        max_connections: int = 200,
+        max_viewers: int = 50,
+        head_timeout_s: float = 5.0,
+        keepalive_s: float = 15.0,
     ) -> None:
         self.telemetry = telemetry
         self.address = address
+        self.hosts = HostPolicy.for_bind(address.loopback, hosts)
+        self.max_connections = max_connections
+        self.max_viewers = max_viewers
+        self.head_timeout_s = head_timeout_s
+        self.keepalive_s = keepalive_s
+        self.mjpeg_idle_s = mjpeg_idle_s
+        self.connections = GuardStats()
+        self.viewers_refused = 0
         self.token = token or None
         self.secrets = tuple(s for s in (*secrets, token) if s)
         self.announce = announce
@@ -219,11 +249,26 @@ class StatusServer:
         assert self._sock is not None
         self._jpeg_limiter = anyio.CapacityLimiter(1)
         web_app = self.make_app()
-        runner = web.AppRunner(web_app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        runner = web.AppRunner(
+            web_app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=1.0,
+            keepalive_timeout=self.keepalive_s,
+            logger=requests_log,
+        )
         await runner.setup()
+        assert runner.server is not None
+        guard = ConnectionGuard(
+            runner.server,
+            max_connections=cap_for_limit(self.max_connections),
+            head_timeout_s=self.head_timeout_s,
+        )
+        self.connections = guard.stats
+        self.telemetry.http = guard.stats
+        server: asyncio.Server | None = None
         try:
-            site = web.SockSite(runner, self._sock)
-            await site.start()
+            server = await asyncio.get_running_loop().create_server(guard, sock=self._sock)
             if self.announce is not None:
                 self.announce(f"status page: {self.url}{self.note}")
             task_status.started()
@@ -233,6 +278,8 @@ class StatusServer:
             # period; end them first so the app exits promptly.
             for task in list(self._streams):
                 task.cancel()
+            if server is not None:
+                server.close()
             with anyio.CancelScope(shield=True), anyio.move_on_after(3):
                 await runner.cleanup()
             self.close()
@@ -258,14 +305,18 @@ class StatusServer:
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path == "/healthz":
             return await handler(request)
-        if self.address.loopback and not _host_header_is_loopback(request.host):
-            return web.Response(status=421, text="unexpected Host header\n")
+        if not self.hosts.allows(request.host):
+            # DNS rebinding: a page on another site that made its name point here.
+            return web.Response(
+                status=421,
+                text="unexpected Host header (add the name with --http-hosts if it is yours)\n",
+            )
         if self.token and not self._authorized(request):
             given = request.query.get("token")
             if given is not None and request.method == "GET" and self._token_matches(given):
                 # Trade the token in the URL for a cookie, and drop it from the address bar.
                 query = {k: v for k, v in request.query.items() if k != "token"}
-                target = request.rel_url.with_query(query).human_repr()
+                target = same_site(request.rel_url.path, query)
                 response = web.Response(status=303, headers={"Location": target})
                 response.set_cookie(
                     COOKIE, self._cookie, httponly=True, samesite="Strict", path="/"
@@ -362,7 +413,19 @@ class StatusServer:
             return web.Response(status=503, text="no frame yet\n", headers={"Retry-After": "1"})
         return web.Response(body=snapshot[1], headers={"Content-Type": "image/jpeg"})
 
+    def _viewers_full(self) -> web.Response | None:
+        if len(self._streams) < self.max_viewers:
+            return None
+        self.viewers_refused += 1
+        return web.Response(
+            status=503,
+            text=f"too many viewers ({self.max_viewers}); try again soon\n",
+            headers={"Retry-After": "5"},
+        )
+
     async def _events(self, request: web.Request) -> web.StreamResponse:
+        if (full := self._viewers_full()) is not None:
+            return full
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}
         )
@@ -386,6 +449,8 @@ class StatusServer:
     async def _mjpeg(self, request: web.Request) -> web.StreamResponse:
         if self.telemetry.privacy:
             raise web.HTTPNotFound(text="privacy mode: no images are served\n")
+        if (full := self._viewers_full()) is not None:
+            return full
         response = web.StreamResponse(
             headers={"Content-Type": f"multipart/x-mixed-replace; boundary={MJPEG_BOUNDARY}"}
         )
@@ -402,7 +467,12 @@ class StatusServer:
             while True:
                 version = changes.version
                 if version == seen or self.telemetry.frame_seq == 0:
-                    await changes.wait(version)
+                    # No new frame (a camera outage, none yet): not for ever. The page
+                    # opens the stream again when frames come back.
+                    with anyio.move_on_after(self.mjpeg_idle_s) as waited:
+                        await changes.wait(version)
+                    if waited.cancelled_caught:
+                        return response
                     continue
                 seen = version
                 snapshot = await self._render()
@@ -464,4 +534,4 @@ class StatusServer:
         return self._json(result)
 
 
-__all__ = ["HttpAddress", "StatusServer", "is_loopback", "parse_http"]
+__all__ = ["HttpAddress", "StatusServer", "is_loopback", "parse_http", "same_site"]

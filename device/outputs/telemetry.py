@@ -116,6 +116,14 @@ class PublisherStats(Protocol):
     def queued(self) -> int: ...
 
 
+class ConnectionStats(Protocol):
+    """The status server's connection counts (``connection_guard.GuardStats``)."""
+
+    open: int
+    refused: int
+    timed_out: int
+
+
 @dataclass(frozen=True)
 class Health:
     """``ok``: the device counts (``/healthz`` 200); ``degraded``: it does, but something is off."""
@@ -168,6 +176,7 @@ class Telemetry:
         self.state_changes = Changes()
         self.frame_changes = Changes()
         self.mqtt: PublisherStats | None = None
+        self.http: ConnectionStats | None = None  # set by the status server while it runs
         self._display: DisplayFrame | None = None
         self._frame_seq = 0
         self._jpeg: tuple[int, bytes] | None = None
@@ -272,10 +281,17 @@ class Telemetry:
             return Health(False, f"source {state.value}{reason}")
         if self.count is None:
             return Health(False, f"count unknown: {self.count_reason}")
+        off: list[str] = []
         if not session.model_connected:
             since = f" since {_iso(self.connection_since)}" if self.connection_since else ""
             reason = f" ({self.connection_reason})" if self.connection_reason else ""
-            return Health(True, f"model {self.model_state()}{since}{reason}", degraded=True)
+            off.append(f"model {self.model_state()}{since}{reason}")
+        # A log that cannot keep up does not stop the counting, but it must be seen.
+        log_problems = getattr(self.app, "log_problems", None)
+        if log_problems is not None:
+            off.extend(log_problems())
+        if off:
+            return Health(True, "; ".join(off), degraded=True)
         return Health(True, "ok")
 
     def running_streams(self) -> list[dict[str, Any]]:

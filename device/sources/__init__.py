@@ -25,6 +25,7 @@ from device.sources.base import (
     decode_image,
 )
 from device.sources.folder import ImageFolderSource
+from device.sources.image_limit import DEFAULT_MAX_PIXELS
 from device.sources.opencv import OpenCVSource
 from device.sources.picamera import Picamera2Source
 from live.frame import Frame
@@ -36,6 +37,7 @@ def open_source(
     *,
     clock_now: Callable[[], float],
     folder_fps: float = 1.0,
+    max_image_pixels: int = DEFAULT_MAX_PIXELS,
     open_timeout_s: float = 10.0,
     read_timeout_s: float = 10.0,
 ) -> FrameSource:
@@ -67,10 +69,10 @@ def open_source(
             raise SourceError(f"unsupported source URL scheme {scheme}:// in {safe_url(text)}")
     path = Path(text).expanduser()
     if path.is_dir():
-        return ImageFolderSource(path, fps=folder_fps)
+        return ImageFolderSource(path, fps=folder_fps, max_pixels=max_image_pixels)
     if path.is_file():
         if path.suffix.lower() in IMAGE_EXTENSIONS:
-            return ImageFolderSource(path, fps=folder_fps)
+            return ImageFolderSource(path, fps=folder_fps, max_pixels=max_image_pixels)
         return OpenCVSource(str(path), clock_now=clock_now)
     if path.exists():  # a device node such as /dev/video0
         return OpenCVSource(str(path), clock_now=clock_now)

@@ -6,15 +6,8 @@ import re
 import threading
 from pathlib import Path
 
-import numpy as np
-
-from device.sources.base import (
-    IMAGE_EXTENSIONS,
-    SourceError,
-    UnreadableFrame,
-    as_bgr,
-    decode_image,
-)
+from device.sources.base import IMAGE_EXTENSIONS, SourceError, UnreadableFrame, as_bgr
+from device.sources.image_limit import DEFAULT_MAX_PIXELS, TooLarge, decode_file
 from live.frame import Frame
 
 
@@ -28,7 +21,10 @@ class ImageFolderSource:
 
     live = False
 
-    def __init__(self, path: Path | str, *, fps: float = 1.0) -> None:
+    def __init__(
+        self, path: Path | str, *, fps: float = 1.0, max_pixels: int = DEFAULT_MAX_PIXELS
+    ) -> None:
+        self.max_pixels = max_pixels
         if not fps > 0:
             raise SourceError(f"frame rate for images must be positive, not {fps}")
         self.path = Path(path)
@@ -80,7 +76,9 @@ class ImageFolderSource:
             self._index += 1
             path = self._files[index]
         try:
-            image = decode_image(np.fromfile(path, dtype=np.uint8).tobytes())
+            image = decode_file(path, self.max_pixels)
+        except TooLarge as exc:
+            raise UnreadableFrame(f"image {path} not decoded: {exc}", index=index) from None
         except OSError as exc:
             raise UnreadableFrame(f"cannot read image {path}: {exc}", index=index) from None
         if image is None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import cv2
@@ -61,3 +63,40 @@ def test_a_folder_is_counted_image_by_image_with_names_and_broken_ones_said(
     assert {r["file"]: (r["count"], r["raw"]) for r in records} == {
         name: (n, n) for name, n in expected.items()
     }
+
+
+def test_images_over_the_pixel_limit_are_downscaled_or_refused_not_decoded_whole(
+    tmp_path: Path,
+) -> None:
+    import resource
+
+    from device.sources import open_source
+    from device.sources.base import UnreadableFrame
+
+    folder = tmp_path / "big"
+    folder.mkdir()
+    # 10000 x 10000: 300 MB decoded. Flat colour, so the files themselves are small; made
+    # in another process, so that this one's peak memory says what decoding them costs.
+    make = (
+        "import cv2, numpy as np, sys; huge = np.full((10_000, 10_000, 3), 90, np.uint8); "
+        "cv2.imwrite(sys.argv[1], huge); cv2.imwrite(sys.argv[2], huge)"
+    )
+    subprocess.run(
+        [sys.executable, "-c", make, str(folder / "a_huge.png"), str(folder / "b_huge.jpg")],
+        check=True, timeout=120,
+    )  # fmt: skip
+    cv2.imwrite(str(folder / "c_small.jpg"), vtest_frame(10))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    source = open_source(str(folder), clock_now=lambda: 0.0, max_image_pixels=20_000_000)
+    with pytest.raises(UnreadableFrame, match=r"10000x10000 is 100 megapixels, over the limit"):
+        source.read()
+    jpeg = source.read()
+    assert jpeg is not None and jpeg.image.shape[:2] == (2500, 2500)  # decoded at 1/4
+    small = source.read()
+    assert small is not None and small.image.shape[:2] == (576, 768)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 150, grown_mb  # never the 300 MB of a whole decode
+
+    counted = lookout("count", str(folder), timeout=120)
+    assert counted.returncode == 1 and "a_huge.png not decoded" in counted.stderr
+    assert "b_huge.jpg: 0 people" in counted.stdout and "c_small.jpg" in counted.stdout

@@ -6,6 +6,7 @@ const CHART_WINDOW_S = 300;
 const $ = (id) => document.getElementById(id);
 
 let imageOn = false;
+let wasLive = false; // whether the count was known at the last render
 let streamIds = "";
 
 function setBadge(el, text, level) {
@@ -44,12 +45,16 @@ function renderImage(state) {
     $("snapshot-link").hidden = true;
     return;
   }
-  if (state.frame_seq > 0 && !imageOn) {
+  const live = state.count !== null && state.count !== undefined;
+  if (state.frame_seq > 0 && (!imageOn || (live && !wasLive))) {
+    // First frame, or frames again after an outage (the server ends a stream that has
+    // had no frame for a while): open the stream (again).
     imageOn = true;
-    img.src = "stream.mjpg";
+    img.src = `stream.mjpg?t=${Date.now()}`;
     img.hidden = false;
     placeholder.hidden = true;
   }
+  wasLive = live;
 }
 
 function renderStreams(streams) {

@@ -1,0 +1,160 @@
+"""The event log never silently stops: a locked database and a full disk, in the real app.
+
+The SQLite log keeps what it cannot write in memory, retries, and catches up;
+while it cannot write, /healthz says degraded and /metrics shows it; at the
+end every event is in the database (the JSON-lines file of the same run is the
+witness), or the exit code and the last line say how many were lost.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import signal
+import sqlite3
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.cli import LOOKOUT, offline_env
+from tests.datafiles import REPO_ROOT, data_file
+from tests.ops.apprun import running_app
+from tests.ops.support import free_port
+
+pytestmark = [pytest.mark.slow]
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return int(error.code), error.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def metric(text: str, name: str) -> float | None:
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def db_events(db: Path) -> list[dict[str, Any]]:
+    with sqlite3.connect(db) as conn:
+        return [
+            json.loads(row[0]) for row in conn.execute("SELECT data FROM events ORDER BY rowid")
+        ]
+
+
+def jsonl_events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def same_events(db: list[dict[str, Any]], jsonl: list[dict[str, Any]]) -> None:
+    kept = [e for e in jsonl if e["type"] != "model_audio"]
+    assert [(e["type"], e["t"]) for e in db] == [(e["type"], e["t"]) for e in kept]
+
+
+@pytest.mark.anyio
+async def test_a_database_locked_for_8_s_is_said_and_then_caught_up(tmp_path: Path) -> None:
+    db = tmp_path / "events.sqlite"
+    async with running_app(tmp_path, db=db, loop=True) as run:
+        base = run.url
+        await anyio.to_thread.run_sync(_wait_healthy, base)
+        locker = sqlite3.connect(db, timeout=1, isolation_level=None)
+        locker.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
+        locked_at = time.monotonic()
+        try:
+            degraded = await anyio.to_thread.run_sync(_wait_degraded, base, 20)
+            assert "event log" in degraded["reason"] and "database is locked" in degraded["reason"]
+            _, text = await anyio.to_thread.run_sync(get, base + "metrics")
+            assert metric(text, 'lookout_event_log_failing{log="db"}') == 1.0
+            assert (metric(text, 'lookout_event_log_pending{log="db"}') or 0) > 0
+            assert metric(text, "lookout_healthy") == 1.0  # it still counts
+            # The scenario, not a wait for something: the lock is held 8 s, as a backup would.
+            await anyio.sleep(max(0.0, locked_at + 8.0 - time.monotonic()))
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        await anyio.to_thread.run_sync(_wait_caught_up, base, 30)
+    assert run.exit_code == 0
+    same_events(db_events(db), run.events())
+    assert run.app.event_log is not None and run.app.event_log.complete
+
+
+def _wait_healthy(base: str) -> None:
+    deadline = time.monotonic() + 30
+    while get(base + "healthz")[0] != 200:
+        assert time.monotonic() < deadline, "never healthy"
+        time.sleep(0.1)  # polling a running server
+
+
+def _wait_degraded(base: str, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        status, body = get(base + "healthz")
+        if status == 200 and json.loads(body)["status"] == "degraded":
+            return dict(json.loads(body))
+        assert time.monotonic() < deadline, body
+        time.sleep(0.1)  # polling a running server
+
+
+def _wait_caught_up(base: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        _, text = get(base + "metrics")
+        if metric(text, 'lookout_event_log_failing{log="db"}') == 0.0 and (
+            metric(text, 'lookout_event_log_pending{log="db"}') == 0.0
+        ):
+            return
+        assert time.monotonic() < deadline, "never caught up"
+        time.sleep(0.1)  # polling a running server
+
+
+def test_a_full_disk_freed_again_loses_no_event(tmp_path: Path) -> None:
+    """RLIMIT_FSIZE stands in for the disk: writes past it fail with EFBIG as a full
+    disk fails with ENOSPC. The limit is raised on the running process (prlimit): the
+    disk was freed."""
+    db, events = tmp_path / "events.sqlite", tmp_path / "events.jsonl"
+    port = free_port()
+    (tmp_path / "empty.toml").write_text("")
+    limit = 96 * 1024  # the database and its WAL pass it; the JSON-lines file does not
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+
+    with (tmp_path / "out.txt").open("w") as out, (tmp_path / "err.txt").open("w") as err:
+        proc = subprocess.Popen(
+            [*LOOKOUT, "run", "--config", str(tmp_path / "empty.toml"), "--model", "local",
+             "--source", str(data_file("vtest.avi")), "--loop", "--pace", "fast",
+             "--http", f"127.0.0.1:{port}", "--db", str(db), "--events", str(events)],
+            cwd=REPO_ROOT, env=offline_env(), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            preexec_fn=small_disk,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        degraded = _wait_degraded(base, 60)
+        assert "event log" in degraded["reason"], degraded
+        resource.prlimit(
+            proc.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+        )
+        _wait_caught_up(base, 60)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    stdout, stderr = (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stdout + stderr
+    assert any("warning: " in line and "event log" in line for line in stdout.splitlines())
+    assert events.stat().st_size < limit  # the witness was never cut
+    same_events(db_events(db), jsonl_events(events))

@@ -1,0 +1,130 @@
+"""A flood of idle connections cannot take the device down.
+
+The real ``lookout run`` in a subprocess with systemd's default soft limit of
+1024 file descriptors, reading a network camera (MJPEG over HTTP, real vtest
+frames), while the test holds 1,100 idle connections to its status server and
+takes the camera off the network and back. The device must keep counting,
+reopen its camera, refuse the connections past its cap with 503, close the idle
+ones, and not fill its log.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from device.outputs.connection_guard import BUSY
+from tests.cli import LOOKOUT, offline_env
+from tests.datafiles import REPO_ROOT
+from tests.mjpeg_camera import MjpegCamera, vtest_jpegs
+from tests.ops.support import free_port
+
+pytestmark = pytest.mark.slow
+SOFT_LIMIT = 1024  # systemd's default soft limit, what a unit without LimitNOFILE gets
+FLOOD = 1100
+
+
+def _systemd_default_limit() -> None:
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (SOFT_LIMIT, hard))
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def health(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=3) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except OSError:
+        return 0
+
+
+def wait_until(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)  # polling another process
+
+
+def test_a_thousand_idle_connections_do_not_stop_counting_or_the_camera(tmp_path: Path) -> None:
+    needed = FLOOD + 200
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            pytest.skip(f"this test needs {needed} descriptors (hard limit {hard})")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    camera = MjpegCamera(vtest_jpegs(80)).start()
+    port = free_port()
+    log = tmp_path / "events.jsonl"
+    (tmp_path / "empty.toml").write_text("")
+    with (tmp_path / "out.txt").open("w") as out, (tmp_path / "err.txt").open("w") as err:
+        proc = subprocess.Popen(
+            [*LOOKOUT, "run", "--config", str(tmp_path / "empty.toml"), "--source", camera.url,
+             "--model", "local", "--http", f"127.0.0.1:{port}", "--events", str(log),
+             "--stall-timeout", "2", "--detect-fps", "5", "--min-hold", "0"],
+            cwd=REPO_ROOT, env=offline_env(), stdout=out, stderr=err,
+            stdin=subprocess.DEVNULL, preexec_fn=_systemd_default_limit,
+        )  # fmt: skip
+    flood: list[socket.socket] = []
+    try:
+        wait_until(lambda: health(port) == 200, 30, "a healthy device")
+        for _ in range(FLOOD):
+            flood.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        # Past the cap, connections are answered 503 and closed at once.
+        probe = socket.create_connection(("127.0.0.1", port), timeout=5)
+        probe.settimeout(5)
+        assert probe.recv(len(BUSY)) == BUSY[: len(BUSY)]
+        probe.close()
+        # Meanwhile the device counts, loses its camera and opens it again.
+        before = len([e for e in events(log) if e["type"] == "count"])
+        camera.outage()
+        wait_until(
+            lambda: any(e["type"] == "source_state" and e["state"] == "reconnecting"
+                        for e in events(log)),
+            20, "the camera outage noticed",
+        )  # fmt: skip
+        camera.restore()
+        wait_until(
+            lambda: len([e for e in events(log) if e["type"] == "count"]) >= before + 3,
+            40,
+            "counting again after the camera came back",
+        )
+        # The idle ones are closed by the device (no request within the head timeout).
+        for sock in flood:
+            sock.settimeout(15)
+            try:
+                data = sock.recv(4096)
+            except ConnectionResetError:
+                data = b""
+            assert data in (b"", BUSY), data[:80]
+        wait_until(lambda: health(port) == 200, 20, "healthy again")
+    finally:
+        for sock in flood:
+            sock.close()
+        camera.stop()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+    stderr = (tmp_path / "err.txt").read_text()
+    assert proc.returncode == 0, stderr
+    assert "Too many open files" not in stderr and "Traceback" not in stderr, stderr[-3000:]
+    assert len(stderr.splitlines()) <= 12, stderr  # said, not flooded
+    states = [e["state"] for e in events(log) if e["type"] == "source_state"]
+    assert states.count("running") >= 2  # reopened after the outage
