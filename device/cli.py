@@ -371,6 +371,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    if not getattr(args, "verbose", False):
+        # OpenCV and FFmpeg write to stderr themselves ("[tcp @ 0x...] Connection refused"
+        # at every camera retry); the source's state already says it, once per change.
+        # Read when cv2 loads, so set before anything imports it.
+        os.environ.setdefault("OPENCV_LOG_LEVEL", "ERROR")
+        os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
     commands = {
         "run": cmd_run,
         "count": cmd_count,
