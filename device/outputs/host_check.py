@@ -14,7 +14,6 @@ answers. So a request is served only when its Host names this device:
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import socket
 from collections.abc import Iterable
@@ -51,14 +50,16 @@ def is_loopback(host: str) -> bool:
 
 
 def own_names() -> set[str]:
-    """The names this machine answers to on a LAN (looked up once, at start)."""
-    names: set[str] = set()
+    """The names this machine answers to on a LAN: its host name and ``<name>.local``.
+
+    No DNS lookup (``getfqdn`` can hang for seconds on a device without a network);
+    other names are listed with ``--http-hosts``.
+    """
     host = socket.gethostname().rstrip(".").lower()
-    if host:
-        names |= {host, f"{host}.local", host.split(".", 1)[0]}
-    with contextlib.suppress(OSError):
-        names.add(socket.getfqdn().rstrip(".").lower())
-    return {n for n in names if n}
+    if not host:
+        return set()
+    short = host.split(".", 1)[0]
+    return {host, short, f"{short}.local"}
 
 
 @dataclass(frozen=True)

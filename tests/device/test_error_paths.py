@@ -73,6 +73,7 @@ def test_outputs_that_cannot_be_written_are_refused_before_the_run(tmp_path: Pat
         ("--events", tmp_path / "no" / "such" / "x.jsonl", "does not exist"),
         ("--db", tmp_path / "no" / "x.sqlite", "does not exist"),
         ("--events", Path("/dev/full"), "not a regular file"),
+        ("--db", Path("/dev/full"), "not a regular file"),
     ]
     if os.geteuid() != 0:  # root writes anywhere
         cases.append(("--events", locked / "x.jsonl", "not writable"))
