@@ -80,6 +80,7 @@ def _default_text(field: FieldInfo) -> str:
 
 
 _METAVARS: dict[Any, str] = {int: "N", float: "N", Path: "PATH"}
+REPEATED = {"lines": "NAME=X1,Y1,X2,Y2", "zones": "NAME=X1,Y1,X2,Y2,X3,Y3[,...]"}
 
 
 def _add_fields(
@@ -92,7 +93,11 @@ def _add_fields(
         text = f"{field.description} (default: {_default_text(field)})"
         options: dict[str, Any] = {"default": None, "help": text.replace("%", "%%")}
         kind = base_type(field)
-        if kind is bool:
+        if name in REPEATED:
+            options["action"] = "append"
+            options["metavar"] = REPEATED[name]
+            options["dest"] = name
+        elif kind is bool:
             options["action"] = "store_true"
         elif allowed := choices(field):
             options["choices"] = allowed

@@ -42,6 +42,46 @@ class CountChanged(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LineCrossed(Event):
+    """A tracked person crossed a named line (``direction``: in or out; totals after it)."""
+
+    type: ClassVar[str] = "crossing"
+    line: str
+    direction: str
+    track: int
+    t_media: float
+    total_in: int
+    total_out: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZoneCount(Event):
+    """The number of people in a named zone (or of those dwelling) changed.
+
+    ``people`` is null when the count became unknown (the source is down).
+    """
+
+    type: ClassVar[str] = "zone"
+    zone: str
+    people: int | None
+    previous: int | None
+    dwelling: int
+    longest_s: float
+    t_media: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DwellPassed(Event):
+    """A tracked person has stayed in a zone for longer than its dwell time."""
+
+    type: ClassVar[str] = "dwell"
+    zone: str
+    track: int
+    seconds: float
+    t_media: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class CaptureStatsEvent(Event):
     """Capture counters, reported at the end of a run (and on request)."""
 

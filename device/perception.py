@@ -1,8 +1,12 @@
 """Perception: the device's eyes, once per sampled frame, in frame order, in one place.
 
 While the source runs, every sampled frame on the detection grid goes through
-the person detector (in a worker thread, one inference at a time) and the
-count smoothing here, whatever else is connected. The result, a ``Percept``,
+the person detector (in a worker thread, one inference at a time), the
+tracker (``device/tracker.py``: who is who from frame to frame), the lines and
+zones (``device/scene.py``) and the count smoothing here, whatever else is
+connected. The count is the number of confirmed people the tracker sees in
+the frame, smoothed; the detector's own number stays in the percept (``raw``)
+for diagnosis. The result, a ``Percept``,
 feeds the device's outputs directly (a ``count`` event on every change of the
 smoothed count, and the percept itself for the page and metrics) and rides
 beside its frame into the session, where the model-facing tools consume it.
@@ -20,6 +24,8 @@ from dataclasses import dataclass
 import anyio
 
 from device.events import CountChanged
+from device.scene import Scene, SceneSpec
+from device.tracker import Tracker, TrackerConfig
 from live.events import ErrorEvent, Event
 from live.frame import Frame
 from models.detections import Detections, Detector
@@ -69,6 +75,11 @@ class PerceptionStats:
     skipped_stale: int = 0  # frames from before the count was given up (a camera drop)
     errors: int = 0  # frames the detector could not use
     detect_ms_total: float = 0.0
+    track_ms_total: float = 0.0  # the tracker and the lines and zones
+
+    @property
+    def track_ms_mean(self) -> float:
+        return self.track_ms_total / self.detected if self.detected else 0.0
 
     @property
     def detect_ms_mean(self) -> float:
@@ -95,10 +106,21 @@ class Perception:
         publish: Callable[[Event], None] = lambda event: None,
         on_percept: Callable[[Percept], None] = lambda percept: None,
         now: Callable[[], float] = time.monotonic,
+        threshold: float | None = None,
+        scene: SceneSpec | None = None,
+        tracker: TrackerConfig | None = None,
     ) -> None:
         if detect_fps <= 0:
             raise ValueError("detect_fps must be positive")
         self.shared = SharedDetector(detector)
+        # Boxes at ``threshold`` and above are people the device counts; a detector run
+        # with a lower threshold also hands over doubtful ones, which only keep tracks.
+        self.threshold = threshold
+        if tracker is None:
+            high = threshold if threshold is not None else 1e-3
+            tracker = TrackerConfig(high=high, low=min(TrackerConfig.low, high))
+        self.tracker = Tracker(tracker)
+        self.scene = Scene(scene or SceneSpec(), k=k, min_hold_s=min_hold_s)
         self.interval = 1.0 / detect_fps
         self.k = k
         self.min_hold_s = min_hold_s
@@ -151,6 +173,9 @@ class Perception:
         self._latest = None
         self._next_due = None
         self.smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s)
+        self.tracker.reset()
+        for event in self.scene.forget(self._seen_t):
+            self._publish(event)
         if was_known:
             # At the newest frame seen: the count held that long, in the source's time.
             self._publish(
@@ -203,9 +228,16 @@ class Perception:
         self._slowest_s = max(detect_ms / 1000, 0.8 * self._slowest_s)  # decays, follows peaks
         self.last_at = self._now()
         self._error_reported = False
+        track_start = time.perf_counter()
+        tracks = self.tracker.update(detections, frame.t_media)
+        scene_events = self.scene.update(tracks, frame.shape, frame.t_media)
+        self.stats.track_ms_total += (time.perf_counter() - track_start) * 1000
+        if self.threshold is not None:
+            detections = detections.at_least(self.threshold)
         raw = len(detections)
+        people = sum(1 for t in tracks if t.state == "confirmed" and t.seen)
         before = self.smoother.reported
-        change = self.smoother.update(raw, frame.t_media)
+        change = self.smoother.update(people, frame.t_media)
         count = self.smoother.reported
         self._seq += 1
         percept = Percept(
@@ -217,6 +249,9 @@ class Perception:
             changed=change is not None,
             detect_ms=detect_ms,
             seq=self._seq,
+            tracks=tracks,
+            lines=self.scene.line_totals(),
+            zones=self.scene.zone_states(),
         )
         self._latest = percept
         if change is not None:
@@ -225,6 +260,8 @@ class Perception:
                     count=change.count, previous=change.previous, raw=raw, t_media=frame.t_media
                 )
             )
+        for event in scene_events:
+            self._publish(event)
         self._deliver(percept)
         return percept
 
@@ -255,6 +292,8 @@ class Perception:
             detect_ms=0.0,
             seq=self._seq,
             error=reason[:200],
+            lines=self.scene.line_totals(),
+            zones=self.scene.zone_states(),
         )
         self._deliver(percept)
         return percept

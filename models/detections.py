@@ -28,6 +28,13 @@ class Detections:
     def empty() -> Detections:
         return Detections(np.zeros((0, 4), np.float32), np.zeros((0,), np.float32))
 
+    def at_least(self, score: float) -> Detections:
+        """Only the boxes scoring ``score`` or more."""
+        keep = self.scores >= score
+        if bool(keep.all()):
+            return self
+        return Detections(self.boxes[keep], self.scores[keep])
+
     def feet(self) -> FloatArray:
         """Where each person stands: the bottom centre of the box, (N, 2) pixels."""
         return np.stack(

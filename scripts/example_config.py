@@ -46,6 +46,20 @@ EXAMPLES: dict[str, Any] = {
 }
 
 
+# Tables, so they go after the [lookout] keys (TOML puts every key after a table in it).
+TABLES = {
+    "lines": """\
+# [lines.door]        # in = from the left-hand side of first->second point to its right
+# points = [[0.56, 0.73], [0.56, 0.21]]
+""",
+    "zones": """\
+# [zones.kiosk]
+# points = [[0.1, 0.5], [0.4, 0.5], [0.4, 0.95], [0.1, 0.95]]
+# dwell = 20          # seconds; else the dwell setting above
+""",
+}
+
+
 def toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -72,12 +86,16 @@ def render() -> str:
             initial_indent="# ",
             subsequent_indent="# ",
         )
-        if name in ACTIVE:
+        if name in TABLES:
+            line = f"# (as [{name}.NAME] tables: see the end of this file)"
+        elif name in ACTIVE:
             line = f"{name} = {toml_value(ACTIVE[name])}"
         else:
             value = EXAMPLES.get(name, default)
             line = f"# {name} = {toml_value(value)}" if value is not None else f"# {name} ="
         parts.append(f"\n{comment}\n{line}\n")
+    for table in TABLES.values():
+        parts.append(f"\n{table}")
     return "".join(parts)
 
 

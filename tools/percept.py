@@ -8,11 +8,64 @@ no consumer runs the detector again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
 
 from live.frame import Frame
 from models.detections import Detections
+
+TrackState = Literal["tentative", "confirmed", "lost"]
+Anchor = Literal["feet", "center"]
+
+
+@dataclass(frozen=True)
+class Track:
+    """One person the tracker follows (``device/tracker.py``).
+
+    ``id`` is stable while the person is in view (0 while the track is still
+    tentative: not yet a person); ``box`` is the matched box in this frame, or
+    the predicted one while ``seen`` is false; times are media times.
+    """
+
+    id: int
+    key: int  # unique to this track for the run, tentative or not
+    box: tuple[float, float, float, float]
+    score: float
+    state: TrackState
+    seen: bool
+    since: float
+    last_seen: float
+
+    @property
+    def confirmed(self) -> bool:
+        return self.state != "tentative"
+
+    def anchor(self, where: Anchor = "feet") -> tuple[float, float]:
+        """The point that crosses lines and stands in zones (pixels)."""
+        x1, y1, x2, y2 = self.box
+        return ((x1 + x2) / 2, y2 if where == "feet" else (y1 + y2) / 2)
+
+
+@dataclass(frozen=True)
+class LineTotals:
+    """People who crossed a named line so far in this run (``in``: to its positive side)."""
+
+    name: str
+    entered: int = 0
+    exited: int = 0
+    last: Literal["in", "out"] | None = None
+
+
+@dataclass(frozen=True)
+class ZoneState:
+    """People in a named zone now, and how many of them stayed longer than its dwell time."""
+
+    name: str
+    people: int | None  # smoothed like the count; None before the first frame
+    dwelling: int = 0
+    longest_s: float = 0.0
+    dwell_s: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -23,7 +76,9 @@ class Percept:
     the device's smoothed count after it (what every output reports), and
     ``changed`` says this frame changed that count (from ``previous``).
     ``error`` is set (and the detections are empty) when the frame could not be
-    used; the smoothed count then stands as it was.
+    used; the smoothed count then stands as it was. ``tracks`` are the
+    tracker's people after this frame; ``lines`` and ``zones`` the configured
+    lines' totals and zones' states after it.
     """
 
     frame: Frame
@@ -35,10 +90,18 @@ class Percept:
     detect_ms: float
     seq: int
     error: str | None = None
+    tracks: tuple[Track, ...] = ()
+    lines: Mapping[str, LineTotals] = field(default_factory=dict)
+    zones: Mapping[str, ZoneState] = field(default_factory=dict)
 
     @property
     def t_media(self) -> float:
         return self.frame.t_media
+
+    @property
+    def people(self) -> tuple[Track, ...]:
+        """The confirmed people seen in this frame (what the count counts)."""
+        return tuple(t for t in self.tracks if t.state == "confirmed" and t.seen)
 
 
 @dataclass(frozen=True)
@@ -56,4 +119,13 @@ class CountUnknown:
 # The newest percept of a running source, or None (nothing yet, or the source is down).
 CurrentPercept = Callable[[], Percept | None]
 
-__all__ = ["CountUnknown", "CurrentPercept", "Percept"]
+__all__ = [
+    "Anchor",
+    "CountUnknown",
+    "CurrentPercept",
+    "LineTotals",
+    "Percept",
+    "Track",
+    "TrackState",
+    "ZoneState",
+]

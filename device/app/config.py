@@ -14,7 +14,9 @@ key and the file otherwise. The CLI prints it and exits 2.
 from __future__ import annotations
 
 import difflib
+import math
 import os
+import re
 import socket
 import tomllib
 from collections.abc import Callable, Mapping
@@ -38,6 +40,7 @@ DEFAULT_GEMINI_MODEL = "gemini-3.8-live"
 COMMAND_LINE = "command line"
 
 Pace = Literal["realtime", "fast"]
+Anchor = Literal["feet", "center"]
 EmitMode = Literal["function_response", "text"]
 Scheduling = Literal["silent", "when_idle", "interrupt"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
@@ -101,6 +104,153 @@ Level = Annotated[LogLevel, BeforeValidator(_lower)]
 # Above these, timers and frame arithmetic overflow (OpenCV takes int milliseconds).
 MAX_FPS = 120.0
 MAX_DURATION_S = 1e7
+DETECT_FPS = 2.0  # enough for a count
+SCENE_DETECT_FPS = 5.0  # lines and zones: people move ~1.5 m/s, a crossing needs frames
+
+# --- named lines and zones -------------------------------------------------------------
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
+MAX_DWELL_S = 86400.0
+
+
+class LineSpec(BaseModel):
+    """A directed segment A -> B, normalised to the frame (0..1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    points: tuple[tuple[float, float], tuple[float, float]]
+
+
+class ZoneSpec(BaseModel):
+    """A polygon normalised to the frame, and its own dwell time (None: --dwell)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    points: tuple[tuple[float, float], ...]
+    dwell: float | None = None
+
+
+def _point(value: object, where: str) -> tuple[float, float]:
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise ValueError(f"{where} must be [x, y], not {_shown(value)}")
+    xy = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise ValueError(f"{where} must be two numbers, not {_shown(value)}")
+        if not 0.0 <= float(v) <= 1.0:
+            raise ValueError(
+                f"{where} = {_shown(list(value))} is outside 0..1 (coordinates are fractions "
+                "of the frame's width and height)"
+            )
+        xy.append(float(v))
+    return (xy[0], xy[1])
+
+
+def _name(name: object, kind: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(
+            f"name {_shown(name)} must be 1-40 letters, digits, - or _ "
+            "(it names MQTT topics and sensors)"
+        )
+    return name
+
+
+def _numbers(name: str, text: str, kind: str) -> list[tuple[float, float]]:
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"{name}: {text!r} must be numbers separated by commas") from None
+    if len(values) % 2:
+        raise ValueError(f"{name}: {text!r} has an odd number of coordinates")
+    return [
+        _point(values[i : i + 2], f"{name}: point {i // 2 + 1}") for i in range(0, len(values), 2)
+    ]
+
+
+def _split_flag(item: object, kind: str, usage: str) -> tuple[str, str]:
+    if not isinstance(item, str) or "=" not in item:
+        raise ValueError(f"must be {usage}, not {_shown(item)}")
+    name, _, text = item.partition("=")
+    return _name(name.strip(), kind), text
+
+
+def parse_lines(value: object) -> dict[str, LineSpec]:
+    """``--line NAME=X1,Y1,X2,Y2`` flags (a list) or a TOML ``[lines.NAME]`` table."""
+    if isinstance(value, list):
+        table: dict[str, Any] = {}
+        for item in value:
+            name, text = _split_flag(item, "line", "NAME=X1,Y1,X2,Y2")
+            table[name] = {"points": _numbers(name, text, "line")}
+        value = table
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be a table of lines, not {_shown(value)}")
+    lines: dict[str, LineSpec] = {}
+    for name, spec in value.items():
+        _name(name, "line")
+        if isinstance(spec, LineSpec):
+            lines[name] = spec
+            continue
+        if not isinstance(spec, Mapping) or set(spec) - {"points"} or "points" not in spec:
+            raise ValueError(f"{name} must be a table with points = [[x1, y1], [x2, y2]]")
+        points = spec["points"]
+        if not isinstance(points, list | tuple) or len(points) != 2:
+            raise ValueError(f"{name} needs exactly two points [[x1, y1], [x2, y2]]")
+        a, b = (_point(p, f"{name}: point {i + 1}") for i, p in enumerate(points))
+        if math.dist(a, b) < 0.01:
+            raise ValueError(f"{name}: its two points are (almost) the same")
+        lines[name] = LineSpec(points=(a, b))
+    return lines
+
+
+def parse_zones(value: object) -> dict[str, ZoneSpec]:
+    """``--zone NAME=X1,Y1,X2,Y2,X3,Y3[,...]`` flags or a TOML ``[zones.NAME]`` table."""
+    if isinstance(value, list):
+        table: dict[str, Any] = {}
+        for item in value:
+            name, text = _split_flag(item, "zone", "NAME=X1,Y1,X2,Y2,X3,Y3[,...]")
+            table[name] = {"points": _numbers(name, text, "zone")}
+        value = table
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be a table of zones, not {_shown(value)}")
+    zones: dict[str, ZoneSpec] = {}
+    for name, spec in value.items():
+        _name(name, "zone")
+        if isinstance(spec, ZoneSpec):
+            zones[name] = spec
+            continue
+        if not isinstance(spec, Mapping) or set(spec) - {"points", "dwell"} or "points" not in spec:
+            raise ValueError(
+                f"{name} must be a table with points = [[x, y], ...] and optionally dwell"
+            )
+        points = spec["points"]
+        if not isinstance(points, list | tuple) or len(points) < 3:
+            raise ValueError(f"{name} needs at least 3 points [[x, y], ...]")
+        polygon = tuple(_point(p, f"{name}: point {i + 1}") for i, p in enumerate(points))
+        if _area(polygon) < 1e-4:
+            raise ValueError(f"{name}: its points enclose no area")
+        dwell = spec.get("dwell")
+        if dwell is not None:
+            ok = isinstance(dwell, int | float) and not isinstance(dwell, bool)
+            if not ok or not math.isfinite(dwell) or not 0 < dwell <= MAX_DWELL_S:
+                raise ValueError(
+                    f"{name}: dwell must be seconds between 0 and {MAX_DWELL_S:g}, "
+                    f"not {_shown(dwell)}"
+                )
+            dwell = float(dwell)
+        zones[name] = ZoneSpec(points=polygon, dwell=dwell)
+    return zones
+
+
+def _area(points: tuple[tuple[float, float], ...]) -> float:
+    total = 0.0
+    for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1], strict=True):
+        total += x1 * y2 - x2 * y1
+    return abs(total) / 2
+
+
+Lines = Annotated[dict[str, LineSpec], BeforeValidator(parse_lines)]
+Zones = Annotated[dict[str, ZoneSpec], BeforeValidator(parse_zones)]
+# Repeatable flags whose values add to (or replace, by name) the file's.
+MERGED = frozenset({"lines", "zones"})
 
 
 def _default_device_id() -> str:
@@ -137,11 +287,39 @@ class Config(BaseModel):
     fps: float = Field(
         default=1.0, gt=0, le=MAX_FPS, description="frames per second sampled for the model lane"
     )
-    detect_fps: float = Field(
-        default=2.0,
+    detect_fps: float | None = Field(
+        default=None,
         gt=0,
         le=MAX_FPS,
-        description="frames per second the detector looks at (the device count and every tool)",
+        description="frames per second the detector and tracker look at (the device count, "
+        "lines, zones and every tool)",
+        json_schema_extra=_unset(
+            f"{DETECT_FPS:g}, or {SCENE_DETECT_FPS:g} when lines or zones are configured"
+        ),
+    )
+    lines: Lines = Field(
+        default_factory=dict,
+        description="a named line to count crossings of, NAME=X1,Y1,X2,Y2 (0..1 of the frame; "
+        "in = from its left to its right side walking from the first point to the second); "
+        "repeatable; TOML: [lines.NAME] points = [[x1, y1], [x2, y2]]",
+        json_schema_extra=_unset("none"),
+    )
+    zones: Zones = Field(
+        default_factory=dict,
+        description="a named zone to count people in, NAME=X1,Y1,X2,Y2,X3,Y3[,...] (0..1); "
+        "repeatable; TOML: [zones.NAME] points = [[x, y], ...], dwell = seconds",
+        json_schema_extra=_unset("none"),
+    )
+    dwell: float = Field(
+        default=30.0,
+        gt=0,
+        le=MAX_DWELL_S,
+        description="seconds in a zone after which a person is dwelling (a zone's own dwell wins)",
+    )
+    anchor: Anchor = Field(
+        default="feet",
+        description="the point of a person that crosses lines and stands in zones: the "
+        "bottom centre of the box (feet) or its centre",
     )
     send_frames: bool = Field(
         default=False,
@@ -279,6 +457,12 @@ class Config(BaseModel):
     # environment only.
     api_key: str | None = Field(default=None, repr=False, exclude=True)
 
+    def detection_fps(self) -> float:
+        """The detector's rate: as set, else what the configured lines and zones need."""
+        if self.detect_fps is not None:
+            return self.detect_fps
+        return SCENE_DETECT_FPS if (self.lines or self.zones) else DETECT_FPS
+
     def model_name(self) -> str:
         if self.model:
             return self.model
@@ -321,9 +505,12 @@ SETTINGS: tuple[str, ...] = tuple(name for name in Config.model_fields if name n
 M = TypeVar("M", bound=BaseModel)
 
 
+FLAG_NAMES = {"lines": "--line", "zones": "--zone"}  # one per flag given
+
+
 def flag_name(name: str) -> str:
     """The command-line flag of a setting: ``stall_timeout`` -> ``--stall-timeout``."""
-    return "--" + name.replace("_", "-")
+    return FLAG_NAMES.get(name) or "--" + name.replace("_", "-")
 
 
 def _values(config: BaseModel) -> dict[str, Any]:
@@ -477,6 +664,13 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
     updates = {name: values[raw] for name, raw in spelled.items()}
     data = _values(config) | updates
     if origin == COMMAND_LINE:
+        for name in MERGED & updates.keys():
+            # A flag adds a line (or replaces the file's of that name); the others stay.
+            parse = parse_lines if name == "lines" else parse_zones
+            try:
+                data[name] = getattr(config, name) | parse(updates[name])
+            except ValueError as exc:
+                raise ConfigError(f"{flag_name(name)} {exc}") from None
         return _validated(Config, data, flag_name)
 
     def key(name: str) -> str:
@@ -509,10 +703,17 @@ def load_file(path: Path) -> dict[str, Any]:
         reason = " ".join(str(exc).split())
         raise ConfigError(f"{path}: not valid TOML ({reason})") from None
     # Accept both a flat file and one with a [lookout] table.
+    nested = "lookout" in data
     section = data.get("lookout", data)
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [lookout] must be a table")
-    return {k: v for k, v in section.items() if k != "lookout"}
+    section = {k: v for k, v in section.items() if k != "lookout"}
+    if nested:
+        # [lines.NAME] and [zones.NAME] beside [lookout] belong to it too.
+        for name in MERGED:
+            if name in data and name not in section:
+                section[name] = data[name]
+    return section
 
 
 def validate(config: Config) -> Config:

@@ -38,7 +38,9 @@ from device.feeds.runner import SourceRunner, SourceState, StateChange
 from device.outputs.console import ConsoleSink
 from device.outputs.sinks import JsonlSink
 from device.perception import Perception
+from device.scene import SceneSpec
 from device.sources import FrameSource, SourceError, check_decodable, open_source
+from device.tracker import TrackerConfig
 from live import (
     EmitMode,
     LiveRequestQueue,
@@ -112,8 +114,25 @@ def configured_source(config: Config, clock: Clock) -> FrameSource:
 
 
 def detector_factory(config: Config) -> Callable[[], PersonDetector]:
-    """Builds the configured detector when first needed (loading takes a while)."""
-    return functools.partial(PersonDetector, config.detector, threshold=config.threshold)
+    """Builds the configured detector when first needed (loading takes a while).
+
+    It reports boxes down to the tracker's low score: those below the user's
+    threshold are never counted, they only keep a half-hidden person's track.
+    """
+    low = min(config.threshold, TrackerConfig.low)
+    return functools.partial(PersonDetector, config.detector, threshold=low)
+
+
+def scene_spec(config: Config) -> SceneSpec:
+    """The configured lines and zones, for perception."""
+    return SceneSpec(
+        lines={name: spec.points for name, spec in config.lines.items()},
+        zones={
+            name: (spec.points, spec.dwell if spec.dwell is not None else config.dwell)
+            for name, spec in config.zones.items()
+        },
+        anchor=config.anchor,
+    )
 
 
 def configured_runner(
@@ -151,6 +170,9 @@ def configured_perception(
         publish=publish,
         on_percept=on_percept,
         now=now,
+        threshold=config.threshold,
+        scene=scene_spec(config),
+        tracker=TrackerConfig(high=config.threshold, low=min(config.threshold, TrackerConfig.low)),
     )
 
 
@@ -230,7 +252,7 @@ class App:
         )
         self.model = self.model_override or build_model(self.config)
         self.perception = configured_perception(
-            self.config, self.config.detect_fps, bus.publish, bus.percept, self.clock.now
+            self.config, self.config.detection_fps(), bus.publish, bus.percept, self.clock.now
         )
         self._down_since: float | None = None
         self.counter = CountPeople(
@@ -276,7 +298,7 @@ class App:
         self.source_runner = configured_runner(
             self.config, self.source, self.clock, self._on_source_state
         )
-        sample_fps = self.config.detect_fps
+        sample_fps = self.config.detection_fps()
         if self.config.send_frames and not self.config.privacy:
             sample_fps = max(sample_fps, self.config.fps)
         self.capture = CaptureLoop(

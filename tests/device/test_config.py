@@ -51,7 +51,8 @@ def one_line_refusal(result: Any) -> str:
 
 
 def flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+    # --line and --zone are given once per line or zone; the rest are the setting's name.
+    return {"lines": "--line", "zones": "--zone"}.get(name) or "--" + name.replace("_", "-")
 
 
 @pytest.mark.parametrize(("name", "bad"), BAD_VALUES)

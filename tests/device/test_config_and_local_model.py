@@ -28,7 +28,7 @@ def make(flags: dict[str, Any] | None = None, **kw: Any) -> Config:
 def test_defaults_use_the_local_model_without_a_key() -> None:
     config = make()
     assert config.model_name() == "local" and not config.uses_gemini
-    assert config.fps == 1.0 and config.detect_fps == 2.0 and config.pace == "realtime"
+    assert config.fps == 1.0 and config.detection_fps() == 2.0 and config.pace == "realtime"
     assert config.send_frames is False and config.privacy is False
 
 

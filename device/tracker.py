@@ -1,0 +1,326 @@
+"""A multi-person tracker in the manner of ByteTrack, on numpy alone.
+
+Each sampled frame's person boxes are matched to the tracks the Kalman
+filter (``device/kalman.py``) predicts for that frame's media time:
+
+1. confirmed and lost tracks against the confident boxes (score at least
+   ``high``, the detector threshold the user set);
+2. confirmed tracks still unmatched against the doubtful boxes (``low`` up
+   to ``high``): a person half hidden by the lamp post scores lower, and this
+   pass keeps their id instead of dropping it;
+3. tentative tracks against the confident boxes left;
+4. confident boxes still unmatched start tentative tracks.
+
+Matching uses the IoU of *buffered* boxes (each grown by ``buffer`` of its
+size on every side, more for a track that has been lost a while), so a
+person who moved half a body width between two detections at 2 frames per
+second still overlaps their prediction. Pairs are taken greedily, best
+overlap first: with people apart by more than their own width this gives the
+same pairs as an optimal assignment, and it needs neither scipy nor ``lap``
+on a Pi.
+
+Life of a track: tentative -> confirmed -> lost -> removed. A tentative
+track is confirmed after ``min_hits`` matches in a row *and* either one
+confident score (``confirm_score``) or a real movement (its centre moved by
+``confirm_motion`` of its height): a static false positive that never moves
+and never scores high (a cone at 0.49) stays tentative for ever and is never
+counted. A confirmed track that misses a frame is lost and coasts on its
+prediction for up to ``max_lost_s`` of media time (the post in ``vtest.avi``
+hides people for about a second), then it is removed. Ids are given at
+confirmation, so they count people: 1, 2, 3...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from device import kalman
+from models.detections import Detections
+from tools.percept import Track, TrackState
+
+F64 = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    high: float = 0.45  # the detector threshold: boxes the device counts
+    low: float = 0.2  # doubtful boxes only extend existing tracks
+    match_iou: float = 0.2  # first pass (buffered IoU)
+    low_match_iou: float = 0.4  # second pass: doubtful boxes must overlap well
+    tentative_iou: float = 0.3
+    buffer: float = 0.3  # each box grown by this much of its size per side
+    lost_buffer_per_s: float = 0.3  # and a lost track's by this much more per second lost
+    min_hits: int = 2
+    confirm_score: float = 0.6
+    confirm_motion: float = 0.3  # of the box height
+    max_lost_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.low <= self.high < 1:
+            raise ValueError("need 0 < low <= high < 1")
+        if self.min_hits < 1:
+            raise ValueError("min_hits must be at least 1")
+        if self.max_lost_s < 0:
+            raise ValueError("max_lost_s must not be negative")
+
+
+@dataclass
+class _State:
+    mean: F64  # (8,)
+    cov: F64  # (8, 8)
+    box: F64  # last matched box (x1, y1, x2, y2)
+    score: float
+    peak: float
+    since: float
+    last_seen: float
+    origin: F64  # first centre
+    key: int = 0
+    hits: int = 1
+    id: int = 0  # 0 while tentative
+    lost: bool = False
+    moved: float = 0.0  # furthest the centre got from where it started (pixels)
+
+
+@dataclass
+class TrackerStats:
+    updates: int = 0
+    confirmed: int = 0  # tracks ever confirmed (the next id - 1)
+    removed: int = 0
+
+
+@dataclass
+class Tracker:
+    """Keeps people's identities from frame to frame (one per source)."""
+
+    config: TrackerConfig = field(default_factory=TrackerConfig)
+    stats: TrackerStats = field(default_factory=TrackerStats)
+
+    def __post_init__(self) -> None:
+        self._tracks: list[_State] = []
+        self._last_t: float | None = None
+        self._next_id = 1
+        self._next_key = 1
+
+    def reset(self) -> None:
+        """Forget everyone (the source went down): the next frame starts afresh; ids go on."""
+        self._tracks = []
+        self._last_t = None
+
+    @property
+    def tracks(self) -> tuple[Track, ...]:
+        return self._views()
+
+    def update(self, detections: Detections, t: float) -> tuple[Track, ...]:
+        """Match this frame's boxes (any score >= ``low``) at media time ``t``.
+
+        Returns every live track (tentative, confirmed, lost), confirmed ones first.
+        """
+        cfg = self.config
+        first = self._last_t is None
+        if self._last_t is not None and t < self._last_t:
+            self.reset()  # time went back (a loop): the scene starts again
+            first = True
+        self.stats.updates += 1
+        boxes = np.asarray(detections.boxes, np.float64).reshape(-1, 4)
+        scores = np.asarray(detections.scores, np.float64).reshape(-1)
+        keep = scores >= cfg.low
+        boxes, scores = boxes[keep], scores[keep]
+        self._predict(t)
+
+        high = np.flatnonzero(scores >= cfg.high)
+        low = np.flatnonzero(scores < cfg.high)
+        active = [i for i, s in enumerate(self._tracks) if s.id]
+        tentative = [i for i, s in enumerate(self._tracks) if not s.id]
+        matched_tracks: set[int] = set()
+
+        pairs, rest_tracks, rest_high = self._match(active, high, boxes, cfg.match_iou, t)
+        self._apply(pairs, boxes, scores, t, matched_tracks)
+        recent = [i for i in rest_tracks if not self._tracks[i].lost]
+        pairs, _, _ = self._match(recent, low, boxes, cfg.low_match_iou, t)
+        self._apply(pairs, boxes, scores, t, matched_tracks)
+        pairs, _, rest_high = self._match(tentative, rest_high, boxes, cfg.tentative_iou, t)
+        self._apply(pairs, boxes, scores, t, matched_tracks)
+
+        survivors: list[_State] = []
+        for i, state in enumerate(self._tracks):
+            if i in matched_tracks:
+                state.lost = False
+                survivors.append(state)
+            elif not state.id:
+                self.stats.removed += 1  # a tentative track must match every frame
+            elif t - state.last_seen > cfg.max_lost_s:
+                self.stats.removed += 1
+            else:
+                state.lost = True
+                survivors.append(state)
+        for j in rest_high:
+            survivors.append(self._start(boxes[j], float(scores[j]), t))
+        for state in survivors:
+            self._confirm_if_due(state, first)
+        self._tracks = survivors
+        self._last_t = t
+        return self._views()
+
+    # -------------------------------------------------------------- internals
+
+    def _views(self) -> tuple[Track, ...]:
+        t = self._last_t
+        views = [self._view(s, seen=s.last_seen == t) for s in self._tracks]
+        views.sort(key=lambda v: (v.id == 0, v.id))
+        return tuple(views)
+
+    @staticmethod
+    def _view(state: _State, *, seen: bool) -> Track:
+        box = state.box if seen else kalman.z_to_boxes(state.mean[None, :4])[0]
+        kind: TrackState = (
+            "tentative" if not state.id else ("lost" if state.lost else "confirmed")
+        )
+        return Track(
+            id=state.id,
+            key=state.key,
+            box=(float(box[0]), float(box[1]), float(box[2]), float(box[3])),
+            score=round(state.score, 3),
+            state=kind,
+            seen=seen,
+            since=state.since,
+            last_seen=state.last_seen,
+        )
+
+    def _predict(self, t: float) -> None:
+        if not self._tracks:
+            return
+        mean = np.stack([s.mean for s in self._tracks])
+        cov = np.stack([s.cov for s in self._tracks])
+        last = self._last_t if self._last_t is not None else t
+        dt = np.full(len(self._tracks), max(t - last, 0.0))
+        mean, cov = kalman.predict(mean, cov, dt)
+        for state, m, c in zip(self._tracks, mean, cov, strict=True):
+            state.mean, state.cov = m, c
+
+    def _predicted_boxes(self, rows: list[int], t: float) -> tuple[F64, F64]:
+        states = [self._tracks[i] for i in rows]
+        boxes = kalman.z_to_boxes(np.stack([s.mean[:4] for s in states]))
+        grow = np.array(
+            [
+                self.config.buffer + self.config.lost_buffer_per_s * max(t - s.last_seen, 0.0)
+                for s in states
+            ]
+        )
+        return boxes, grow
+
+    def _match(
+        self,
+        rows: list[int],
+        cols: NDArray[np.intp] | list[int],
+        boxes: F64,
+        threshold: float,
+        t: float,
+    ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+        """Greedy pairs (track row, box index) by buffered IoU; and what is left of each."""
+        col_list = [int(c) for c in cols]
+        if not rows or not col_list:
+            return [], list(rows), col_list
+        track_boxes, grow = self._predicted_boxes(rows, t)
+        det_boxes = boxes[col_list]
+        iou = buffered_iou(track_boxes, grow, det_boxes, self.config.buffer)
+        pairs: list[tuple[int, int]] = []
+        used_r: set[int] = set()
+        used_c: set[int] = set()
+        order = np.argsort(-iou, axis=None, kind="stable")
+        for flat in order:
+            r, c = divmod(int(flat), len(col_list))
+            if iou[r, c] < threshold:
+                break
+            if r in used_r or c in used_c:
+                continue
+            used_r.add(r)
+            used_c.add(c)
+            pairs.append((rows[r], col_list[c]))
+        rest_rows = [row for k, row in enumerate(rows) if k not in used_r]
+        rest_cols = [col for k, col in enumerate(col_list) if k not in used_c]
+        return pairs, rest_rows, rest_cols
+
+    def _apply(
+        self,
+        pairs: list[tuple[int, int]],
+        boxes: F64,
+        scores: F64,
+        t: float,
+        matched: set[int],
+    ) -> None:
+        if not pairs:
+            return
+        rows = [r for r, _ in pairs]
+        cols = [c for _, c in pairs]
+        mean = np.stack([self._tracks[r].mean for r in rows])
+        cov = np.stack([self._tracks[r].cov for r in rows])
+        mean, cov = kalman.update(mean, cov, boxes[cols])
+        for k, (r, c) in enumerate(pairs):
+            state = self._tracks[r]
+            state.mean, state.cov = mean[k], cov[k]
+            state.box = boxes[c].copy()
+            state.score = float(scores[c])
+            state.peak = max(state.peak, state.score)
+            state.last_seen = t
+            state.hits += 1
+            centre = kalman.boxes_to_z(boxes[c])[0, :2]
+            state.moved = max(state.moved, float(np.hypot(*(centre - state.origin))))
+            matched.add(r)
+
+    def _start(self, box: F64, score: float, t: float) -> _State:
+        mean, cov = kalman.initiate(box[None])
+        self._next_key += 1
+        return _State(
+            key=self._next_key - 1,
+            mean=mean[0],
+            cov=cov[0],
+            box=box.copy(),
+            score=score,
+            peak=score,
+            since=t,
+            last_seen=t,
+            origin=kalman.boxes_to_z(box)[0, :2],
+        )
+
+    def _confirm_if_due(self, state: _State, first: bool) -> None:
+        if state.id:
+            return
+        cfg = self.config
+        height = max(float(state.box[3] - state.box[1]), 1.0)
+        convincing = state.peak >= cfg.confirm_score or state.moved >= cfg.confirm_motion * height
+        # On the first frame (a start, or after the source came back) a confident
+        # person is someone already there, not a flicker to wait out.
+        if (first and state.peak >= cfg.confirm_score) or (
+            state.hits >= cfg.min_hits and convincing
+        ):
+            state.id = self._next_id
+            self._next_id += 1
+            self.stats.confirmed += 1
+
+
+def buffered_iou(a: F64, grow_a: F64, b: F64, grow_b: float) -> F64:
+    """IoU of boxes ``a`` (each grown by its own fraction) against ``b`` (grown by one)."""
+    a = _grow(a, grow_a)
+    b = _grow(b, np.full(b.shape[0], grow_b))
+    x1 = np.maximum(a[:, None, 0], b[None, :, 0])
+    y1 = np.maximum(a[:, None, 1], b[None, :, 1])
+    x2 = np.minimum(a[:, None, 2], b[None, :, 2])
+    y2 = np.minimum(a[:, None, 3], b[None, :, 3])
+    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
+    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    union = area_a[:, None] + area_b[None, :] - inter
+    result: F64 = np.where(union > 0, inter / np.maximum(union, 1e-9), 0.0)
+    return result
+
+
+def _grow(boxes: F64, grow: F64) -> F64:
+    w = (boxes[:, 2] - boxes[:, 0]) * grow
+    h = (boxes[:, 3] - boxes[:, 1]) * grow
+    return np.stack([boxes[:, 0] - w, boxes[:, 1] - h, boxes[:, 2] + w, boxes[:, 3] + h], axis=1)
+
+
+__all__ = ["Tracker", "TrackerConfig", "TrackerStats", "buffered_iou"]

@@ -1,0 +1,117 @@
+"""Named zones: how many people are inside, and who has stayed longer than the dwell time.
+
+A person is inside when their anchor point (the feet, by default) is inside
+the polygon. The zone's count is smoothed like the device's count (median of
+the last ``k`` frames, held ``min_hold_s`` of media time), so a person on the
+edge does not make it flicker. Dwell is per tracked person, in media time, from
+the first frame they were seen inside; a short occlusion (the track coasting)
+does not reset it, leaving the zone does. Each visit that passes the dwell time
+is reported once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tools.percept import Anchor, Track, ZoneState
+from tools.regions import inside
+from tools.smoothing import CountSmoother
+
+
+@dataclass(frozen=True)
+class Dwell:
+    zone: str
+    track: int
+    seconds: float
+    t_media: float
+
+
+@dataclass(frozen=True)
+class ZoneChange:
+    state: ZoneState
+    previous: int | None
+    t_media: float
+
+
+@dataclass
+class ZoneWatcher:
+    """One named zone for a run (``points``: the normalised polygon)."""
+
+    name: str
+    points: tuple[tuple[float, float], ...]
+    dwell_s: float
+    anchor: Anchor = "feet"
+    k: int = 3
+    min_hold_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        self._polygon = np.asarray(self.points, np.float64)
+        self._smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s)
+        self._entered: dict[int, float] = {}  # track key -> media time first seen inside
+        self._ids: dict[int, int] = {}
+        self._told: set[int] = set()  # visits already reported as dwelling
+        self.state = ZoneState(self.name, None, dwell_s=self.dwell_s)
+
+    def forget(self) -> ZoneChange | None:
+        """The count no longer holds (the source went down): unknown, visits end."""
+        self._entered.clear()
+        self._told.clear()
+        self._smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s)
+        previous = self.state.people
+        self.state = ZoneState(self.name, None, dwell_s=self.dwell_s)
+        if previous is None:
+            return None
+        return ZoneChange(self.state, previous, 0.0)
+
+    def update(
+        self, tracks: tuple[Track, ...], shape: tuple[int, ...], t: float
+    ) -> tuple[ZoneChange | None, list[Dwell]]:
+        height, width = shape[:2]
+        people = [tr for tr in tracks if tr.confirmed]
+        seen = [tr for tr in people if tr.seen]
+        if seen:
+            points = np.asarray([tr.anchor(self.anchor) for tr in seen], np.float64)
+            points /= np.array([width, height], np.float64)
+            mask = inside(self._polygon, points)
+        else:
+            mask = np.zeros(0, bool)
+        here = {tr.key for tr, m in zip(seen, mask, strict=True) if m}
+        alive = {tr.key for tr in people}
+        for tr in seen:
+            if tr.key in here:
+                self._entered.setdefault(tr.key, t)
+                self._ids[tr.key] = tr.id
+            else:
+                self._leave(tr.key)  # seen outside: the visit is over
+        for key in [k for k in self._entered if k not in alive]:
+            self._leave(key)  # the track was removed
+        dwells: list[Dwell] = []
+        longest = 0.0
+        dwelling = 0
+        for key, since in self._entered.items():
+            stayed = t - since
+            longest = max(longest, stayed)
+            if stayed >= self.dwell_s:
+                dwelling += 1
+                if key not in self._told:
+                    self._told.add(key)
+                    dwells.append(Dwell(self.name, self._ids.get(key, 0), round(stayed, 1), t))
+        before = self.state
+        self._smoother.update(len(here), t)
+        people_now = self._smoother.reported
+        self.state = ZoneState(
+            self.name, people_now, dwelling, round(longest, 1), dwell_s=self.dwell_s
+        )
+        if people_now != before.people or dwelling != before.dwelling:
+            return ZoneChange(self.state, before.people, t), dwells
+        return None, dwells
+
+    def _leave(self, key: int) -> None:
+        self._entered.pop(key, None)
+        self._told.discard(key)
+        self._ids.pop(key, None)
+
+
+__all__ = ["Dwell", "ZoneChange", "ZoneWatcher"]
