@@ -175,9 +175,7 @@ class Tracker:
     @staticmethod
     def _view(state: _State, *, seen: bool) -> Track:
         box = state.box if seen else kalman.z_to_boxes(state.mean[None, :4])[0]
-        kind: TrackState = (
-            "tentative" if not state.id else ("lost" if state.lost else "confirmed")
-        )
+        kind: TrackState = "tentative" if not state.id else ("lost" if state.lost else "confirmed")
         return Track(
             id=state.id,
             key=state.key,

@@ -90,8 +90,10 @@ class ZoneWatcher:
         dwells: list[Dwell] = []
         longest = 0.0
         dwelling = 0
+        stays = []
         for key, since in self._entered.items():
             stayed = t - since
+            stays.append(round(stayed, 1))
             longest = max(longest, stayed)
             if stayed >= self.dwell_s:
                 dwelling += 1
@@ -102,7 +104,12 @@ class ZoneWatcher:
         self._smoother.update(len(here), t)
         people_now = self._smoother.reported
         self.state = ZoneState(
-            self.name, people_now, dwelling, round(longest, 1), dwell_s=self.dwell_s
+            self.name,
+            people_now,
+            dwelling,
+            round(longest, 1),
+            dwell_s=self.dwell_s,
+            stays=tuple(sorted(stays, reverse=True)),
         )
         if people_now != before.people or dwelling != before.dwelling:
             return ZoneChange(self.state, before.people, t), dwells

@@ -40,6 +40,7 @@ from live.model import (
 
 COUNT_TOOL = "count_people"
 STOP_TOOL = "stop_streaming"
+WATCH_TOOLS = ("watch_line", "watch_zone")
 HELP = "Commands: count, stop, start, help, quit."
 _TEXT_EMISSION = re.compile(r"^Function (\w+) returned: (.*)$", re.S)
 
@@ -68,6 +69,42 @@ def describe(payload: dict[str, Any]) -> str | None:
     return None
 
 
+def describe_scene(payload: dict[str, Any]) -> str | None:
+    """The sentence for one emission of watch_line or watch_zone."""
+    if payload.get("status") in {"stopped", "finished", "error"}:
+        what = payload.get("error") or payload.get("reason") or payload["status"]
+        return f"Watching stopped ({what})."
+    if "line" in payload:
+        totals = f"{payload.get('in', 0)} in, {payload.get('out', 0)} out"
+        if payload.get("counting") is False:
+            return f"Line {payload['line']}: {totals} so far; not counting ({payload['reason']})."
+        last = payload.get("last")
+        tail = f" (last: {last})" if last else ""
+        return f"Line {payload['line']}: {totals}{tail}."
+    if "zone" in payload:
+        zone = payload["zone"]
+        if payload.get("people") is None:
+            return f"Zone {zone}: count unknown ({payload.get('reason', 'no reason given')})."
+        text = f"Zone {zone}: {people(int(payload['people']))}"
+        if payload.get("dwelling"):
+            text += (
+                f", {payload['dwelling']} there longer than {payload.get('dwell_s', 0):g} s "
+                f"(longest {payload.get('longest_s', 0):g} s)"
+            )
+        return text + "."
+    return None
+
+
+def watch_names(setup: LiveSetup, tool: str) -> list[str]:
+    """The configured names a watch tool takes (the enum of its ``name`` parameter)."""
+    for declaration in setup.tools:
+        if declaration.name != tool or declaration.parameters is None:
+            continue
+        prop = (declaration.parameters.properties or {}).get("name")
+        return [str(v) for v in (prop.enum or [])] if prop is not None else []
+    return []
+
+
 @dataclass
 class _State:
     count: int | None = None
@@ -90,6 +127,11 @@ class LocalConnection:
             state.handle = f"local-{model.connections}"
             if self._can_count and model.autostart:
                 self._call(COUNT_TOOL, {})
+            if model.autostart:
+                # Every configured line and zone is watched from the start.
+                for tool in WATCH_TOOLS:
+                    for name in watch_names(setup, tool):
+                        self._call(tool, {"name": name})
         self._emit(ModelResumptionUpdate(state.handle, True))
 
     def _emit(self, event: ModelEvent) -> None:
@@ -128,6 +170,10 @@ class LocalConnection:
             self._on_emission(call_id, payload)
         elif name == STOP_TOOL:
             self._say(str(payload.get("status", "Stopped.")))
+        elif name in WATCH_TOOLS:
+            sentence = describe_scene(payload)
+            if sentence is not None:
+                self._say(sentence)
 
     def _on_emission(self, call_id: str, payload: dict[str, Any]) -> None:
         state = self.model.state

@@ -66,6 +66,7 @@ class ZoneState:
     dwelling: int = 0
     longest_s: float = 0.0
     dwell_s: float | None = None
+    stays: tuple[float, ...] = ()  # seconds each person inside has been there
 
 
 @dataclass(frozen=True, eq=False)

@@ -60,6 +60,7 @@ from models.local import LocalModel
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
 from tools.percept import CountUnknown, Percept
+from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
 
 log = logging.getLogger("lookout.app")
 
@@ -195,6 +196,39 @@ def preflight(perception: Perception, source: FrameSource) -> None:
         raise ConfigError(str(exc)) from None
 
 
+def scene_tools(config: Config, current: Callable[[], Percept | None]) -> list[Tool]:
+    """``watch_line``/``watch_zone`` over the configured names (none configured: no tool)."""
+    watchers = SceneWatchers(lines=list(config.lines), zones=list(config.zones), current=current)
+    tools: list[Tool] = []
+    if config.lines:
+        tools.append(FunctionTool(watchers.watch_line_tool(), name=LINE_TOOL))
+    if config.zones:
+        tools.append(FunctionTool(watchers.watch_zone_tool(), name=ZONE_TOOL))
+    return tools
+
+
+def system_instruction(config: Config) -> str:
+    """The built-in instruction, naming the configured lines and zones."""
+    text = SYSTEM_INSTRUCTION
+    if config.lines:
+        names = ", ".join(config.lines)
+        text += (
+            f" The device counts people crossing these lines: {names}. Call watch_line for "
+            "each at the start and keep them running; say briefly when someone crosses "
+            "(in or out) only when asked to report crossings or when it matters."
+        )
+    if config.zones:
+        names = ", ".join(
+            f"{name} (dwell {spec.dwell if spec.dwell is not None else config.dwell:g} s)"
+            for name, spec in config.zones.items()
+        )
+        text += (
+            f" It watches these zones: {names}. Call watch_zone for each at the start and "
+            "keep them running; say when someone has stayed longer than the dwell time."
+        )
+    return text
+
+
 def build_model(config: Config) -> LiveModel:
     if not config.uses_gemini:
         return LocalModel()
@@ -207,7 +241,7 @@ def session_config(config: Config) -> SessionConfig:
     return SessionConfig(
         emit_mode=EmitMode(config.emit),
         scheduling=types.FunctionResponseScheduling(config.scheduling.upper()),
-        system_instruction=config.system_instruction or SYSTEM_INSTRUCTION,
+        system_instruction=config.system_instruction or system_instruction(config),
         forward_frames=config.send_frames,
         privacy=config.privacy,
         model_frame_interval_s=1.0 / config.fps,
@@ -267,6 +301,7 @@ class App:
             ),
             FunctionTool(self.counter.count_people_now),
         ]
+        self.tools += scene_tools(self.config, self.current_percept)
         self.queue = LiveRequestQueue()
         self.session: LiveSession | None = None
         self.failure: str | None = None

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from device.events import CountChanged, LogProblem
+from device.events import CountChanged, DwellPassed, LineCrossed, LogProblem, ZoneCount
 from live.events import (
     ConnectionState,
     Emission,
@@ -142,6 +142,21 @@ class ConsoleSink:
             return f"model (spoken): {event.text}"
         if isinstance(event, CountChanged):
             return self._count(event)
+        if isinstance(event, LineCrossed):
+            return (
+                f"line {event.line}: person {event.track} {event.direction} "
+                f"({event.total_in} in, {event.total_out} out){self._where(event.t_media)}"
+            )
+        if isinstance(event, ZoneCount):
+            if event.people is None:
+                return f"zone {event.zone}: unknown"
+            dwelling = f", {event.dwelling} dwelling" if event.dwelling else ""
+            return f"zone {event.zone}: {event.people}{dwelling}{self._where(event.t_media)}"
+        if isinstance(event, DwellPassed):
+            return (
+                f"zone {event.zone}: person {event.track} there for {event.seconds:g} s"
+                f"{self._where(event.t_media)}"
+            )
         if event.type == "source_state":
             reason = f": {data['reason']}" if data.get("reason") else ""
             return f"source {data['source']} {data['state']}{reason}"
@@ -161,13 +176,17 @@ class ConsoleSink:
             return json.dumps(data)
         return None
 
+    def _where(self, t_media: float | None) -> str:
+        # A file's own time says where in it; a camera's clock says nothing to a reader.
+        if t_media is None or self.live_source:
+            return ""
+        return f"  at {t_media:.1f}s of the source"
+
     def _count(self, event: CountChanged) -> str:
         if event.count is None:
             reason = f": {event.reason}" if event.reason else ""
             return f"count: unknown{reason}"
-        # A file's own time says where in it; a camera's clock says nothing to a reader.
-        shown = event.t_media is not None and not self.live_source
-        where = f"  at {event.t_media:.1f}s of the source" if shown else ""
+        where = self._where(event.t_media)
         if self._narrating(event.t):
             # No model to say it: the device does.
             return f"device: {count_sentence(event.count, event.previous)}{where}"

@@ -1,0 +1,193 @@
+"""``watch_line`` and ``watch_zone``: the scene's lines and zones for the model, as changes.
+
+The device counts crossings and zone occupancy in perception
+(``device/scene.py``) whether or not a model listens; each percept carries
+every line's totals and every zone's state after its frame. These streaming
+tools consume their call's input stream of percepts and yield only what
+changed, like ``count_people``: a crossing (with the run's totals, so a missed
+emission costs nothing), a zone's count or its dwellers. They run no detector
+and no tracker of their own.
+
+Their ``name`` parameter is an enum of the configured names (the model cannot
+invent one; an unknown name is refused with the list), so the tools exist only
+when something is configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import anyio
+from pydantic import Field
+
+from live import InputStream, ToolContext
+from tools.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
+
+LINE_TOOL = "watch_line"
+ZONE_TOOL = "watch_zone"
+# At most one crossing emission per this many seconds of media time: a crowd
+# walking through must not flood the model; the totals carry what was merged.
+LINE_MIN_INTERVAL_S = 1.0
+
+
+def line_payload(totals: LineTotals) -> dict[str, Any]:
+    return {"line": totals.name, "in": totals.entered, "out": totals.exited, "last": totals.last}
+
+
+def zone_payload(state: ZoneState, dwell_s: float | None = None) -> dict[str, Any]:
+    threshold = dwell_s if dwell_s is not None else state.dwell_s
+    dwelling = state.dwelling
+    if dwell_s is not None:
+        dwelling = sum(1 for stay in state.stays if stay >= dwell_s)
+    return {
+        "zone": state.name,
+        "people": state.people,
+        "dwelling": dwelling,
+        "longest_s": state.longest_s,
+        "dwell_s": threshold,
+    }
+
+
+def _names_type(names: Sequence[str]) -> Any:
+    return Literal[tuple(names)]
+
+
+@dataclass
+class SceneWatchers:
+    """The two tools over perception's lines and zones (``current``: the newest percept)."""
+
+    lines: Sequence[str]
+    zones: Sequence[str]
+    current: CurrentPercept
+    min_interval_s: float = LINE_MIN_INTERVAL_S
+
+    def watch_line_tool(self) -> Callable[..., AsyncIterator[dict[str, Any]]]:
+        watchers = self
+
+        async def watch_line(
+            stream: InputStream, context: ToolContext, name: str
+        ) -> AsyncIterator[dict[str, Any]]:
+            """Count the people crossing a named line, in each direction.
+
+            Reports {"line": name, "in": total in, "out": total out, "last": "in"|"out"} at
+            once (the totals so far) and then after each crossing (at most about once a
+            second; the totals always include every crossing). {"counting": false,
+            "reason": ...} while the camera is down (crossings then are not seen). Keep it
+            running; call stop_streaming to end it.
+
+            Args:
+                name: the line, one of the configured names.
+            """
+            async for item in watchers._line(stream, name):
+                yield item
+
+        watch_line.__annotations__["name"] = Annotated[
+            _names_type(self.lines), Field(description="the line, by its configured name")
+        ]
+        return watch_line
+
+    def watch_zone_tool(self) -> Callable[..., AsyncIterator[dict[str, Any]]]:
+        watchers = self
+
+        async def watch_zone(
+            stream: InputStream,
+            context: ToolContext,
+            name: str,
+            dwell_seconds: Annotated[
+                float | None,
+                Field(gt=0, le=86400, description="seconds after which a person is dwelling"),
+            ] = None,
+        ) -> AsyncIterator[dict[str, Any]]:
+            """Watch a named zone: how many people are in it, and who stays long.
+
+            Reports {"zone": name, "people": n, "dwelling": k, "longest_s": s, "dwell_s": t}
+            at once and whenever the number of people in the zone changes or someone has
+            stayed longer than the dwell time (dwelling: how many have; longest_s: the
+            longest stay now). people is null while the count is unknown (the camera is
+            down). Keep it running; call stop_streaming to end it.
+
+            Args:
+                name: the zone, one of the configured names.
+                dwell_seconds: dwell time for this call (default: the zone's configured one).
+            """
+            async for item in watchers._zone(stream, name, dwell_seconds):
+                yield item
+
+        watch_zone.__annotations__["name"] = Annotated[
+            _names_type(self.zones), Field(description="the zone, by its configured name")
+        ]
+        return watch_zone
+
+    async def _line(self, stream: InputStream, name: str) -> AsyncIterator[dict[str, Any]]:
+        now = self.current()
+        told: LineTotals | None = None
+        if now is not None and name in now.lines:
+            told = now.lines[name]
+            yield line_payload(told)
+        told_at: float | None = None
+        pending: LineTotals | None = None
+        counting = True
+        while True:
+            try:
+                request = await stream.newest()
+            except anyio.EndOfStream:
+                return
+            percept = request.percept
+            if isinstance(percept, CountUnknown):
+                if counting:
+                    counting = False
+                    totals = told or LineTotals(name)
+                    yield line_payload(totals) | {"counting": False, "reason": percept.reason}
+                continue
+            if not isinstance(percept, Percept) or name not in percept.lines:
+                continue
+            totals = percept.lines[name]
+            if not counting:
+                counting = True
+                told, told_at, pending = totals, percept.t_media, None
+                yield line_payload(totals) | {"counting": True}
+                continue
+            if told is None or (totals.entered, totals.exited) != (told.entered, told.exited):
+                pending = totals
+            if pending is None:
+                continue
+            t = percept.t_media
+            if told_at is not None and told is not None and 0 <= t - told_at < self.min_interval_s:
+                continue  # rate bound: the next emission carries these totals
+            told, told_at, pending = pending, t, None
+            yield line_payload(told)
+
+    async def _zone(
+        self, stream: InputStream, name: str, dwell_s: float | None
+    ) -> AsyncIterator[dict[str, Any]]:
+        told: dict[str, Any] | None = None
+        now = self.current()
+        if now is not None and name in now.zones and now.zones[name].people is not None:
+            told = zone_payload(now.zones[name], dwell_s)
+            yield told
+        while True:
+            try:
+                request = await stream.newest()
+            except anyio.EndOfStream:
+                return
+            percept = request.percept
+            if isinstance(percept, CountUnknown):
+                if told is not None and told["people"] is not None:
+                    told = {"zone": name, "people": None, "reason": percept.reason}
+                    yield told
+                continue
+            if not isinstance(percept, Percept) or name not in percept.zones:
+                continue
+            state = percept.zones[name]
+            if state.people is None:
+                continue
+            payload = zone_payload(state, dwell_s)
+            key = (payload["people"], payload["dwelling"])
+            if told is None or (told.get("people"), told.get("dwelling")) != key:
+                told = payload
+                yield payload
+
+
+__all__ = ["LINE_TOOL", "ZONE_TOOL", "SceneWatchers", "line_payload", "zone_payload"]
