@@ -8,7 +8,7 @@ negative to the positive side, ``out`` the other way; it counts only where the
 path from the last point on one side to the first point on the other meets
 the segment itself (walking round its end is not a crossing).
 
-Hysteresis: a side is only taken when P is further than ``margin`` (10 % of
+Hysteresis: a side is only taken when P is further than ``margin`` (15 % of
 the person's box height, at least 3 px) from the line, so a person who stands
 on it and shuffles is counted once when they finally leave it on the other
 side, not at every wobble. Positions come from matched boxes only, never
@@ -25,7 +25,7 @@ from typing import Literal
 from tools.percept import Anchor, LineTotals, Track
 
 Direction = Literal["in", "out"]
-MARGIN_OF_HEIGHT = 0.1
+MARGIN_OF_HEIGHT = 0.15  # three times a detector box's typical jitter (5 % of its height)
 MIN_MARGIN_PX = 3.0
 
 

@@ -14,7 +14,8 @@ filter (``device/kalman.py``) predicts for that frame's media time:
 Matching uses the IoU of *buffered* boxes (each grown by ``buffer`` of its
 size on every side, more for a track that has been lost a while), so a
 person who moved half a body width between two detections at 2 frames per
-second still overlaps their prediction. Pairs are taken greedily, best
+second still overlaps their prediction; the better of the predicted box and
+the last matched one counts (a person who turned or stopped while hidden). Pairs are taken greedily, best
 overlap first: with people apart by more than their own width this gives the
 same pairs as an optimal assignment, and it needs neither scipy nor ``lap``
 on a Pi.
@@ -48,10 +49,10 @@ F64 = NDArray[np.float64]
 class TrackerConfig:
     high: float = 0.45  # the detector threshold: boxes the device counts
     low: float = 0.2  # doubtful boxes only extend existing tracks
-    match_iou: float = 0.2  # first pass (buffered IoU)
+    match_iou: float = 0.1  # first pass (buffered IoU: boxes grown by half their size)
     low_match_iou: float = 0.4  # second pass: doubtful boxes must overlap well
-    tentative_iou: float = 0.3
-    buffer: float = 0.3  # each box grown by this much of its size per side
+    tentative_iou: float = 0.2
+    buffer: float = 0.5  # each box grown by this much of its size per side
     lost_buffer_per_s: float = 0.3  # and a lost track's by this much more per second lost
     min_hits: int = 2
     confirm_score: float = 0.6
@@ -224,6 +225,10 @@ class Tracker:
         track_boxes, grow = self._predicted_boxes(rows, t)
         det_boxes = boxes[col_list]
         iou = buffered_iou(track_boxes, grow, det_boxes, self.config.buffer)
+        # Where the person was last seen counts too: someone who stopped or turned while
+        # hidden is nearer there than where their old velocity would have taken them.
+        last_boxes = np.stack([self._tracks[i].box for i in rows])
+        iou = np.maximum(iou, buffered_iou(last_boxes, grow, det_boxes, self.config.buffer))
         pairs: list[tuple[int, int]] = []
         used_r: set[int] = set()
         used_c: set[int] = set()

@@ -87,7 +87,7 @@ def render() -> str:
             subsequent_indent="# ",
         )
         if name in TABLES:
-            line = f"# (as [{name}.NAME] tables: see the end of this file)"
+            line = f"# {name} = {{}}  (written as [{name}.NAME] tables: see the end of this file)"
         elif name in ACTIVE:
             line = f"{name} = {toml_value(ACTIVE[name])}"
         else:

@@ -8,7 +8,24 @@ import numpy as np
 
 from live.frame import Frame
 from models.detections import Detections
-from tools.percept import Percept
+from tools.percept import Percept, Track
+
+
+def people_tracks(boxes: Sequence[Sequence[float]], t: float = 0.0) -> tuple[Track, ...]:
+    """Each box as a confirmed person seen in this frame (ids 1, 2, ...)."""
+    return tuple(
+        Track(
+            id=i + 1,
+            key=i + 1,
+            box=(float(b[0]), float(b[1]), float(b[2]), float(b[3])),
+            score=0.9,
+            state="confirmed",
+            seen=True,
+            since=t,
+            last_seen=t,
+        )
+        for i, b in enumerate(boxes)
+    )
 
 
 def make_percept(
@@ -43,7 +60,8 @@ def make_percept(
         detect_ms=detect_ms,
         seq=seq,
         error=error,
+        tracks=people_tracks(boxes, t),
     )
 
 
-__all__ = ["make_percept"]
+__all__ = ["make_percept", "people_tracks"]

@@ -8,8 +8,8 @@ detector of its own, so any number of calls cost next to nothing and every
 consumer of a frame sees the same numbers.
 
 Without a region a call reports the device's own smoothed count — the number
-the page, the metrics and MQTT show. With a region it counts the people whose
-feet are inside, smoothed the same way, for that call alone.
+the page, the metrics and MQTT show. With a region it counts the tracked
+people whose feet are inside, smoothed the same way, for that call alone.
 ``count_people_now`` answers once, from the newest percept.
 """
 
@@ -26,7 +26,7 @@ from pydantic import Field
 from live import InputStream, ToolArgumentError, ToolContext
 from live.tool import coalesce_updates
 from tools.percept import CountUnknown, CurrentPercept, Percept
-from tools.regions import count_in_region, parse_region
+from tools.regions import count_people_in_region, parse_region
 from tools.smoothing import CountSmoother
 
 TOOL = "count_people"
@@ -91,7 +91,7 @@ class _Watch:
 
     def update(self, percept: Percept) -> dict[str, Any] | None:
         if self.smoother is not None:
-            raw = count_in_region(percept.detections, percept.frame.shape, self.polygon)
+            raw = count_people_in_region(percept.people, percept.frame.shape, self.polygon)
             change = self.smoother.update(raw, percept.t_media)
             if change is None:
                 return None

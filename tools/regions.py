@@ -8,6 +8,7 @@ import numpy as np
 
 from live.tool import ToolArgumentError
 from models.detections import Detections
+from tools.percept import Track
 
 
 def parse_region(region: Sequence[Sequence[float]] | None, *, tool: str) -> np.ndarray | None:
@@ -52,4 +53,15 @@ def count_in_region(
     return int(inside(region, feet).sum())
 
 
-__all__ = ["count_in_region", "inside", "parse_region"]
+def count_people_in_region(
+    people: Sequence[Track], shape: tuple[int, ...], region: np.ndarray | None
+) -> int:
+    """Tracked people whose feet are inside ``region`` (all of them without one)."""
+    if region is None or not people:
+        return len(people)
+    height, width = shape[:2]
+    feet = np.asarray([p.anchor("feet") for p in people], np.float64)
+    return int(inside(region, feet / np.array([width, height], np.float64)).sum())
+
+
+__all__ = ["count_in_region", "count_people_in_region", "inside", "parse_region"]

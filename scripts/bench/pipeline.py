@@ -6,6 +6,7 @@ rate and prints CPU %, memory, per-stage times, the read -> count-event
 latency, and how often the detector ran for how many consumers of each frame.
 
     python scripts/bench/pipeline.py [--seconds 60] [--detect-fps 1,5] [--extra-streams 0,2]
+        [--scene none,line+zone]
 
 Stages: read = source read() in its thread; detect = pre + inference + decode;
 emit = the count event -> the emission reaching the model. Latency counts from
@@ -13,7 +14,11 @@ the frame entering the pipeline when due to the count event, for the frame that
 confirmed the change (the smoothing's hold time, 1 s by default, comes on top by design and
 is not included). ``--extra-streams N`` starts N more count_people streams as
 device calls beside the model's own: every one of them consumes every percept,
-and the detector must still run once per sampled frame.
+and the detector must still run once per sampled frame. ``--scene line+zone``
+adds the lamp-post line and a zone (``SCENE``): the local model then also
+watches both, and the detector and the tracker must still run once per
+sampled frame (``det runs``, ``trk runs``); ``trk ms`` is the tracker, lines and
+zones per detected frame.
 """
 
 from __future__ import annotations
@@ -92,8 +97,8 @@ class TimedPerceive:
 
 
 class CountingDetector:
-    def __init__(self) -> None:
-        self.inner = PersonDetector()
+    def __init__(self, threshold: float) -> None:
+        self.inner = PersonDetector(threshold=threshold)
         self.calls = 0
         self._lock = threading.Lock()
 
@@ -149,22 +154,27 @@ def rss_peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+SCENE = {
+    "lines": ["post=0.5599,0.7292,0.5599,0.2083"],
+    "zones": ["left=0.05,0.3,0.45,0.3,0.45,0.95,0.05,0.95"],
+}
+
+
 async def run_once(
-    source_path: str, seconds: float, detect_fps: float, extra_streams: int
+    source_path: str, seconds: float, detect_fps: float, extra_streams: int, scene: str
 ) -> dict[str, Any]:
-    config = build(
-        {
-            "source": source_path,
-            "model": "local",
-            "pace": "realtime",
-            "loop": True,
-            "duration": seconds,
-            "detect_fps": detect_fps,
-            "http": "",
-        },
-        environ={},
-        system_config=Path("/nonexistent"),
-    )
+    flags: dict[str, Any] = {
+        "source": source_path,
+        "model": "local",
+        "pace": "realtime",
+        "loop": True,
+        "duration": seconds,
+        "detect_fps": detect_fps,
+        "http": "",
+    }
+    if scene != "none":
+        flags |= SCENE
+    config = build(flags, environ={}, system_config=Path("/nonexistent"))
     source = TimedSource(open_source(source_path, clock_now=time.monotonic))
     clock = MonotonicClock()
     bus = EventBus(clock)
@@ -174,7 +184,7 @@ async def run_once(
     probe = Probe(feed)
     bus.subscribe(probe)
     bus.on_percept(probe.on_percept)
-    detector = CountingDetector()
+    detector = CountingDetector(threshold=0.2)  # as the app's: doubtful boxes keep tracks
     app.perception.shared = SharedDetector(detector)
     usage0 = resource.getrusage(resource.RUSAGE_SELF)
     wall0 = time.perf_counter()
@@ -207,7 +217,10 @@ async def run_once(
     stats = app.capture.stats
     return {
         "detect_fps": detect_fps,
-        "streams": 1 + extra_streams,
+        "scene": scene,
+        "tracker_runs": app.perception.tracker.stats.updates,
+        "track_ms": app.perception.stats.track_ms_mean,
+        "streams": 1 + extra_streams + (len(config.lines) + len(config.zones)),
         "exit": code,
         "wall_s": wall,
         "cpu_pct": 100 * cpu / wall,
@@ -233,6 +246,7 @@ def main() -> None:
     parser.add_argument("--detect-fps", default="1,5")
     parser.add_argument("--extra-streams", default="0", help="comma list, e.g. 0,2")
     parser.add_argument("--source", default=None)
+    parser.add_argument("--scene", default="none", help="comma list of none, line+zone")
     args = parser.parse_args()
     video = args.source or str(sample_video() or "")
     if not video:
@@ -240,9 +254,11 @@ def main() -> None:
     rows = []
     for fps in [float(x) for x in args.detect_fps.split(",")]:
         for extra in [int(x) for x in args.extra_streams.split(",")]:
-            rows.append(anyio.run(run_once, video, args.seconds, fps, extra))
+            for scene in args.scene.split(","):
+                rows.append(anyio.run(run_once, video, args.seconds, fps, extra, scene))
     header = (
-        f"{'det fps':>7}{'streams':>8}{'CPU %':>7}{'ms/det':>7}{'RSS MB':>8}{'read':>7}"
+        f"{'det fps':>7}{'scene':>11}{'streams':>8}{'CPU %':>7}{'trk runs':>9}{'trk ms':>7}"
+        f"{'ms/det':>7}{'RSS MB':>8}{'read':>7}"
         f"{'sampled':>8}{'det runs':>9}{'percepts':>9}{'read ms':>8}{'det p50':>8}"
         f"{'det p95':>8}{'emit ms':>8}{'lat p50':>8}{'lat p95':>8}{'changes':>8}"
     )
@@ -251,7 +267,8 @@ def main() -> None:
     print("-" * len(header))
     for r in rows:
         print(
-            f"{r['detect_fps']:>7g}{r['streams']:>8}{r['cpu_pct']:>7.1f}"
+            f"{r['detect_fps']:>7g}{r['scene']:>11}{r['streams']:>8}{r['cpu_pct']:>7.1f}"
+            f"{r['tracker_runs']:>9}{r['track_ms']:>7.2f}"
             f"{r['cpu_ms_per_det']:>7.1f}{r['rss_peak_mb']:>8.1f}"
             f"{r['frames_read']:>7}{r['frames_sampled']:>8}{r['detector_calls']:>9}"
             f"{r['percepts']:>9}{r['read_ms']:>8.2f}"
@@ -259,7 +276,9 @@ def main() -> None:
             f"{r['latency_p50']:>8.1f}{r['latency_p95']:>8.1f}{r['changes']:>8}"
         )
     print(
-        "streams: count_people calls consuming every percept (the model's + device calls); "
+        "streams: tool streams consuming every percept (count_people: the model's + device "
+        "calls; watch_line/watch_zone with a scene); trk runs: tracker updates; trk ms: "
+        "tracker + lines + zones per detection; "
         "det runs: detector calls (one per sampled frame, whatever the streams); ms/det: "
         "process CPU per detection; latency: frame due (handed to perception) -> count event."
     )

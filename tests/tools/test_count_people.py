@@ -12,6 +12,7 @@ from live import LiveRequestQueue, MemoryEventLog, Runner, SessionConfig
 from live.frame import Frame
 from live.testing import ScriptedModel
 from models.detections import Detections
+from tests.percepts import people_tracks
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
 from tools.percept import Percept
@@ -97,6 +98,7 @@ def percept(
         detect_ms=1.0,
         seq=seq,
         error=error,
+        tracks=people_tracks(boxes, t),
     )
 
 

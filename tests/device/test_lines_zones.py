@@ -1,0 +1,206 @@
+"""Lines and zones on synthetic tracks: direction, hysteresis, the segment's extent, dwell."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from device.lines import LineCounter
+from device.scene import Scene, SceneSpec
+from device.zones import ZoneWatcher
+from tools.percept import Track
+
+SHAPE = (100, 100, 3)  # 100x100 px: normalised x 0.5 is pixel 50
+
+
+def track(
+    feet_x: float,
+    feet_y: float,
+    *,
+    id: int = 1,
+    key: int | None = None,
+    seen: bool = True,
+    state: str = "confirmed",
+    h: float = 20.0,
+) -> Track:
+    return Track(
+        id=id,
+        key=key if key is not None else id,
+        box=(feet_x - 4, feet_y - h, feet_x + 4, feet_y),
+        score=0.9,
+        state=state,  # type: ignore[arg-type]
+        seen=seen,
+        since=0.0,
+        last_seen=0.0,
+    )
+
+
+def walk(counter: LineCounter, xs: Sequence[float], y: float = 50.0, **kw: object) -> list[str]:
+    directions = []
+    for i, x in enumerate(xs):
+        for c in counter.update((track(x, y, **kw),), SHAPE, i * 0.2):  # type: ignore[arg-type]
+            directions.append(c.direction)
+    return directions
+
+
+def vertical_up() -> LineCounter:
+    # x = 50 px from y = 80 up to y = 20: like the post line in the acceptance check.
+    return LineCounter("post", (0.5, 0.8), (0.5, 0.2))
+
+
+def test_left_to_right_across_a_line_drawn_upwards_is_in() -> None:
+    # (B - A) x (P - A) with B - A = (0, -60): positive for P right of the line.
+    assert walk(vertical_up(), [30, 40, 48, 55, 62, 70]) == ["in"]
+    assert walk(vertical_up(), [70, 60, 52, 45, 38, 30]) == ["out"]
+
+
+def test_the_same_walk_across_the_line_drawn_the_other_way_is_the_opposite() -> None:
+    down = LineCounter("post", (0.5, 0.2), (0.5, 0.8))
+    assert walk(down, [30, 40, 48, 55, 62, 70]) == ["out"]
+    assert walk(LineCounter("post", (0.5, 0.2), (0.5, 0.8)), [70, 60, 45, 30]) == ["in"]
+
+
+def test_a_horizontal_line_left_to_right_counts_walking_down_as_in() -> None:
+    door = LineCounter("door", (0.1, 0.5), (0.9, 0.5))  # B - A = (80, 0)
+    directions = []
+    for i, y in enumerate([30, 40, 60, 70]):
+        directions += [c.direction for c in door.update((track(50, y),), SHAPE, i * 0.2)]
+    assert directions == ["in"]  # (80, 0) x (0, +) > 0: below the line is positive
+
+
+def test_shuffling_on_the_line_counts_once() -> None:
+    # Feet wobble within the margin (15 % of a 20 px box = 3 px) around x = 50.
+    xs = [35, 45, 49, 52, 48, 51, 52.5, 49, 47.5, 52, 50, 65, 70]
+    assert walk(vertical_up(), xs) == ["in"]
+
+
+def test_someone_standing_on_the_line_with_a_jittery_detector_is_not_counted_again() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    # 20 s on the line at 5 fps, the box jittering by 5 % of its 100 px height.
+    xs = [30.0, 40.0, *list(50 + rng.normal(0, 5, 100)), 70.0]
+    counter = LineCounter("post", (0.5, 0.9), (0.5, 0.0))
+    directions = []
+    for i, x in enumerate(xs):
+        frame = (track(float(x), 60, h=100),)
+        directions += [c.direction for c in counter.update(frame, (100, 100, 3), i * 0.2)]
+    assert directions == ["in"]
+
+
+def test_walking_across_and_back_counts_both_ways() -> None:
+    assert walk(vertical_up(), [30, 40, 60, 70, 60, 40, 30]) == ["in", "out"]
+
+
+def test_crossing_beyond_the_segment_does_not_count() -> None:
+    # The segment runs from y = 20 to y = 80; this person walks across at y = 90.
+    assert walk(vertical_up(), [30, 40, 60, 70], y=90) == []
+    assert walk(vertical_up(), [30, 40, 60, 70], y=10) == []
+
+
+def test_a_person_hidden_on_the_line_is_counted_when_seen_on_the_far_side() -> None:
+    counter = vertical_up()
+    said = []
+    for i, (x, seen) in enumerate([(30, True), (40, True), (50, False), (52, False), (65, True)]):
+        said += [c.direction for c in counter.update((track(x, 50, seen=seen),), SHAPE, i)]
+    assert said == ["in"]
+
+
+def test_a_crossing_made_while_tentative_is_counted_when_the_track_is_confirmed() -> None:
+    counter = vertical_up()
+    first = counter.update((track(40, 50, id=0, key=9, state="tentative"),), SHAPE, 0.0)
+    second = counter.update((track(60, 50, id=0, key=9, state="tentative"),), SHAPE, 0.2)
+    third = counter.update((track(62, 50, id=4, key=9),), SHAPE, 0.4)
+    assert first == [] and second == []
+    assert [(c.direction, c.track) for c in third] == [("in", 4)]
+    assert (counter.totals.entered, counter.totals.exited, counter.totals.last) == (1, 0, "in")
+
+
+def test_a_tentative_track_that_never_becomes_a_person_is_never_counted() -> None:
+    counter = vertical_up()
+    counter.update((track(40, 50, id=0, key=9, state="tentative"),), SHAPE, 0.0)
+    counter.update((track(60, 50, id=0, key=9, state="tentative"),), SHAPE, 0.2)
+    assert counter.update((), SHAPE, 0.4) == []  # removed
+    assert counter.totals.entered == 0
+
+
+def test_totals_of_two_people_add_up_in_one_frame() -> None:
+    counter = vertical_up()
+    counter.update((track(40, 40, id=1), track(60, 60, id=2)), SHAPE, 0.0)
+    crossings = counter.update((track(60, 40, id=1), track(40, 60, id=2)), SHAPE, 0.2)
+    assert sorted(c.direction for c in crossings) == ["in", "out"]
+    assert (counter.totals.entered, counter.totals.exited) == (1, 1)
+
+
+# --------------------------------------------------------------------- zones
+
+SQUARE = ((0.2, 0.2), (0.6, 0.2), (0.6, 0.6), (0.2, 0.6))
+
+
+def test_zone_count_is_smoothed_and_dwell_is_reported_once_per_visit() -> None:
+    zone = ZoneWatcher("kiosk", SQUARE, dwell_s=3.0, k=1, min_hold_s=0.0)
+    changes = []
+    dwells = []
+    t = 0.0
+    for step in range(30):  # 6 s inside at 5 fps
+        t = step * 0.2
+        change, passed = zone.update((track(40, 40, id=3),), SHAPE, t)
+        if change is not None:
+            changes.append((change.state.people, change.state.dwelling))
+        dwells += [(d.track, d.seconds) for d in passed]
+    assert changes == [(1, 0), (1, 1)]
+    assert dwells == [(3, 3.0)]
+    assert zone.state.longest_s == 5.8 and zone.state.stays == (5.8,)
+    # Leaves, comes back: a new visit, its own dwell.
+    zone.update((track(90, 90, id=3),), SHAPE, t + 0.2)
+    assert zone.state.dwelling == 0
+    for step in range(20):
+        _, passed = zone.update((track(40, 40, id=3),), SHAPE, t + 0.4 + step * 0.2)
+        dwells += [(d.track, d.seconds) for d in passed]
+    assert len(dwells) == 2
+
+
+def test_a_short_occlusion_does_not_reset_the_dwell_time() -> None:
+    zone = ZoneWatcher("kiosk", SQUARE, dwell_s=2.0, k=1, min_hold_s=0.0)
+    zone.update((track(40, 40, id=1),), SHAPE, 0.0)
+    zone.update((track(40, 40, id=1, seen=False, state="lost"),), SHAPE, 1.0)
+    _, passed = zone.update((track(40, 40, id=1),), SHAPE, 2.0)
+    assert [(d.track, d.seconds) for d in passed] == [(1, 2.0)]
+
+
+def test_the_zone_counts_only_confirmed_people_whose_feet_are_inside() -> None:
+    zone = ZoneWatcher("kiosk", SQUARE, dwell_s=30.0, k=1, min_hold_s=0.0)
+    tracks = (
+        track(40, 40, id=1),
+        track(40, 40, id=0, key=7, state="tentative"),
+        track(40, 80, id=2),  # body in the square, feet below it
+    )
+    zone.update(tracks, SHAPE, 0.0)
+    assert zone.state.people == 1
+
+
+def test_a_zone_holds_a_brief_dip_like_the_count() -> None:
+    zone = ZoneWatcher("kiosk", SQUARE, dwell_s=30.0, k=3, min_hold_s=1.0)
+    said = []
+    for step in range(20):
+        t = step * 0.2
+        present = not (8 <= step < 11)  # missed by the detector for 0.6 s
+        tracks = (track(40, 40, id=1),) if present else ()
+        change, _ = zone.update(tracks, SHAPE, t)
+        if change is not None:
+            said.append(change.state.people)
+    assert said == [1]
+
+
+def test_the_scene_says_a_zone_is_unknown_when_the_source_goes_down_and_keeps_line_totals() -> None:
+    scene = Scene(
+        SceneSpec(lines={"post": ((0.5, 0.8), (0.5, 0.2))}, zones={"kiosk": (SQUARE, 5.0)}),
+        k=1,
+        min_hold_s=0.0,
+    )
+    scene.update((track(40, 40, id=1),), SHAPE, 0.0)
+    events = scene.update((track(60, 40, id=1),), SHAPE, 0.2)
+    assert [e.type for e in events] == ["crossing", "zone"]
+    gone = scene.forget(0.4)
+    assert [(e.type, e.to_dict()["people"]) for e in gone] == [("zone", None)]
+    assert scene.line_totals()["post"].entered == 1
+    assert scene.zone_states()["kiosk"].people is None

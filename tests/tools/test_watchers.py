@@ -1,0 +1,170 @@
+"""watch_line and watch_zone through the real runtime: declarations, emissions, bad names."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from live import LiveRequestQueue, MemoryEventLog, Runner, SessionConfig
+from live.testing import ScriptedModel
+from tests.percepts import make_percept
+from tools import FunctionTool
+from tools.percept import CountUnknown, LineTotals, Percept, ZoneState
+from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
+
+pytestmark = pytest.mark.anyio
+
+
+def percept(t: float, lines: dict[str, tuple[int, int]], zone: int | None = None) -> Percept:
+    base = make_percept(t=t, seq=int(t * 10) + 1)
+    totals = {
+        name: LineTotals(name, i, o, "in" if i >= o else "out") for name, (i, o) in lines.items()
+    }
+    zones = {}
+    if zone is not None:
+        stays = tuple(float(10 * k) for k in range(zone))
+        zones["kiosk"] = ZoneState(
+            "kiosk", zone, sum(s >= 15 for s in stays), max(stays, default=0), 15.0, stays
+        )
+    return Percept(
+        frame=base.frame,
+        detections=base.detections,
+        raw=0,
+        count=0,
+        previous=0,
+        changed=False,
+        detect_ms=1.0,
+        seq=base.seq,
+        lines=totals,
+        zones=zones,
+    )
+
+
+def tools(watchers: SceneWatchers) -> list[FunctionTool]:
+    return [
+        FunctionTool(watchers.watch_line_tool(), name=LINE_TOOL),
+        FunctionTool(watchers.watch_zone_tool(), name=ZONE_TOOL),
+    ]
+
+
+async def run(
+    watchers: SceneWatchers,
+    name: str,
+    args: dict[str, Any],
+    items: Sequence[Percept | CountUnknown],
+) -> tuple[ScriptedModel, str]:
+    model = ScriptedModel()
+    queue = LiveRequestQueue()
+    runner = Runner(model, tools(watchers), SessionConfig(), event_log=MemoryEventLog())
+    async with runner.run_live(queue) as session:
+        await model.wait_for(lambda: model.connections)
+        call_id = model.call(name, args)
+        await model.wait_for(lambda: model.responses(call_id))
+        if model.responses(call_id)[0].response.get("status") != "error":
+            await session.wait_input_consumer()
+            for item in items:
+                await session.wait_inputs_idle()
+                if isinstance(item, Percept):
+                    queue.send_realtime(frame=item.frame, percept=item)
+                else:
+                    queue.send_realtime(percept=item)
+            await session.wait_inputs_idle()
+        queue.close()
+    return model, call_id
+
+
+def said(model: ScriptedModel, call_id: str) -> list[dict[str, Any]]:
+    return [e for e in model.emissions(call_id) if "status" not in e]
+
+
+def watchers(now: Percept | None = None) -> SceneWatchers:
+    return SceneWatchers(lines=["post", "door"], zones=["kiosk"], current=lambda: now)
+
+
+def test_the_declarations_list_the_configured_names() -> None:
+    line, zone = tools(watchers())
+    line_enum = line.declaration().parameters.properties["name"].enum  # type: ignore[union-attr]
+    zone_params = zone.declaration().parameters.properties  # type: ignore[union-attr]
+    assert line_enum == ["post", "door"]
+    assert zone_params["name"].enum == ["kiosk"]
+    assert "dwell_seconds" in zone_params
+
+
+async def test_an_unknown_line_is_refused_naming_the_configured_ones() -> None:
+    model, call_id = await run(watchers(), LINE_TOOL, {"name": "exit"}, [])
+    answer = model.responses(call_id)[0].response
+    assert answer["status"] == "error"
+    assert "post" in answer["error"] and "door" in answer["error"] and "exit" in answer["error"]
+
+
+async def test_watch_line_says_the_totals_at_once_then_each_crossing_rate_bounded() -> None:
+    now = percept(0.0, {"post": (2, 1)})
+    items = [
+        percept(0.2, {"post": (2, 1)}),  # nothing new
+        percept(1.2, {"post": (3, 1)}),  # a crossing: said
+        percept(1.4, {"post": (3, 2)}),  # within a second of the last: held back...
+        percept(1.6, {"post": (4, 2)}),
+        percept(2.4, {"post": (4, 2)}),  # ...and said here, with both in the totals
+        percept(3.6, {"post": (4, 2)}),
+    ]
+    model, call_id = await run(watchers(now), LINE_TOOL, {"name": "post"}, items)
+    assert said(model, call_id) == [
+        {"line": "post", "in": 2, "out": 1, "last": "in"},
+        {"line": "post", "in": 3, "out": 1, "last": "in"},
+        {"line": "post", "in": 4, "out": 2, "last": "in"},
+    ]
+
+
+async def test_watch_line_says_when_it_cannot_see_and_when_it_can_again() -> None:
+    items: list[Percept | CountUnknown] = [
+        percept(0.0, {"post": (1, 0)}),
+        CountUnknown("camera reconnecting since 12:00:00"),
+        CountUnknown("camera reconnecting since 12:00:00"),
+        percept(9.0, {"post": (1, 0)}),
+    ]
+    model, call_id = await run(watchers(), LINE_TOOL, {"name": "post"}, items)
+    assert said(model, call_id) == [
+        {"line": "post", "in": 1, "out": 0, "last": "in"},
+        {
+            "line": "post",
+            "in": 1,
+            "out": 0,
+            "last": "in",
+            "counting": False,
+            "reason": "camera reconnecting since 12:00:00",
+        },
+        {"line": "post", "in": 1, "out": 0, "last": "in", "counting": True},
+    ]
+
+
+async def test_watch_zone_reports_people_and_dwellers_on_change_and_unknown() -> None:
+    items: list[Percept | CountUnknown] = [
+        percept(0.0, {}, zone=1),
+        percept(0.2, {}, zone=1),
+        percept(0.4, {}, zone=2),  # the second has been there 10 s: not dwelling at 15 s
+        percept(0.6, {}, zone=3),  # the third, 20 s: dwelling
+        CountUnknown("source ended at 12:00:00 (end of file)"),
+    ]
+    model, call_id = await run(watchers(), ZONE_TOOL, {"name": "kiosk"}, items)
+    assert [(e.get("people"), e.get("dwelling")) for e in said(model, call_id)] == [
+        (1, 0),
+        (2, 0),
+        (3, 1),
+        (None, None),
+    ]
+    assert said(model, call_id)[-1]["reason"] == "source ended at 12:00:00 (end of file)"
+
+
+async def test_watch_zone_with_its_own_dwell_time() -> None:
+    items = [percept(0.0, {}, zone=3)]  # stays 0, 10 and 20 s
+    model, call_id = await run(watchers(), ZONE_TOOL, {"name": "kiosk", "dwell_seconds": 5}, items)
+    assert said(model, call_id) == [
+        {"zone": "kiosk", "people": 3, "dwelling": 2, "longest_s": 20.0, "dwell_s": 5.0}
+    ]
+
+
+async def test_watch_zone_refuses_a_dwell_time_that_is_not_positive() -> None:
+    model, call_id = await run(watchers(), ZONE_TOOL, {"name": "kiosk", "dwell_seconds": -1}, [])
+    assert model.responses(call_id)[0].response["status"] == "error"
