@@ -58,21 +58,26 @@ def predict(mean: F64, cov: F64, dt: NDArray[np.floating]) -> tuple[F64, F64]:
     if n == 0:
         return mean, cov
     dt = np.asarray(dt, np.float64).reshape(n)
-    f = np.tile(np.eye(8), (n, 1, 1))
-    f[:, 0:4, 4:8] = np.eye(4)[None] * dt[:, None, None]
-    new_mean = np.einsum("nij,nj->ni", f, mean)
+    new_mean = mean.copy()
+    new_mean[:, :4] += dt[:, None] * mean[:, 4:]
+    # F P F^T by blocks (F = [[I, dt I], [0, I]]): no 8x8 products per track.
+    d = dt[:, None, None]
+    pp, pv, vp, vv = cov[:, :4, :4], cov[:, :4, 4:], cov[:, 4:, :4], cov[:, 4:, 4:]
+    new_cov = np.empty_like(cov)
+    new_cov[:, :4, :4] = pp + d * (pv + vp) + d * d * vv
+    new_cov[:, :4, 4:] = pv + d * vv
+    new_cov[:, 4:, :4] = vp + d * vv
+    new_cov[:, 4:, 4:] = vv
     h = np.maximum(mean[:, 3], 1.0)
     # Discrete white-noise acceleration, per axis (position and velocity blocks).
     a2 = (ACCEL_STD * h) ** 2
-    q_pp = a2 * dt**4 / 4
-    q_pv = a2 * dt**3 / 2
-    q_vv = a2 * dt**2
-    q = np.zeros((n, 8, 8))
-    for axis, scale in ((0, 1.0), (1, 1.0), (2, 0.1), (3, 0.1)):
-        q[:, axis, axis] = q_pp * scale
-        q[:, axis, axis + 4] = q[:, axis + 4, axis] = q_pv * scale
-        q[:, axis + 4, axis + 4] = q_vv * scale
-    new_cov = f @ cov @ np.transpose(f, (0, 2, 1)) + q
+    q_pp, q_pv, q_vv = a2 * dt**4 / 4, a2 * dt**3 / 2, a2 * dt**2
+    axes = np.arange(4)
+    scale = np.array([1.0, 1.0, 0.1, 0.1])  # sizes change far less than positions
+    new_cov[:, axes, axes] += q_pp[:, None] * scale
+    new_cov[:, axes, axes + 4] += q_pv[:, None] * scale
+    new_cov[:, axes + 4, axes] += q_pv[:, None] * scale
+    new_cov[:, axes + 4, axes + 4] += q_vv[:, None] * scale
     return new_mean, new_cov
 
 

@@ -70,8 +70,6 @@ class TrackerConfig:
 
 @dataclass
 class _State:
-    mean: F64  # (8,)
-    cov: F64  # (8, 8)
     box: F64  # last matched box (x1, y1, x2, y2)
     score: float
     peak: float
@@ -101,6 +99,9 @@ class Tracker:
 
     def __post_init__(self) -> None:
         self._tracks: list[_State] = []
+        # Kalman states, row i for self._tracks[i]: one array, so each step is one product.
+        self._mean: F64 = np.zeros((0, 8))
+        self._cov: F64 = np.zeros((0, 8, 8))
         self._last_t: float | None = None
         self._next_id = 1
         self._next_key = 1
@@ -108,6 +109,8 @@ class Tracker:
     def reset(self) -> None:
         """Forget everyone (the source went down): the next frame starts afresh; ids go on."""
         self._tracks = []
+        self._mean = np.zeros((0, 8))
+        self._cov = np.zeros((0, 8, 8))
         self._last_t = None
 
     @property
@@ -146,22 +149,28 @@ class Tracker:
         self._apply(pairs, boxes, scores, t, matched_tracks)
 
         survivors: list[_State] = []
+        kept: list[int] = []
         for i, state in enumerate(self._tracks):
             if i in matched_tracks:
                 state.lost = False
-                survivors.append(state)
-            elif not state.id:
-                self.stats.removed += 1  # a tentative track must match every frame
-            elif t - state.last_seen > cfg.max_lost_s:
+            elif not state.id or t - state.last_seen > cfg.max_lost_s:
+                # A tentative track must match every frame; a lost one ran out of time.
                 self.stats.removed += 1
+                continue
             else:
                 state.lost = True
-                survivors.append(state)
-        for j in rest_high:
-            survivors.append(self._start(boxes[j], float(scores[j]), t))
+            survivors.append(state)
+            kept.append(i)
+        mean, cov = self._mean[kept], self._cov[kept]
+        if rest_high:
+            new = boxes[rest_high]
+            new_mean, new_cov = kalman.initiate(new)
+            mean = np.concatenate([mean, new_mean])
+            cov = np.concatenate([cov, new_cov])
+            survivors += [self._start(new[k], float(scores[j]), t) for k, j in enumerate(rest_high)]
         for state in survivors:
             self._confirm_if_due(state, first)
-        self._tracks = survivors
+        self._tracks, self._mean, self._cov = survivors, mean, cov
         self._last_t = t
         return self._views()
 
@@ -169,13 +178,17 @@ class Tracker:
 
     def _views(self) -> tuple[Track, ...]:
         t = self._last_t
-        views = [self._view(s, seen=s.last_seen == t) for s in self._tracks]
+        predicted = kalman.z_to_boxes(self._mean[:, :4]) if self._tracks else self._mean
+        views = [
+            self._view(s, seen=s.last_seen == t, predicted=predicted[i])
+            for i, s in enumerate(self._tracks)
+        ]
         views.sort(key=lambda v: (v.id == 0, v.id))
         return tuple(views)
 
     @staticmethod
-    def _view(state: _State, *, seen: bool) -> Track:
-        box = state.box if seen else kalman.z_to_boxes(state.mean[None, :4])[0]
+    def _view(state: _State, *, seen: bool, predicted: F64) -> Track:
+        box = state.box if seen else predicted
         kind: TrackState = "tentative" if not state.id else ("lost" if state.lost else "confirmed")
         return Track(
             id=state.id,
@@ -191,17 +204,13 @@ class Tracker:
     def _predict(self, t: float) -> None:
         if not self._tracks:
             return
-        mean = np.stack([s.mean for s in self._tracks])
-        cov = np.stack([s.cov for s in self._tracks])
         last = self._last_t if self._last_t is not None else t
         dt = np.full(len(self._tracks), max(t - last, 0.0))
-        mean, cov = kalman.predict(mean, cov, dt)
-        for state, m, c in zip(self._tracks, mean, cov, strict=True):
-            state.mean, state.cov = m, c
+        self._mean, self._cov = kalman.predict(self._mean, self._cov, dt)
 
     def _predicted_boxes(self, rows: list[int], t: float) -> tuple[F64, F64]:
         states = [self._tracks[i] for i in rows]
-        boxes = kalman.z_to_boxes(np.stack([s.mean[:4] for s in states]))
+        boxes = kalman.z_to_boxes(self._mean[rows, :4])
         grow = np.array(
             [
                 self.config.buffer + self.config.lost_buffer_per_s * max(t - s.last_seen, 0.0)
@@ -224,11 +233,16 @@ class Tracker:
             return [], list(rows), col_list
         track_boxes, grow = self._predicted_boxes(rows, t)
         det_boxes = boxes[col_list]
-        iou = buffered_iou(track_boxes, grow, det_boxes, self.config.buffer)
         # Where the person was last seen counts too: someone who stopped or turned while
         # hidden is nearer there than where their old velocity would have taken them.
         last_boxes = np.stack([self._tracks[i].box for i in rows])
-        iou = np.maximum(iou, buffered_iou(last_boxes, grow, det_boxes, self.config.buffer))
+        both = buffered_iou(
+            np.concatenate([track_boxes, last_boxes]),
+            np.concatenate([grow, grow]),
+            det_boxes,
+            self.config.buffer,
+        )
+        iou = np.maximum(both[: len(rows)], both[len(rows) :])
         pairs: list[tuple[int, int]] = []
         used_r: set[int] = set()
         used_c: set[int] = set()
@@ -258,34 +272,31 @@ class Tracker:
             return
         rows = [r for r, _ in pairs]
         cols = [c for _, c in pairs]
-        mean = np.stack([self._tracks[r].mean for r in rows])
-        cov = np.stack([self._tracks[r].cov for r in rows])
-        mean, cov = kalman.update(mean, cov, boxes[cols])
+        matched_boxes = boxes[cols]
+        mean, cov = kalman.update(self._mean[rows], self._cov[rows], matched_boxes)
+        self._mean[rows], self._cov[rows] = mean, cov
+        centres = (matched_boxes[:, 0:2] + matched_boxes[:, 2:4]) / 2
         for k, (r, c) in enumerate(pairs):
             state = self._tracks[r]
-            state.mean, state.cov = mean[k], cov[k]
-            state.box = boxes[c].copy()
+            state.box = matched_boxes[k].copy()
             state.score = float(scores[c])
             state.peak = max(state.peak, state.score)
             state.last_seen = t
             state.hits += 1
-            centre = kalman.boxes_to_z(boxes[c])[0, :2]
-            state.moved = max(state.moved, float(np.hypot(*(centre - state.origin))))
+            dx, dy = centres[k] - state.origin
+            state.moved = max(state.moved, float((dx * dx + dy * dy) ** 0.5))
             matched.add(r)
 
     def _start(self, box: F64, score: float, t: float) -> _State:
-        mean, cov = kalman.initiate(box[None])
         self._next_key += 1
         return _State(
             key=self._next_key - 1,
-            mean=mean[0],
-            cov=cov[0],
             box=box.copy(),
             score=score,
             peak=score,
             since=t,
             last_seen=t,
-            origin=kalman.boxes_to_z(box)[0, :2],
+            origin=(box[0:2] + box[2:4]) / 2,
         )
 
     def _confirm_if_due(self, state: _State, first: bool) -> None:
