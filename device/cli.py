@@ -317,7 +317,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_count(args: argparse.Namespace) -> int:
     from device.app.count import count_frames
     from device.sources import SourceError, open_source
+    from device.tracker import TrackerConfig
     from models.detector import DetectorError, PersonDetector
+
+    TRACK_LOW = TrackerConfig.low
 
     if args.every < 1:
         return _fail("--every must be at least 1")
@@ -325,12 +328,16 @@ def cmd_count(args: argparse.Namespace) -> int:
         return _fail("--threshold must be between 0 and 1")
     try:
         source = open_source(args.source, clock_now=lambda: 0.0, folder_fps=args.fps)
-        detector = PersonDetector(args.detector, threshold=args.threshold)
+        # Down to the tracker's low score, as in lookout run: a video's count is of tracked
+        # people, and doubtful boxes keep a half-hidden person's track.
+        detector = PersonDetector(args.detector, threshold=min(args.threshold, TRACK_LOW))
         source.open()
     except (SourceError, DetectorError) as exc:
         return _fail(str(exc))
     try:
-        return count_frames(source, detector, every=args.every, as_json=args.json)
+        return count_frames(
+            source, detector, every=args.every, as_json=args.json, threshold=args.threshold
+        )
     finally:
         source.close()
 

@@ -1,8 +1,10 @@
-"""``lookout count``: the detector alone over a video, an image or a folder of images.
+"""``lookout count``: the detector over a video, an image or a folder of images.
 
-A video's frames follow each other, so its counts are smoothed as the device
-smooths them; the images of a folder are unrelated photos, so each is counted
-on its own and named in its result. An image that cannot be read is said (and
+A video's frames follow each other, so its people are tracked and counted as
+the device counts them (``count``: the smoothed number of confirmed people;
+``raw``: the detector's boxes in the frame); the images of a folder are
+unrelated photos, so each is counted on its own (its boxes) and named in its
+result. An image that cannot be read is said (and
 makes the exit code 1), never skipped silently.
 """
 
@@ -14,6 +16,7 @@ import sys
 from typing import Any, TextIO
 
 from device.sources import FrameSource, ImageFolderSource, SourceError, UnreadableFrame
+from device.tracker import Tracker, TrackerConfig
 from models.detections import Detector
 from tools.smoothing import CountSmoother
 
@@ -28,10 +31,16 @@ def count_frames(
     as_json: bool = False,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
+    threshold: float | None = None,
 ) -> int:
-    """Print one result per processed frame or image; returns the exit code."""
+    """Print one result per processed frame or image; returns the exit code.
+
+    ``threshold``: boxes below it (the detector may report lower ones) only keep tracks.
+    """
     folder = isinstance(source, ImageFolderSource)
     smoother = None if folder else CountSmoother()
+    high = threshold if threshold is not None else 1e-3
+    tracker = Tracker(TrackerConfig(high=high, low=min(TrackerConfig.low, high)))
     failed = 0
     seen = 0
     index = 0
@@ -56,7 +65,8 @@ def count_frames(
             if frame.index % every:
                 continue
             seen += 1
-            detections = detector.detect(frame.image)
+            found = detector.detect(frame.image)
+            detections = found.at_least(threshold) if threshold is not None else found
             raw = len(detections)
             record: dict[str, Any] = {
                 "frame": frame.index,
@@ -64,7 +74,9 @@ def count_frames(
                 "raw": raw,
             }
             if smoother is not None:
-                smoother.update(raw, frame.t_media)
+                tracks = tracker.update(found, frame.t_media)
+                people = sum(1 for t in tracks if t.state == "confirmed" and t.seen)
+                smoother.update(people, frame.t_media)
                 record["count"] = smoother.reported
             else:
                 assert isinstance(source, ImageFolderSource)
