@@ -16,9 +16,9 @@ size on every side, more for a track that has been lost a while), so a
 person who moved half a body width between two detections at 2 frames per
 second still overlaps their prediction; the better of the predicted box and
 the last matched one counts (a person who turned or stopped while hidden).
-Pairs are taken greedily, best overlap first: with people apart by more than their own width this gives the
-same pairs as an optimal assignment, and it needs neither scipy nor ``lap``
-on a Pi.
+Pairs are taken greedily, best overlap first: with people apart by more than
+their own width this gives the same pairs as an optimal assignment, and it
+needs neither scipy nor ``lap`` on a Pi.
 
 Life of a track: tentative -> confirmed -> lost -> removed. A tentative
 track is confirmed after ``min_hits`` matches in a row *and* either one
