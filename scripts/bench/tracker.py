@@ -6,8 +6,9 @@ Synthetic scenes: N people wander over a 768x576 frame at 0.5-1.5 body heights
 per second (turning gradually before the edges, so nobody leaves), detected
 at 5 frames per second with box jitter (3 % of the height), 10 % misses and a
 few doubtful boxes; the tracker then a line and a zone run on each frame,
-timed on their own (one thread, the detector is not involved). ``--video`` adds the sample video's own detections
-(the detector runs once over the frames first, untimed).
+timed on their own (one thread, the detector is not involved). ``--video``
+adds the sample video's own detections (the detector runs once over the
+frames first, untimed).
 """
 
 from __future__ import annotations
