@@ -13,17 +13,33 @@ Topics, for a device ``<id>``:
   so a restarted device never serves the last run's count as current. While
   known it is republished every ``heartbeat_s`` (the sensors' ``expire_after``
   backstop depends on it).
-- ``lookout/<id>/events``  selected events as JSON (counts, source and model
-  connection states, model text, stream starts and stops, errors).
+- ``lookout/<id>/events``  selected events as JSON (counts, crossings, zone counts,
+  dwells, source and model connection states, model text, stream starts and stops,
+  errors).
+- ``lookout/<id>/line/<name>/in`` and ``.../out`` (retained): the line's totals
+  since the run started, a plain integer; 0 at start, republished with the count.
+  ``.../crossing`` (not retained): ``{"event_type": "in"|"out", ...}`` per crossing.
+- ``lookout/<id>/zone/<name>/people`` (retained while known): the zone's count as
+  JSON (``people``, ``previous``, ``dwelling``, ``longest_s``); ``.../counting``
+  is the zone's own availability, and both follow the rules of ``count`` and
+  ``counting`` above. ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
+  when someone has stayed past the zone's dwell time.
 - Home Assistant discovery (retained): a people sensor and an occupancy binary
   sensor, available only while both the state and the counting topics say
-  ``online``, and expiring after ``3 * heartbeat_s`` without an update.
+  ``online``, and expiring after ``3 * heartbeat_s`` without an update; per line
+  an in and an out sensor (``total_increasing``, available while the state is
+  online: a total stays true while the camera is down) and a crossing event
+  entity; per zone a people, a dwelling and an occupancy sensor (available while
+  the state and the zone's counting say online) and a dwell event entity.
+  Entities of lines and zones an earlier run had but this one has not are
+  removed (their retained topics are cleared).
 
 The publisher is an event sink (``write`` only queues, it never waits) and an
 App service that owns the connection. Messages wait in a bounded queue until
 the broker acknowledges them (QoS 1), so a broker restart loses nothing that
 was queued; if the queue overflows, the oldest messages go first, but the latest
-count is kept aside and republished (retained) on every reconnect.
+count (and each line's totals and zone's count) is kept aside and republished
+(retained) on every reconnect.
 """
 
 from __future__ import annotations
@@ -34,7 +50,7 @@ import logging
 import re
 import ssl
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -45,7 +61,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from device.app.config import ConfigError
-from device.events import CountChanged
+from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.outputs.telemetry import AppView, strip_credentials
 from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
@@ -65,6 +81,9 @@ EVENT_TYPES = frozenset(
         "stream_stopped",
         "error",
         "capture_stats",
+        "crossing",
+        "zone",
+        "dwell",
     }
 )
 _TOPIC_SAFE = re.compile(r"[A-Za-z0-9_-]+")
@@ -114,6 +133,12 @@ def check_device_id(device_id: str) -> str:
     return device_id
 
 
+def check_scene_name(kind: str, name: str) -> str:
+    if not _TOPIC_SAFE.fullmatch(name):
+        raise ConfigError(f"{kind} {name!r} cannot name MQTT topics: use letters, digits, - and _")
+    return name
+
+
 @dataclass(frozen=True)
 class Message:
     topic: str
@@ -150,6 +175,8 @@ class MqttPublisher:
         device_id: str,
         model: str = "",
         version: str = "",
+        lines: Iterable[str] = (),
+        zones: Iterable[str] = (),
         max_queue: int = 1000,
         keepalive_s: int = 30,
         timeout_s: float = 10.0,
@@ -173,6 +200,7 @@ class MqttPublisher:
         self.clock: Clock = clock or MonotonicClock()
         self.discovery_prefix = discovery_prefix
         base = f"{topic_prefix}/{device_id}"
+        self.base_topic = base
         self.state_topic = f"{base}/state"
         self.count_topic = f"{base}/count"
         self.counting_topic = f"{base}/counting"
@@ -182,10 +210,15 @@ class MqttPublisher:
         self._tls = ssl.create_default_context() if settings.tls else None
         self.stats = MqttStats()
         self.latest_count: Message | None = None
+        # Kept aside like latest_count: each line's retained totals (in, out), and each
+        # zone's retained count (None while unknown).
+        self.latest_lines: dict[str, tuple[Message, Message]] = {}
+        self.latest_zones: dict[str, Message | None] = {}
         self._pending: deque[Message] = deque()
         self._wakeup = Wakeup()
         self._connected_event = Wakeup()
         self._outage = False
+        self.add_scene(lines=lines, zones=zones)
 
     # ---------------------------------------------------------------- sink
 
@@ -205,6 +238,32 @@ class MqttPublisher:
     def queued(self) -> int:
         return len(self._pending)
 
+    def line_topic(self, name: str, leaf: str) -> str:
+        return f"{self.base_topic}/line/{name}/{leaf}"
+
+    def zone_topic(self, name: str, leaf: str) -> str:
+        return f"{self.base_topic}/zone/{name}/{leaf}"
+
+    def add_scene(self, *, lines: Iterable[str] = (), zones: Iterable[str] = ()) -> None:
+        """Report these lines and zones too (their totals start at 0, their counts unknown)."""
+        new: list[Message] = []
+        for name in lines:
+            if name not in self.latest_lines:
+                check_scene_name("line", name)
+                self.latest_lines[name] = self._totals(name, 0, 0)
+                new += self._line_configs(name)
+                new += self.latest_lines[name]
+        for name in zones:
+            if name not in self.latest_zones:
+                check_scene_name("zone", name)
+                self.latest_zones[name] = None
+                new += self._zone_configs(name)
+                new += self._zone_unknown(name)
+        if self.stats.connected:
+            # The connect already announced the others; Home Assistant must learn of these.
+            for message in new:
+                self._enqueue(message)
+
     def write(self, event: Event) -> None:
         if event.type not in EVENT_TYPES:
             return
@@ -216,6 +275,12 @@ class MqttPublisher:
         data["time"] = _now_iso()
         if isinstance(event, CountChanged):
             self._on_count(event, data)
+        elif isinstance(event, LineCrossed):
+            self._on_crossing(event)
+        elif isinstance(event, ZoneCount):
+            self._on_zone(event, data)
+        elif isinstance(event, DwellPassed):
+            self._on_dwell(event)
         self._enqueue(Message(self.events_topic, _json(data), qos=1, retain=False))
 
     def _on_count(self, event: CountChanged, data: dict[str, Any]) -> None:
@@ -238,6 +303,98 @@ class MqttPublisher:
         payload = b"online" if self.latest_count is not None else b"offline"
         return Message(self.counting_topic, payload, qos=1, retain=True)
 
+    def _known(self, kind: str, name: str) -> bool:
+        """Learn a name first seen in an event; False if it cannot name topics."""
+        try:
+            if kind == "line":
+                self.add_scene(lines=[name])
+            else:
+                self.add_scene(zones=[name])
+        except ConfigError as exc:
+            log.warning("MQTT: not publishing %s: %s", kind, exc)
+            return False
+        return True
+
+    def _totals(self, name: str, total_in: int, total_out: int) -> tuple[Message, Message]:
+        return (
+            Message(self.line_topic(name, "in"), str(total_in).encode(), 1, True),
+            Message(self.line_topic(name, "out"), str(total_out).encode(), 1, True),
+        )
+
+    def _on_crossing(self, event: LineCrossed) -> None:
+        if not self._known("line", event.line):
+            return
+        totals = self._totals(event.line, event.total_in, event.total_out)
+        self.latest_lines[event.line] = totals
+        for message in totals:
+            self._enqueue(message)
+        crossing = {"event_type": event.direction, "track": event.track,
+                    "total_in": event.total_in, "total_out": event.total_out}  # fmt: skip
+        self._enqueue(Message(self.line_topic(event.line, "crossing"), _json(crossing), 1, False))
+
+    def _zone_counting(self, name: str, known: bool | None = None) -> Message:
+        """Whether the zone's count is known: its sensors' second availability topic."""
+        if known is None:
+            known = self.latest_zones.get(name) is not None
+        payload = b"online" if known else b"offline"
+        return Message(self.zone_topic(name, "counting"), payload, qos=1, retain=True)
+
+    def _zone_unknown(self, name: str, known: bool | None = None) -> list[Message]:
+        # Unavailable first: Home Assistant must never read the empty payload as a value.
+        return [
+            self._zone_counting(name, known),
+            Message(self.zone_topic(name, "people"), b"", qos=1, retain=True),
+        ]
+
+    def _on_zone(self, event: ZoneCount, data: dict[str, Any]) -> None:
+        name = event.zone
+        if not self._known("zone", name):
+            return
+        if event.people is None:
+            self.latest_zones[name] = None
+            for message in self._zone_unknown(name):
+                self._enqueue(message)
+            return
+        state = {"people": event.people, "previous": event.previous, "dwelling": event.dwelling,
+                 "longest_s": event.longest_s, "t": data["t"], "time": data["time"]}  # fmt: skip
+        known_before = self.latest_zones.get(name) is not None
+        latest = Message(self.zone_topic(name, "people"), _json(state), qos=1, retain=True)
+        self.latest_zones[name] = latest
+        self._enqueue(latest)
+        if not known_before:
+            self._enqueue(self._zone_counting(name))
+
+    def _on_dwell(self, event: DwellPassed) -> None:
+        if not self._known("zone", event.zone):
+            return
+        dwell = {"event_type": "dwell", "track": event.track, "seconds": event.seconds}
+        self._enqueue(Message(self.zone_topic(event.zone, "dwell"), _json(dwell), 1, False))
+
+    def _current(self, *, clear: bool) -> list[Message]:
+        """The retained state as it is now, in an order that never shows an old or empty
+        value as available: a known value before its ``online``, ``offline`` before a clear.
+
+        ``clear``: also the empty messages that remove what is unknown now (at a
+        connect, where the broker may hold an earlier run's values).
+        """
+        messages: list[Message] = []
+        if self.latest_count is not None:
+            messages += [self.latest_count, self._counting()]
+        else:
+            messages.append(self._counting())
+            if clear:
+                messages.append(Message(self.count_topic, b"", 1, True))
+        for totals in self.latest_lines.values():
+            messages += totals
+        for name, latest in self.latest_zones.items():
+            if latest is not None:
+                messages += [latest, self._zone_counting(name)]
+            elif clear:
+                messages += self._zone_unknown(name)
+            else:
+                messages.append(self._zone_counting(name))
+        return messages
+
     def close(self) -> None:
         """Sink close: the connection belongs to ``run``, which flushes on cancellation."""
 
@@ -251,8 +408,7 @@ class MqttPublisher:
 
     # ----------------------------------------------------------- discovery
 
-    def discovery(self) -> list[Message]:
-        """Home Assistant MQTT discovery configs (retained)."""
+    def _device(self) -> dict[str, Any]:
         device = {
             "identifiers": [f"lookout_{self.device_id}"],
             "name": f"Lookout {self.device_id}",
@@ -260,16 +416,117 @@ class MqttPublisher:
             "model": f"Lookout edge vision agent ({self.model})" if self.model else "Lookout",
             "sw_version": self.version or None,
         }
+        return {k: v for k, v in device.items() if v is not None}
+
+    def _available(self, *topics: str, expires: bool = True) -> dict[str, Any]:
+        """Availability: every one of ``topics`` must say online."""
         common: dict[str, Any] = {
-            "state_topic": self.count_topic,
-            # Both must say online: the process is up, and it knows the count.
-            "availability": [{"topic": self.state_topic}, {"topic": self.counting_topic}],
+            "availability": [{"topic": topic} for topic in topics],
             "availability_mode": "all",
             "payload_available": "online",
             "payload_not_available": "offline",
+            "device": self._device(),
+        }
+        if expires:
             # A backstop for a device that vanished without its last will reaching anyone.
-            "expire_after": round(3 * self.heartbeat_s),
-            "device": {k: v for k, v in device.items() if v is not None},
+            common["expire_after"] = round(3 * self.heartbeat_s)
+        return common
+
+    def _config(self, component: str, object_id: str, config: dict[str, Any]) -> Message:
+        topic = f"{self.discovery_prefix}/{component}/{self.device_id}_{object_id}/config"
+        return Message(topic, _json(config), 1, True)
+
+    def _line_configs(self, name: str) -> list[Message]:
+        # A total stays true while the camera is down (crossings are not lost, only
+        # unseen), so only the process's state decides whether it is available.
+        available = self._available(self.state_topic)
+        uid = f"lookout_{self.device_id}_line_{name}"
+        icons = {"in": "mdi:account-arrow-right", "out": "mdi:account-arrow-left"}
+        totals = [
+            self._config(
+                "sensor",
+                f"line_{name}_{direction}",
+                {
+                    "name": f"{name} {direction}",
+                    "unique_id": f"{uid}_{direction}",
+                    "state_topic": self.line_topic(name, direction),
+                    "unit_of_measurement": "people",
+                    # Home Assistant reads a drop (a restart's 0) as a reset, not a loss.
+                    "state_class": "total_increasing",
+                    "icon": icon,
+                    **available,
+                },
+            )
+            for direction, icon in icons.items()
+        ]
+        crossing = {
+            "name": f"{name} crossing",
+            "unique_id": f"{uid}_crossing",
+            "state_topic": self.line_topic(name, "crossing"),
+            "event_types": ["in", "out"],
+            "icon": "mdi:swap-horizontal",
+            **self._available(self.state_topic, expires=False),
+        }
+        return [*totals, self._config("event", f"line_{name}_crossing", crossing)]
+
+    def _zone_configs(self, name: str) -> list[Message]:
+        # The same rules as the people sensor, with the zone's own "counting" topic.
+        available = self._available(self.state_topic, self.zone_topic(name, "counting"))
+        uid = f"lookout_{self.device_id}_zone_{name}"
+        state_topic = self.zone_topic(name, "people")
+        people = {
+            "name": f"{name} people",
+            "unique_id": f"{uid}_people",
+            "state_topic": state_topic,
+            "value_template": "{{ value_json.people }}",
+            "json_attributes_topic": state_topic,
+            "unit_of_measurement": "people",
+            "state_class": "measurement",
+            "icon": "mdi:account-group",
+            **available,
+        }
+        occupancy = {
+            "name": f"{name} occupancy",
+            "unique_id": f"{uid}_occupancy",
+            "state_topic": state_topic,
+            "device_class": "occupancy",
+            "value_template": "{{ 'ON' if value_json.people > 0 else 'OFF' }}",
+            "payload_on": "ON",
+            "payload_off": "OFF",
+            **available,
+        }
+        dwelling = {
+            "name": f"{name} dwelling",
+            "unique_id": f"{uid}_dwelling",
+            "state_topic": state_topic,
+            "value_template": "{{ value_json.dwelling }}",
+            "unit_of_measurement": "people",
+            "state_class": "measurement",
+            "icon": "mdi:account-clock",
+            **available,
+        }
+        dwell = {
+            "name": f"{name} dwell",
+            "unique_id": f"{uid}_dwell",
+            "state_topic": self.zone_topic(name, "dwell"),
+            "event_types": ["dwell"],
+            "icon": "mdi:timer-sand",
+            # Event entities keep no state, so there is nothing to expire.
+            **self._available(self.state_topic, self.zone_topic(name, "counting"), expires=False),
+        }
+        return [
+            self._config("sensor", f"zone_{name}_people", people),
+            self._config("binary_sensor", f"zone_{name}_occupancy", occupancy),
+            self._config("sensor", f"zone_{name}_dwelling", dwelling),
+            self._config("event", f"zone_{name}_dwell", dwell),
+        ]
+
+    def discovery(self) -> list[Message]:
+        """Home Assistant MQTT discovery configs (retained)."""
+        common: dict[str, Any] = {
+            "state_topic": self.count_topic,
+            # Both must say online: the process is up, and it knows the count.
+            **self._available(self.state_topic, self.counting_topic),
         }
         sensor = {
             "name": "People",
@@ -290,20 +547,29 @@ class MqttPublisher:
             "payload_off": "OFF",
             **common,
         }
-        prefix = self.discovery_prefix
-        return [
-            Message(f"{prefix}/sensor/{self.device_id}_people/config", _json(sensor), 1, True),
-            Message(
-                f"{prefix}/binary_sensor/{self.device_id}_occupancy/config",
-                _json(occupancy),
-                1,
-                True,
-            ),
+        messages = [
+            self._config("sensor", "people", sensor),
+            self._config("binary_sensor", "occupancy", occupancy),
+        ]
+        for name in self.latest_lines:
+            messages += self._line_configs(name)
+        for name in self.latest_zones:
+            messages += self._zone_configs(name)
+        return messages
+
+    def _removal(self, kind: str, name: str) -> list[Message]:
+        """Empty retained messages that delete a line's or zone's entities and state."""
+        configs = self._line_configs(name) if kind == "line" else self._zone_configs(name)
+        leaves = ("in", "out") if kind == "line" else ("people", "counting")
+        topic = self.line_topic if kind == "line" else self.zone_topic
+        return [Message(m.topic, b"", 1, True) for m in configs] + [
+            Message(topic(name, leaf), b"", 1, True) for leaf in leaves
         ]
 
     # ------------------------------------------------------------ service
 
     async def run(self, app: AppView, *, task_status: TaskStatus[None]) -> None:
+        self.add_scene(lines=list(app.config.lines), zones=list(app.config.zones))
         # Started at once: the app must not wait for (or fail on) an absent broker.
         task_status.started()
         async with anyio.create_task_group() as tg:
@@ -311,12 +577,16 @@ class MqttPublisher:
             await self.serve()
 
     async def _heartbeat(self) -> None:
-        """Republish a known count now and then, so ``expire_after`` only fires on silence."""
+        """Republish the known state now and then, so ``expire_after`` only fires on silence."""
         while True:
             await self.clock.sleep(self.heartbeat_s)
-            latest = self.latest_count
-            if latest is not None and not any(m.topic == self.count_topic for m in self._pending):
-                self._enqueue(latest)
+            waiting = {m.topic for m in self._pending}
+            latest = [self.latest_count, *self.latest_zones.values()]
+            for totals in self.latest_lines.values():
+                latest += totals
+            for message in latest:
+                if message is not None and message.topic not in waiting:
+                    self._enqueue(message)
 
     async def wait_connected(self) -> None:
         while not self.stats.connected:
@@ -394,34 +664,50 @@ class MqttPublisher:
             raise lost[0]
 
     async def _watch(self, client: aiomqtt.Client) -> None:
-        """Notices a lost connection (the iterator raises) and Home Assistant restarts."""
-        await client.subscribe(f"{self.discovery_prefix}/status", qos=1)
+        """Notices a lost connection (the iterator raises), Home Assistant restarts, and the
+        lines and zones an earlier run left behind."""
+        status = f"{self.discovery_prefix}/status"
+        await client.subscribe(status, qos=1)
+        # Every run leaves these retained for each of its lines and zones (totals
+        # stay; a zone's counting says offline), so they name what an earlier run had.
+        await client.subscribe(self.line_topic("+", "in"), qos=1)
+        await client.subscribe(self.zone_topic("+", "counting"), qos=1)
         async for message in client.messages:
-            if bytes(message.payload or b"") == b"online":
-                # Home Assistant came back: it wants the discovery configs and state again.
-                for item in self.discovery():
+            payload = message.payload if isinstance(message.payload, bytes) else b""
+            if message.topic.matches(status):
+                if payload == b"online":
+                    # Home Assistant came back: it wants the discovery configs and state again.
+                    for item in self.discovery():
+                        self._enqueue(item)
+                    for item in self._current(clear=False):
+                        self._enqueue(item)
+                continue
+            # Our own messages come back without the retain flag; retained ones are
+            # what the broker held when we subscribed.
+            if not message.retain or not payload:
+                continue
+            kind, name = message.topic.value.split("/")[-3:-1]
+            known = self.latest_lines if kind == "line" else self.latest_zones
+            if name not in known:
+                log.info("MQTT: removing %s %r, which this run does not have", kind, name)
+                for item in self._removal(kind, name):
                     self._enqueue(item)
-                self._enqueue(self._counting())
-                if self.latest_count is not None:
-                    self._enqueue(self.latest_count)
 
     async def _publish(self, client: aiomqtt.Client, message: Message) -> None:
         await client.publish(message.topic, message.payload, qos=message.qos, retain=message.retain)
         self.stats.published += 1
 
     async def _send(self, client: aiomqtt.Client) -> None:
+        # Before saying online: what the broker holds from before (an earlier run, a
+        # count gone unknown) must not be taken as current by whoever subscribes next.
+        for message in self._current(clear=True):
+            # One still queued goes out in its turn; one the broker may have lost
+            # (a restart without persistence) is said again.
+            if not any(m is message for m in self._pending):
+                await self._publish(client, message)
         await self._publish(client, Message(self.state_topic, b"online", 1, True))
         for message in self.discovery():
             await self._publish(client, message)
-        await self._publish(client, self._counting())
-        latest = self.latest_count
-        if latest is None:
-            # A retained count from before (an earlier run, a count gone unknown) must
-            # not be taken as current by whoever subscribes next.
-            await self._publish(client, Message(self.count_topic, b"", 1, True))
-        elif not any(m is latest for m in self._pending):
-            # The broker may have lost it (restart without persistence): say it again.
-            await self._publish(client, latest)
         while True:
             if not self._pending:
                 await self._wakeup.wait()
@@ -441,10 +727,21 @@ class MqttPublisher:
             if self._pending and self._pending[0] is message:
                 self._pending.popleft()
         self.stats.queued = len(self._pending)
-        # The count dies with the process: nobody may take the last one as current later.
+        # The counts die with the process: nobody may take the last ones as current later.
+        # (Line totals stay: they are what this run counted, and the next one resets them.)
         await self._publish(client, Message(self.counting_topic, b"offline", 1, True))
         await self._publish(client, Message(self.count_topic, b"", 1, True))
+        for name in self.latest_zones:
+            for message in self._zone_unknown(name, known=False):
+                await self._publish(client, message)
         await self._publish(client, Message(self.state_topic, b"offline", 1, True))
 
 
-__all__ = ["Message", "MqttPublisher", "MqttSettings", "MqttStats", "parse_mqtt"]
+__all__ = [
+    "Message",
+    "MqttPublisher",
+    "MqttSettings",
+    "MqttStats",
+    "check_scene_name",
+    "parse_mqtt",
+]
