@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from live.frame import Frame
 from models.detections import Detections
-from tools.percept import Percept, Track
+from tools.percept import LineTotals, Percept, Track, ZoneState
 
 
 def people_tracks(boxes: Sequence[Sequence[float]], t: float = 0.0) -> tuple[Track, ...]:
@@ -39,10 +39,15 @@ def make_percept(
     detect_ms: float = 1.0,
     error: str | None = None,
     source: str = "test",
+    tracks: Sequence[Track] | None = None,
+    lines: Mapping[str, LineTotals] | None = None,
+    zones: Mapping[str, ZoneState] | None = None,
 ) -> Percept:
     """A percept of ``image`` (a blank 100x200 frame by default) with these person boxes.
 
-    ``count`` (the smoothed count) defaults to the number of boxes.
+    ``count`` (the smoothed count) defaults to the number of boxes; ``tracks`` to
+    each box as a confirmed person (``people_tracks``); ``lines`` and ``zones``
+    (the scene after this frame) to none.
     """
     if image is None:
         image = np.zeros((100, 200, 3), np.uint8)
@@ -60,7 +65,9 @@ def make_percept(
         detect_ms=detect_ms,
         seq=seq,
         error=error,
-        tracks=people_tracks(boxes, t),
+        tracks=people_tracks(boxes, t) if tracks is None else tuple(tracks),
+        lines=dict(lines or {}),
+        zones=dict(zones or {}),
     )
 
 

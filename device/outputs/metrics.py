@@ -2,13 +2,15 @@
 
 Counters the app keeps anyway (frames, detections, emissions, reconnects,
 tokens) are read when ``/metrics`` is scraped instead of being mirrored, so the
-two can never disagree. An unknown count is left out, never reported as 0.
+two can never disagree. An unknown count is left out, never reported as 0;
+so is an unknown zone's count. Line crossings are counters for the run: they
+stay while the source is down (nothing is counted then, nothing is lost).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -32,6 +34,11 @@ CONNECTION_STATES = (
     "failed",
     "closed",
 )
+
+
+class _TrackerStats(Protocol):
+    confirmed: int
+    removed: int
 
 
 def _one_hot(name: str, documentation: str, states: Iterable[str], current: str) -> Metric:
@@ -106,6 +113,8 @@ class AppCollector(Collector):
         for name, documentation, gauge in gauges:
             if gauge is not None:  # an unknown count is left out, not reported as 0
                 yield GaugeMetricFamily(name, documentation, value=gauge)
+        yield from _scene_metrics(tel)
+        yield from _tracker_metrics(app)
         yield from _log_metrics(app)
         if tel.http is not None:
             yield GaugeMetricFamily(
@@ -145,6 +154,74 @@ class AppCollector(Collector):
         )
         info.add_metric([app.config.device_id, app.config.model_name()], 1.0)
         yield info
+
+
+def _scene_metrics(tel: Telemetry) -> Iterable[Metric]:
+    """Each configured line's crossings by direction, each zone's people and dwellers."""
+    if tel.lines:
+        crossings = CounterMetricFamily(
+            "lookout_line_crossings",
+            "People who crossed a named line, by direction (in: to its positive side)",
+            labels=["line", "direction"],
+        )
+        for name, totals in tel.lines.items():
+            crossings.add_metric([name, "in"], totals.entered)
+            crossings.add_metric([name, "out"], totals.exited)
+        yield crossings
+    known = {
+        name: zone
+        for name, zone in tel.zones.items()
+        if zone.people is not None and tel.count is not None
+    }
+    if not known:
+        return  # every zone unknown (or none configured): left out, like lookout_people
+    families = (
+        GaugeMetricFamily(
+            "lookout_zone_people", "People in a named zone (smoothed)", labels=["zone"]
+        ),
+        GaugeMetricFamily(
+            "lookout_zone_dwelling",
+            "People in a named zone for longer than its dwell time",
+            labels=["zone"],
+        ),
+        GaugeMetricFamily(
+            "lookout_zone_longest_stay_seconds",
+            "Longest stay of someone in a named zone now",
+            labels=["zone"],
+        ),
+    )
+    people, dwelling, longest = families
+    for name, zone in known.items():
+        people.add_metric([name], float(zone.people or 0))
+        dwelling.add_metric([name], float(zone.dwelling))
+        longest.add_metric([name], zone.longest_s)
+    yield from families
+
+
+def _tracker_metrics(app: Any) -> Iterable[Metric]:
+    """What the tracker did, and what tracking (with lines and zones) costs a frame."""
+    perception = app.perception.stats
+    yield CounterMetricFamily(
+        "lookout_track_seconds",
+        "Time spent tracking and updating lines and zones",
+        value=perception.track_ms_total / 1000.0,
+    )
+    yield GaugeMetricFamily(
+        "lookout_track_seconds_mean",
+        "Mean tracking time (with lines and zones) per detected frame",
+        value=perception.track_ms_mean / 1000.0,
+    )
+    # Optional: the app's Perception has a tracker; views of it in tests may not.
+    tracker = getattr(app.perception, "tracker", None)
+    stats: _TrackerStats | None = getattr(tracker, "stats", None)
+    if stats is None:
+        return
+    yield CounterMetricFamily(
+        "lookout_tracks_confirmed", "Tracks confirmed as people (ids given)", value=stats.confirmed
+    )
+    yield CounterMetricFamily(
+        "lookout_tracks_removed", "Tracks ended (left, or never confirmed)", value=stats.removed
+    )
 
 
 def _log_metrics(app: Any) -> Iterable[Metric]:

@@ -24,13 +24,9 @@ Topics, for a device ``<id>``:
   is the zone's own availability, and both follow the rules of ``count`` and
   ``counting`` above. ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
   when someone has stayed past the zone's dwell time.
-- Home Assistant discovery (retained): a people sensor and an occupancy binary
-  sensor, available only while both the state and the counting topics say
-  ``online``, and expiring after ``3 * heartbeat_s`` without an update; per line
-  an in and an out sensor (``total_increasing``, available while the state is
-  online: a total stays true while the camera is down) and a crossing event
-  entity; per zone a people, a dwelling and an occupancy sensor (available while
-  the state and the zone's counting say online) and a dwell event entity.
+- Home Assistant discovery configs (retained) under ``<discovery_prefix>/``,
+  built by :mod:`device.outputs.ha_discovery` (which entities, and when each is
+  available), sent at every connect and when Home Assistant comes back online.
   Entities of lines and zones an earlier run had but this one has not are
   removed (their retained topics are cleared).
 
@@ -62,6 +58,7 @@ from anyio.abc import TaskStatus
 
 from device.app.config import ConfigError
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
+from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
 from device.outputs.telemetry import AppView, strip_credentials
 from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
@@ -165,6 +162,11 @@ def _json(data: dict[str, Any]) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
+def _retained(configs: Iterable[EntityConfig]) -> list[Message]:
+    """Discovery configs as Home Assistant wants them: JSON, QoS 1, retained."""
+    return [Message(config.topic, _json(config.config), 1, True) for config in configs]
+
+
 class MqttPublisher:
     """Event sink + App service publishing one device's state to an MQTT broker."""
 
@@ -206,6 +208,14 @@ class MqttPublisher:
         self.counting_topic = f"{base}/counting"
         self.events_topic = f"{base}/events"
         self.client_id = f"lookout-{device_id}"
+        self.ha_discovery = HomeAssistantDiscovery(
+            self,
+            device_id=self.device_id,
+            model=model,
+            version=version,
+            heartbeat_s=heartbeat_s,
+            prefix=discovery_prefix,
+        )
         # Loading the CA store reads files: do it now, not on the event loop at each connect.
         self._tls = ssl.create_default_context() if settings.tls else None
         self.stats = MqttStats()
@@ -251,13 +261,13 @@ class MqttPublisher:
             if name not in self.latest_lines:
                 check_scene_name("line", name)
                 self.latest_lines[name] = self._totals(name, 0, 0)
-                new += self._line_configs(name)
+                new += _retained(self.ha_discovery.line_configs(name))
                 new += self.latest_lines[name]
         for name in zones:
             if name not in self.latest_zones:
                 check_scene_name("zone", name)
                 self.latest_zones[name] = None
-                new += self._zone_configs(name)
+                new += _retained(self.ha_discovery.zone_configs(name))
                 new += self._zone_unknown(name)
         if self.stats.connected:
             # The connect already announced the others; Home Assistant must learn of these.
@@ -408,161 +418,15 @@ class MqttPublisher:
 
     # ----------------------------------------------------------- discovery
 
-    def _device(self) -> dict[str, Any]:
-        device = {
-            "identifiers": [f"lookout_{self.device_id}"],
-            "name": f"Lookout {self.device_id}",
-            "manufacturer": "Lookout",
-            "model": f"Lookout edge vision agent ({self.model})" if self.model else "Lookout",
-            "sw_version": self.version or None,
-        }
-        return {k: v for k, v in device.items() if v is not None}
-
-    def _available(self, *topics: str, expires: bool = True) -> dict[str, Any]:
-        """Availability: every one of ``topics`` must say online."""
-        common: dict[str, Any] = {
-            "availability": [{"topic": topic} for topic in topics],
-            "availability_mode": "all",
-            "payload_available": "online",
-            "payload_not_available": "offline",
-            "device": self._device(),
-        }
-        if expires:
-            # A backstop for a device that vanished without its last will reaching anyone.
-            common["expire_after"] = round(3 * self.heartbeat_s)
-        return common
-
-    def _config(self, component: str, object_id: str, config: dict[str, Any]) -> Message:
-        topic = f"{self.discovery_prefix}/{component}/{self.device_id}_{object_id}/config"
-        return Message(topic, _json(config), 1, True)
-
-    def _line_configs(self, name: str) -> list[Message]:
-        # A total stays true while the camera is down (crossings are not lost, only
-        # unseen), so only the process's state decides whether it is available.
-        available = self._available(self.state_topic)
-        uid = f"lookout_{self.device_id}_line_{name}"
-        icons = {"in": "mdi:account-arrow-right", "out": "mdi:account-arrow-left"}
-        totals = [
-            self._config(
-                "sensor",
-                f"line_{name}_{direction}",
-                {
-                    "name": f"{name} {direction}",
-                    "unique_id": f"{uid}_{direction}",
-                    "state_topic": self.line_topic(name, direction),
-                    "unit_of_measurement": "people",
-                    # Home Assistant reads a drop (a restart's 0) as a reset, not a loss.
-                    "state_class": "total_increasing",
-                    "icon": icon,
-                    **available,
-                },
-            )
-            for direction, icon in icons.items()
-        ]
-        crossing = {
-            "name": f"{name} crossing",
-            "unique_id": f"{uid}_crossing",
-            "state_topic": self.line_topic(name, "crossing"),
-            "event_types": ["in", "out"],
-            "icon": "mdi:swap-horizontal",
-            **self._available(self.state_topic, expires=False),
-        }
-        return [*totals, self._config("event", f"line_{name}_crossing", crossing)]
-
-    def _zone_configs(self, name: str) -> list[Message]:
-        # The same rules as the people sensor, with the zone's own "counting" topic.
-        available = self._available(self.state_topic, self.zone_topic(name, "counting"))
-        uid = f"lookout_{self.device_id}_zone_{name}"
-        state_topic = self.zone_topic(name, "people")
-        people = {
-            "name": f"{name} people",
-            "unique_id": f"{uid}_people",
-            "state_topic": state_topic,
-            "value_template": "{{ value_json.people }}",
-            "json_attributes_topic": state_topic,
-            "unit_of_measurement": "people",
-            "state_class": "measurement",
-            "icon": "mdi:account-group",
-            **available,
-        }
-        occupancy = {
-            "name": f"{name} occupancy",
-            "unique_id": f"{uid}_occupancy",
-            "state_topic": state_topic,
-            "device_class": "occupancy",
-            "value_template": "{{ 'ON' if value_json.people > 0 else 'OFF' }}",
-            "payload_on": "ON",
-            "payload_off": "OFF",
-            **available,
-        }
-        dwelling = {
-            "name": f"{name} dwelling",
-            "unique_id": f"{uid}_dwelling",
-            "state_topic": state_topic,
-            "value_template": "{{ value_json.dwelling }}",
-            "unit_of_measurement": "people",
-            "state_class": "measurement",
-            "icon": "mdi:account-clock",
-            **available,
-        }
-        dwell = {
-            "name": f"{name} dwell",
-            "unique_id": f"{uid}_dwell",
-            "state_topic": self.zone_topic(name, "dwell"),
-            "event_types": ["dwell"],
-            "icon": "mdi:timer-sand",
-            # Event entities keep no state, so there is nothing to expire.
-            **self._available(self.state_topic, self.zone_topic(name, "counting"), expires=False),
-        }
-        return [
-            self._config("sensor", f"zone_{name}_people", people),
-            self._config("binary_sensor", f"zone_{name}_occupancy", occupancy),
-            self._config("sensor", f"zone_{name}_dwelling", dwelling),
-            self._config("event", f"zone_{name}_dwell", dwell),
-        ]
-
     def discovery(self) -> list[Message]:
         """Home Assistant MQTT discovery configs (retained)."""
-        common: dict[str, Any] = {
-            "state_topic": self.count_topic,
-            # Both must say online: the process is up, and it knows the count.
-            **self._available(self.state_topic, self.counting_topic),
-        }
-        sensor = {
-            "name": "People",
-            "unique_id": f"lookout_{self.device_id}_people",
-            "value_template": "{{ value_json.count }}",
-            "json_attributes_topic": self.count_topic,
-            "unit_of_measurement": "people",
-            "state_class": "measurement",
-            "icon": "mdi:account-group",
-            **common,
-        }
-        occupancy = {
-            "name": "Occupancy",
-            "unique_id": f"lookout_{self.device_id}_occupancy",
-            "device_class": "occupancy",
-            "value_template": "{{ 'ON' if value_json.count > 0 else 'OFF' }}",
-            "payload_on": "ON",
-            "payload_off": "OFF",
-            **common,
-        }
-        messages = [
-            self._config("sensor", "people", sensor),
-            self._config("binary_sensor", "occupancy", occupancy),
-        ]
-        for name in self.latest_lines:
-            messages += self._line_configs(name)
-        for name in self.latest_zones:
-            messages += self._zone_configs(name)
-        return messages
+        return _retained(self.ha_discovery.configs(self.latest_lines, self.latest_zones))
 
     def _removal(self, kind: str, name: str) -> list[Message]:
         """Empty retained messages that delete a line's or zone's entities and state."""
-        configs = self._line_configs(name) if kind == "line" else self._zone_configs(name)
         leaves = ("in", "out") if kind == "line" else ("people", "counting")
         topic = self.line_topic if kind == "line" else self.zone_topic
-        return [Message(m.topic, b"", 1, True) for m in configs] + [
+        return [Message(t, b"", 1, True) for t in self.ha_discovery.config_topics(kind, name)] + [
             Message(topic(name, leaf), b"", 1, True) for leaf in leaves
         ]
 

@@ -2,11 +2,14 @@
 
 ``Telemetry`` subscribes to the device's bus: events (count changes, source
 and model states, model text, streams) set the state, and each percept gives
-the latest frame with its boxes, the raw count and the detector latency. It
-keeps only the current state, a short count history and a reference to the
-newest frame; drawing and JPEG encoding happen later, on demand, in a worker
-thread (``snapshot_jpeg``), so feeding it costs the pipeline next to nothing.
-The Prometheus view of the same state is ``device/outputs/metrics.py``.
+the latest frame with its boxes, the raw count, the detector latency, the
+tracks and the configured lines' totals and zones' states. It keeps only the
+current state, a short count history and a reference to the newest frame;
+drawing and JPEG encoding happen later, on demand, in a worker thread
+(``snapshot_jpeg``), so feeding it costs the pipeline next to nothing. The
+events about lines and zones (crossings, zone counts) keep them current too,
+and an unknown count makes every zone unknown with it. The Prometheus view
+of the same state is ``device/outputs/metrics.py``.
 """
 
 from __future__ import annotations
@@ -16,23 +19,23 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from device.app.config import Config
 from device.capture import CaptureStats
-from device.events import CountChanged, SourceStateEvent
+from device.events import CountChanged, LineCrossed, SourceStateEvent, ZoneCount
 from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
-from device.outputs.render import DisplayFrame, render_jpeg
+from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.perception import PerceptionStats
 from live.clock import Clock
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped, Transcript
 from live.redact import strip_credentials
 from live.session import DeviceCall, SessionStats
-from tools.percept import Percept
+from tools.percept import LineTotals, Percept, Track, ZoneState
 
 DETECT_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
 
@@ -143,6 +146,33 @@ def _iso(wall: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(wall))
 
 
+def scene_geometry(config: Config) -> SceneGeometry:
+    """The configured lines and zones, where the page draws them."""
+    return SceneGeometry(
+        lines={name: spec.points for name, spec in config.lines.items()},
+        zones={name: spec.points for name, spec in config.zones.items()},
+    )
+
+
+def _unknown_zone(state: ZoneState) -> ZoneState:
+    return ZoneState(state.name, None, dwell_s=state.dwell_s)
+
+
+def _points(points: tuple[tuple[float, float], ...]) -> list[list[float]]:
+    return [[round(x, 4), round(y, 4)] for x, y in points]
+
+
+def track_json(track: Track) -> dict[str, Any]:
+    """A track as the page and other clients read it (box in the frame's pixels)."""
+    return {
+        "id": track.id,
+        "state": track.state,
+        "seen": track.seen,
+        "box": [round(v, 1) for v in track.box],
+        "score": round(track.score, 3),
+    }
+
+
 class Telemetry:
     """Current state of one device, its count history, and the frame to show."""
 
@@ -173,6 +203,19 @@ class Telemetry:
         self.connection_reason = ""
         self.connection_since: float | None = None  # wall clock of the last state change
         self.model_text: deque[dict[str, Any]] = deque(maxlen=texts)
+        config = app.config
+        self.geometry = scene_geometry(config)
+        # Every configured line and zone is shown from the start: totals 0, zones unknown
+        # until the first frame says how many are inside.
+        self.lines: dict[str, LineTotals] = {name: LineTotals(name) for name in config.lines}
+        self.zones: dict[str, ZoneState] = {
+            name: ZoneState(
+                name, None, dwell_s=spec.dwell if spec.dwell is not None else config.dwell
+            )
+            for name, spec in config.zones.items()
+        }
+        self.tracks: tuple[Track, ...] = ()  # the last frame's, while the count is known
+        self.frame_size: tuple[int, int] | None = None  # width, height of the last frame
         self.state_changes = Changes()
         self.frame_changes = Changes()
         self.mqtt: PublisherStats | None = None
@@ -207,8 +250,27 @@ class Telemetry:
                 # and the chart has a gap from here.
                 self.count_reason = event.reason or "unknown"
                 self.raw = None
+                self.tracks = ()
+                # Zones are unknown with the count (perception also says so per zone);
+                # line totals stay: they are what was counted so far.
+                self.zones = {name: _unknown_zone(z) for name, z in self.zones.items()}
                 self.history.append((event.t, None))
                 self._trim_history(event.t)
+        elif isinstance(event, LineCrossed):
+            last: Literal["in", "out"] = "in" if event.direction == "in" else "out"
+            self.lines[event.line] = LineTotals(event.line, event.total_in, event.total_out, last)
+        elif isinstance(event, ZoneCount):
+            zone = self.zones.get(event.zone, ZoneState(event.zone, None))
+            if event.people is None:
+                self.zones[event.zone] = _unknown_zone(zone)
+            else:
+                self.zones[event.zone] = ZoneState(
+                    event.zone,
+                    event.people,
+                    event.dwelling,
+                    event.longest_s,
+                    dwell_s=zone.dwell_s,
+                )
         elif isinstance(event, SourceStateEvent):
             self.source_name = strip_credentials(event.source)
             self.source_state = event.state
@@ -235,6 +297,13 @@ class Telemetry:
         if percept.error is None:
             self.detect_ms = percept.detect_ms
             self.detect_latency.observe(percept.detect_ms / 1000.0)
+        # The percept's numbers are perception's own after this frame: they win over
+        # what the events said (the same numbers, a moment earlier).
+        self.lines.update(percept.lines)
+        self.zones.update(percept.zones)
+        self.tracks = percept.tracks
+        height, width = percept.frame.image.shape[:2]
+        self.frame_size = (int(width), int(height))
         if not self.privacy:
             self._frame_seq += 1
             self._display = DisplayFrame(
@@ -245,6 +314,10 @@ class Telemetry:
                 percept.count,
                 percept.raw,
                 self._monotonic(),
+                tracks=percept.tracks,
+                lines=percept.lines,
+                zones=percept.zones,
+                geometry=self.geometry,
             )
             self.frame_changes.bump()
         self.state_changes.bump()
@@ -342,10 +415,49 @@ class Telemetry:
             "startable": self.app.session.streaming_tools() if self.app.session else [],
             "model_text": list(self.model_text),
             "frame_seq": self.frame_seq,
+            "frame_size": list(self.frame_size) if self.frame_size else None,
+            "lines": self.lines_state(),
+            "zones": self.zones_state(),
+            "tracks": [track_json(t) for t in self.tracks] if self.count is not None else [],
             "health": {"ok": health.ok, "status": health.status, "reason": health.reason},
         }
         if self.mqtt is not None:
             data["mqtt"] = {"connected": self.mqtt.connected, "queued": self.mqtt.queued}
+        return data
+
+    def lines_state(self) -> dict[str, dict[str, Any]]:
+        """Each configured line's totals; ``counting`` is false while the count is unknown.
+
+        The totals are what was counted so far in this run and stay on show; while
+        nothing is counted they are marked as not current, never reset to 0.
+        """
+        counting = self.count is not None
+        data: dict[str, dict[str, Any]] = {}
+        for name, totals in self.lines.items():
+            a, b = self.geometry.lines.get(name, ((0.0, 0.0), (0.0, 0.0)))
+            data[name] = {
+                "name": name,
+                "in": totals.entered,
+                "out": totals.exited,
+                "last": totals.last,
+                "counting": counting,
+                "points": _points((a, b)),
+            }
+        return data
+
+    def zones_state(self) -> dict[str, dict[str, Any]]:
+        """Each configured zone now; ``people``, ``dwelling``, ``longest_s`` null while unknown."""
+        data: dict[str, dict[str, Any]] = {}
+        for name, zone in self.zones.items():
+            known = zone.people is not None and self.count is not None
+            data[name] = {
+                "name": name,
+                "people": zone.people if known else None,
+                "dwelling": zone.dwelling if known else None,
+                "longest_s": round(zone.longest_s, 1) if known else None,
+                "dwell_s": zone.dwell_s,
+                "points": _points(self.geometry.zones.get(name, ())),
+            }
         return data
 
     def snapshot_jpeg(self) -> tuple[int, bytes] | None:
@@ -368,4 +480,4 @@ class Telemetry:
         return generate_latest(self.registry)
 
 
-__all__ = ["AppView", "Health", "Telemetry", "strip_credentials"]
+__all__ = ["AppView", "Health", "Telemetry", "scene_geometry", "strip_credentials", "track_json"]

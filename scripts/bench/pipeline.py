@@ -135,6 +135,7 @@ class Probe:
             isinstance(event, Emission)
             and event.to_model
             and "people" in event.payload
+            and "zone" not in event.payload  # watch_zone says people too, not count changes
             and self._last_change_at is not None
         ):
             self.emit_ms.append((now - self._last_change_at) * 1000)

@@ -150,6 +150,78 @@ async function stopStream(name, callId, button) {
   }
 }
 
+function sceneRows(table, items, keys) {
+  // Rebuild only when the configured names change; routine updates set the cells.
+  const body = table.querySelector("tbody");
+  const names = items.map((item) => item.name).join("\n");
+  if (table.dataset.names !== names) {
+    table.dataset.names = names;
+    body.replaceChildren();
+    for (const item of items) {
+      const row = document.createElement("tr");
+      row.dataset.name = item.name;
+      for (const key of keys) {
+        const cell = document.createElement("td");
+        cell.dataset.key = key;
+        if (key !== "name") cell.className = "num";
+        row.appendChild(cell);
+      }
+      body.appendChild(row);
+    }
+  }
+  table.hidden = items.length === 0;
+  const rows = new Map();
+  for (const row of body.rows) rows.set(row.dataset.name, row);
+  return rows;
+}
+
+function setCell(row, key, text) {
+  const cell = row.querySelector(`[data-key="${key}"]`);
+  if (cell.textContent !== text) cell.textContent = text;
+}
+
+function renderScene(state) {
+  const lines = Object.values(state.lines || {});
+  const zones = Object.values(state.zones || {});
+  $("scene").hidden = lines.length === 0 && zones.length === 0;
+  const counting = state.count !== null && state.count !== undefined;
+  const lineRows = sceneRows($("lines"), lines, ["name", "in", "out"]);
+  for (const line of lines) {
+    const row = lineRows.get(line.name);
+    // Totals stay on show while nothing is counted, greyed: they are the run's so far.
+    row.classList.toggle("unknown", !line.counting);
+    row.title = line.counting ? `${line.in} in / ${line.out} out` : "not counting now: the totals so far";
+    setCell(row, "name", line.name);
+    setCell(row, "in", String(line.in));
+    setCell(row, "out", String(line.out));
+  }
+  const zoneRows = sceneRows($("zones"), zones, ["name", "people", "dwelling", "longest"]);
+  for (const zone of zones) {
+    const row = zoneRows.get(zone.name);
+    // Unknown is shown as unknown, like the count: a dash, greyed, never the last number.
+    const known = zone.people !== null && zone.people !== undefined;
+    row.classList.toggle("unknown", !known);
+    row.title = known ? `dwelling: there for over ${zone.dwell_s} s` : "count unknown";
+    setCell(row, "name", zone.name);
+    setCell(row, "people", known ? String(zone.people) : "–");
+    setCell(row, "dwelling", known ? String(zone.dwelling) : "–");
+    setCell(row, "longest", known ? fmtSeconds(zone.longest_s) : "–");
+  }
+  const detail = [];
+  if (!counting) {
+    detail.push(`Not counting (${state.count_reason || "unknown"})`);
+    if (lines.length) detail.push("line totals are those so far");
+    if (zones.length) detail.push("zone counts unknown");
+  } else if (zones.length) {
+    const dwells = [...new Set(zones.map((z) => z.dwell_s))];
+    const each = dwells.length === 1 ? `${dwells[0]} s` : zones.map((z) => `${z.dwell_s} s in ${z.name}`).join(", ");
+    detail.push(`Dwelling: there for over ${each}`);
+  }
+  // The in side is where (B - A) x (P - A) > 0 in image coordinates: right of A→B.
+  if (lines.length && counting) detail.push(state.privacy ? "in: to the right of A→B" : "in: to the right of A→B (the arrow)");
+  $("scene-detail").textContent = detail.join(" · ");
+}
+
 function renderText(items) {
   const list = $("model-text");
   list.replaceChildren();
@@ -254,6 +326,7 @@ function render(state) {
   setBadge($("health"), healthText, { ok: "ok", degraded: "warn" }[status] || "bad");
   $("health").title = state.health.reason;
   renderImage(state);
+  renderScene(state);
   renderStreams(state.streams);
   renderStart(state.startable || [], state.streams);
   renderText(state.model_text);

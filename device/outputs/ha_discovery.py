@@ -1,0 +1,237 @@
+"""Home Assistant MQTT discovery: which entities a device's MQTT topics become in Home Assistant.
+
+This module only builds the discovery configs. Each one is a topic under
+``<prefix>/<component>/<device_id>_<object_id>/config`` plus the JSON-ready
+config that tells Home Assistant which topics an entity reads. It does not
+connect, publish or encode: :mod:`device.outputs.mqtt` owns the topics these
+configs point at, and sends the configs as retained messages. Keeping the
+discovery schema here means the publisher's topic and connection logic can be
+read without Home Assistant's details in the way, and the reverse.
+
+The entities, for a device:
+
+- a people sensor and an occupancy binary sensor, available only while both the
+  state and the counting topics say ``online``, and expiring after
+  ``3 * heartbeat_s`` without an update;
+- per line, an in and an out sensor (``total_increasing``, available while the
+  state is online, because a total stays true while the camera is down) and a
+  crossing event entity;
+- per zone, a people, an occupancy and a dwelling sensor (available while the
+  state and the zone's counting topic say online) and a dwell event entity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Topics(Protocol):
+    """The state topics the entities read, named by whoever publishes them."""
+
+    @property
+    def state_topic(self) -> str: ...
+
+    @property
+    def count_topic(self) -> str: ...
+
+    @property
+    def counting_topic(self) -> str: ...
+
+    def line_topic(self, name: str, leaf: str) -> str: ...
+
+    def zone_topic(self, name: str, leaf: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class EntityConfig:
+    """One discovery config: where it goes, and what it says (not yet encoded)."""
+
+    topic: str
+    config: dict[str, Any]
+
+
+class HomeAssistantDiscovery:
+    """Discovery configs for one device's people count, lines and zones."""
+
+    def __init__(
+        self,
+        topics: Topics,
+        *,
+        device_id: str,
+        model: str = "",
+        version: str = "",
+        heartbeat_s: float = 60.0,
+        prefix: str = "homeassistant",
+    ) -> None:
+        self.topics = topics
+        self.device_id = device_id
+        self.model = model
+        self.version = version
+        self.heartbeat_s = heartbeat_s
+        self.prefix = prefix
+
+    def device(self) -> dict[str, Any]:
+        """The device block every entity shares, so Home Assistant groups them."""
+        device = {
+            "identifiers": [f"lookout_{self.device_id}"],
+            "name": f"Lookout {self.device_id}",
+            "manufacturer": "Lookout",
+            "model": f"Lookout edge vision agent ({self.model})" if self.model else "Lookout",
+            "sw_version": self.version or None,
+        }
+        return {k: v for k, v in device.items() if v is not None}
+
+    def _available(self, *topics: str, expires: bool = True) -> dict[str, Any]:
+        """Availability: every one of ``topics`` must say online."""
+        common: dict[str, Any] = {
+            "availability": [{"topic": topic} for topic in topics],
+            "availability_mode": "all",
+            "payload_available": "online",
+            "payload_not_available": "offline",
+            "device": self.device(),
+        }
+        if expires:
+            # A backstop for a device that vanished without its last will reaching anyone.
+            common["expire_after"] = round(3 * self.heartbeat_s)
+        return common
+
+    def _config(self, component: str, object_id: str, config: dict[str, Any]) -> EntityConfig:
+        topic = f"{self.prefix}/{component}/{self.device_id}_{object_id}/config"
+        return EntityConfig(topic, config)
+
+    def configs(self, lines: Iterable[str] = (), zones: Iterable[str] = ()) -> list[EntityConfig]:
+        """Every config: the device's people and occupancy, then each line's and zone's."""
+        topics = self.topics
+        common: dict[str, Any] = {
+            "state_topic": topics.count_topic,
+            # Both must say online: the process is up, and it knows the count.
+            **self._available(topics.state_topic, topics.counting_topic),
+        }
+        sensor = {
+            "name": "People",
+            "unique_id": f"lookout_{self.device_id}_people",
+            "value_template": "{{ value_json.count }}",
+            "json_attributes_topic": topics.count_topic,
+            "unit_of_measurement": "people",
+            "state_class": "measurement",
+            "icon": "mdi:account-group",
+            **common,
+        }
+        occupancy = {
+            "name": "Occupancy",
+            "unique_id": f"lookout_{self.device_id}_occupancy",
+            "device_class": "occupancy",
+            "value_template": "{{ 'ON' if value_json.count > 0 else 'OFF' }}",
+            "payload_on": "ON",
+            "payload_off": "OFF",
+            **common,
+        }
+        configs = [
+            self._config("sensor", "people", sensor),
+            self._config("binary_sensor", "occupancy", occupancy),
+        ]
+        for name in lines:
+            configs += self.line_configs(name)
+        for name in zones:
+            configs += self.zone_configs(name)
+        return configs
+
+    def line_configs(self, name: str) -> list[EntityConfig]:
+        """A line's in and out totals and its crossing event."""
+        topics = self.topics
+        # A total stays true while the camera is down (crossings are not lost, only
+        # unseen), so only the process's state decides whether it is available.
+        available = self._available(topics.state_topic)
+        uid = f"lookout_{self.device_id}_line_{name}"
+        icons = {"in": "mdi:account-arrow-right", "out": "mdi:account-arrow-left"}
+        totals = [
+            self._config(
+                "sensor",
+                f"line_{name}_{direction}",
+                {
+                    "name": f"{name} {direction}",
+                    "unique_id": f"{uid}_{direction}",
+                    "state_topic": topics.line_topic(name, direction),
+                    "unit_of_measurement": "people",
+                    # Home Assistant reads a drop (a restart's 0) as a reset, not a loss.
+                    "state_class": "total_increasing",
+                    "icon": icon,
+                    **available,
+                },
+            )
+            for direction, icon in icons.items()
+        ]
+        crossing = {
+            "name": f"{name} crossing",
+            "unique_id": f"{uid}_crossing",
+            "state_topic": topics.line_topic(name, "crossing"),
+            "event_types": ["in", "out"],
+            "icon": "mdi:swap-horizontal",
+            **self._available(topics.state_topic, expires=False),
+        }
+        return [*totals, self._config("event", f"line_{name}_crossing", crossing)]
+
+    def zone_configs(self, name: str) -> list[EntityConfig]:
+        """A zone's people, occupancy and dwelling sensors and its dwell event."""
+        topics = self.topics
+        counting = topics.zone_topic(name, "counting")
+        # The same rules as the people sensor, with the zone's own "counting" topic.
+        available = self._available(topics.state_topic, counting)
+        uid = f"lookout_{self.device_id}_zone_{name}"
+        state_topic = topics.zone_topic(name, "people")
+        people = {
+            "name": f"{name} people",
+            "unique_id": f"{uid}_people",
+            "state_topic": state_topic,
+            "value_template": "{{ value_json.people }}",
+            "json_attributes_topic": state_topic,
+            "unit_of_measurement": "people",
+            "state_class": "measurement",
+            "icon": "mdi:account-group",
+            **available,
+        }
+        occupancy = {
+            "name": f"{name} occupancy",
+            "unique_id": f"{uid}_occupancy",
+            "state_topic": state_topic,
+            "device_class": "occupancy",
+            "value_template": "{{ 'ON' if value_json.people > 0 else 'OFF' }}",
+            "payload_on": "ON",
+            "payload_off": "OFF",
+            **available,
+        }
+        dwelling = {
+            "name": f"{name} dwelling",
+            "unique_id": f"{uid}_dwelling",
+            "state_topic": state_topic,
+            "value_template": "{{ value_json.dwelling }}",
+            "unit_of_measurement": "people",
+            "state_class": "measurement",
+            "icon": "mdi:account-clock",
+            **available,
+        }
+        dwell = {
+            "name": f"{name} dwell",
+            "unique_id": f"{uid}_dwell",
+            "state_topic": topics.zone_topic(name, "dwell"),
+            "event_types": ["dwell"],
+            "icon": "mdi:timer-sand",
+            # Event entities keep no state, so there is nothing to expire.
+            **self._available(topics.state_topic, counting, expires=False),
+        }
+        return [
+            self._config("sensor", f"zone_{name}_people", people),
+            self._config("binary_sensor", f"zone_{name}_occupancy", occupancy),
+            self._config("sensor", f"zone_{name}_dwelling", dwelling),
+            self._config("event", f"zone_{name}_dwell", dwell),
+        ]
+
+    def config_topics(self, kind: str, name: str) -> list[str]:
+        """The config topics of a ``"line"``'s or ``"zone"``'s entities (to remove them)."""
+        configs = self.line_configs(name) if kind == "line" else self.zone_configs(name)
+        return [config.topic for config in configs]
+
+
+__all__ = ["EntityConfig", "HomeAssistantDiscovery", "Topics"]
