@@ -12,7 +12,7 @@ from live.requests import LiveRequest, LiveRequestQueue, RequestKind
 from live.session import DeviceCall, LiveSession, Runner
 from live.stop_streaming import STOP_STREAMING
 from live.store import SQLiteStore, StoreError, StoreHealth
-from live.tool import Tool, ToolArgumentError, ToolContext
+from live.tool import Tool, ToolArgumentError, ToolContext, ToolUnavailable
 
 __all__ = [
     "PENDING_STATUS",
@@ -45,5 +45,6 @@ __all__ = [
     "Tool",
     "ToolArgumentError",
     "ToolContext",
+    "ToolUnavailable",
     "read_events",
 ]

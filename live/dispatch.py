@@ -23,7 +23,7 @@ from live.events import Event, JobProgress
 from live.input_stream import InputStream
 from live.jobs import Job, JobState, ProgressThrottle
 from live.redact import redact, short_error
-from live.tool import Tool, ToolArgumentError, ToolContext
+from live.tool import Tool, ToolArgumentError, ToolContext, ToolUnavailable
 
 log = logging.getLogger("lookout.dispatch")
 
@@ -99,6 +99,10 @@ async def invoke(
     except TimeoutError:
         message = f"{tool.name} timed out after {timeout_s:g} s"
         return Outcome(error_response(message, secrets), message, "tool_call")
+    except (ToolUnavailable, ToolArgumentError) as exc:
+        # Expected: the answer says why, once; no error log and no exception name.
+        message = redact(" ".join(str(exc).split()), secrets)
+        return Outcome(error_response(message, secrets), message, tool.name)
     except Exception as exc:
         message = short_error(exc, secrets)
         log.error("tool %s (call %s) failed: %s", tool.name, context.call_id, message)

@@ -20,6 +20,11 @@ class ToolArgumentError(ValueError):
     """The model called a tool with arguments it cannot take; the message says why."""
 
 
+class ToolUnavailable(Exception):
+    """A tool cannot answer here for a reason a person can fix (no log to read, nothing
+    configured): the message is the answer, said as is; it is not a failure of the tool."""
+
+
 @dataclass
 class ToolContext:
     """Handed to a tool that asks for it (by type annotation, never by name).

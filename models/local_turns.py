@@ -7,6 +7,8 @@ late results, pages). It reads only the conversation it is sent:
 * a question: "how many" / "count" / "people" -> ``count_people_now()``;
   "report" (with "N minutes" or "N seconds") -> ``start_occupancy_report``;
   a job id ("counts for job-...") -> ``fetch_counts`` from the first page;
+  "visitors" / "came in" / "entries" / "exits" / "crossings" (with "N minutes",
+  "N hours", "the last hour"; else the last hour) -> ``visitors(minutes)``;
 * tool answers: it says what they mean; a finished report makes it read every
   page of per-minute counts (``fetch_counts`` with each ``next_cursor``), then
   it summarises.
@@ -28,11 +30,14 @@ from live.turn_model import TurnReply, TurnRequest
 COUNT_NOW = "count_people_now"
 REPORT = "start_occupancy_report"
 FETCH = "fetch_counts"
+VISITORS = "visitors"
 HELP = (
     "I can count the people in view now ('how many people?'), watch for a while and "
-    "summarise ('report for 5 minutes'), and read a report's per-minute counts "
-    "('counts for job-...')."
+    "summarise ('report for 5 minutes'), read a report's per-minute counts "
+    "('counts for job-...') and count who crossed the lines ('how many visitors in the "
+    "last 10 minutes?')."
 )
+VISITORS_DEFAULT_MINUTES = 60.0  # "how many visitors?" with no time said: the last hour
 _JOB_ID = re.compile(r"\bjob-[0-9a-f]{6,}\b")
 _DURATION = re.compile(
     r"(\d+(?:\.\d+)?)\s*(h|hours?|m|min|mins|minutes?|s|sec|secs|seconds?)\b", re.I
@@ -41,6 +46,13 @@ _COUNT_WORDS = re.compile(
     r"\b(how many|count|people|persons?|anyone|anybody|occupancy now)\b", re.I
 )
 _REPORT_WORDS = re.compile(r"\b(report|survey|watch|monitor)\b", re.I)
+# Asked before the count words: "how many visitors" is about crossings, not who is in view.
+_VISITOR_WORDS = re.compile(
+    r"\b(visitors?|visits?|footfall|entries|entered|exits|exited|crossings?|crossed"
+    r"|(?:came|come|coming|walked|went|gone|going) (?:in|out|inside|outside))\b",
+    re.I,
+)
+_LAST_UNIT = re.compile(r"\b(?:last|past|previous)\s+(hour|minute|day)\b", re.I)
 
 
 def people(n: int) -> str:
@@ -57,6 +69,16 @@ def minutes_in(text: str, default: float = 1.0) -> float:
     if unit.startswith("s"):
         return value / 60
     return value
+
+
+def visitor_minutes(text: str) -> float:
+    """The window a visitors question asks about: "N minutes/hours", "the last hour"."""
+    if _DURATION.search(text):
+        return minutes_in(text)
+    unit = _LAST_UNIT.search(text)
+    if unit is not None:
+        return {"minute": 1.0, "hour": 60.0, "day": 1440.0}[unit.group(1).lower()]
+    return VISITORS_DEFAULT_MINUTES
 
 
 class LocalTurnModel:
@@ -84,6 +106,9 @@ class LocalTurnModel:
         job = _JOB_ID.search(text)
         if job and FETCH in declared:
             return TurnReply(calls=(self._call(FETCH, {"job_id": job.group(0), "cursor": ""}),))
+        if _VISITOR_WORDS.search(text) and VISITORS in declared:
+            minutes = round(visitor_minutes(text), 4)
+            return TurnReply(calls=(self._call(VISITORS, {"minutes": minutes}),))
         if _REPORT_WORDS.search(text) and REPORT in declared:
             minutes = round(minutes_in(text), 4)
             return TurnReply(calls=(self._call(REPORT, {"minutes": minutes}),))
@@ -126,6 +151,8 @@ class LocalTurnModel:
             return self._report(payload, declared)
         if name == FETCH:
             return self._page(request, payload)
+        if name == VISITORS:
+            return visitors_text(payload), None
         return f"{name} answered {json.dumps(payload, sort_keys=True)}.", None
 
     def _report(
@@ -177,6 +204,28 @@ def summary(result: dict[str, Any]) -> str:
     )
 
 
+def visitors_text(payload: dict[str, Any]) -> str:
+    """What a ``visitors`` answer says: per line, who came in and who went out, and when."""
+    minutes = float(payload.get("minutes", 0))
+    window = f"{minutes:g} minute{'' if minutes == 1 else 's'}"
+    if payload.get("clock") == "media":
+        where = (
+            f" of {payload.get('source') or 'the recording'} "
+            f"({float(payload.get('from', 0)):.1f}-{float(payload.get('to', 0)):.1f} s)"
+        )
+    else:
+        # Local ISO times: the clock time is what a person reads.
+        start, end = str(payload.get("from", "")), str(payload.get("to", ""))
+        where = f" ({start[11:19]}-{end[11:19]})" if len(start) >= 19 and len(end) >= 19 else ""
+    lines = payload.get("lines") or {}
+    counted = "; ".join(
+        f"{name}: {counts.get('in', 0)} in, {counts.get('out', 0)} out"
+        for name, counts in lines.items()
+    )
+    note = f" ({payload['note']})" if payload.get("note") else ""
+    return f"In the last {window}{where}: {counted or 'no lines'}.{note}"
+
+
 def _span(start: float, end: float) -> str:
     if start % 60 == 0 and end % 60 == 0:
         return f"minute {int(start // 60) + 1}"
@@ -209,4 +258,4 @@ def _pages_read(request: TurnRequest, job_id: str) -> list[dict[str, Any]]:
     return pages
 
 
-__all__ = ["LocalTurnModel", "minutes_in", "summary"]
+__all__ = ["LocalTurnModel", "minutes_in", "summary", "visitor_minutes", "visitors_text"]

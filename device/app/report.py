@@ -7,6 +7,12 @@ figures). Output: ``.png`` (the chart, figures printed beside it) or ``.html``
 stream starts/stops as tables). A recording is shown in its media time, a camera
 in wall-clock time.
 
+A log with lines or zones (``lookout run --line/--zone``) adds, on the same axis and
+cut into periods (``report_data.build_scene``): entries and exits per line (bars per
+period under the count, a table and totals) and each zone's occupancy (its people
+over time, a table of mean/max people and dwell events per period). A log without
+them is reported exactly as before.
+
 matplotlib is an optional dependency (``pip install 'lookout[report]'``);
 without it ``make_report`` raises ReportError saying so.
 """
@@ -17,6 +23,7 @@ import base64
 import html
 import io
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +31,9 @@ from device.app.report_data import (
     MEDIA,
     WALL,
     ReportError,
+    Scene,
     Timeline,
+    build_scene,
     build_timeline,
     load_events,
     select_run,
@@ -33,6 +42,7 @@ from device.app.report_data import (
 )
 
 OUTPUT_SUFFIXES = (".html", ".htm", ".png")
+MAX_PERIOD_ROWS = 10_000
 AXIS_LABELS = {
     MEDIA: "media time (s of the recording)",
     WALL: "time of day",
@@ -63,11 +73,71 @@ def _figures_lines(summary: dict[str, Any]) -> list[tuple[str, str]]:
             f"{summary['streams_started']} / {summary['streams_stopped']}",
         ),
         ("Runs", number(summary["runs"])),
+        *_scene_figures(summary, number),
     ]
 
 
-def render_chart(timeline: Timeline, summary: dict[str, Any], *, with_figures: bool) -> bytes:
-    """The chart as PNG bytes (matplotlib's Agg canvas; no pyplot, no global state)."""
+def _scene_figures(summary: dict[str, Any], number: Callable[[Any], str]) -> list[tuple[str, str]]:
+    """The lines' and zones' totals, for a log that has them (nothing otherwise)."""
+    rows = [
+        (f"Line {name}: in / out", f"{totals['in']} / {totals['out']}")
+        for name, totals in summary.get("lines", {}).items()
+    ]
+    for name, zone in summary.get("zones", {}).items():
+        rows.append(
+            (
+                f"Zone {name}: mean / max people",
+                f"{number(zone['mean_people'])} / {number(zone['max_people'])}",
+            )
+        )
+        rows.append((f"Zone {name}: dwell events", number(zone["dwell_events"])))
+    return rows
+
+
+def period_text(seconds: float) -> str:
+    """A period's length as people say it: 10 s, 5 min, 1 h, 1 day."""
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
+
+
+def _step_segments(
+    steps: list[tuple[float, int | None]], end: float
+) -> list[tuple[list[float], list[float]]]:
+    """Each stretch of known values on its own, so gaps (stopped, between runs) stay empty."""
+    xs: list[float] = []
+    ys: list[float] = []
+    segments: list[tuple[list[float], list[float]]] = []
+    for t, count in steps:
+        if count is None:
+            if xs:
+                xs.append(t)
+                ys.append(ys[-1])
+                segments.append((xs, ys))
+            xs, ys = [], []
+            continue
+        xs.append(t)
+        ys.append(count)
+    if xs:
+        xs.append(end)
+        ys.append(ys[-1])
+        segments.append((xs, ys))
+    return segments
+
+
+def render_chart(
+    timeline: Timeline,
+    summary: dict[str, Any],
+    *,
+    with_figures: bool,
+    scene: Scene | None = None,
+) -> bytes:
+    """The chart as PNG bytes (matplotlib's Agg canvas; no pyplot, no global state).
+
+    With a ``scene`` that has lines or zones, a panel for each under the count's,
+    sharing its time axis; without, the chart is the count's alone, as it always was.
+    """
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -77,12 +147,18 @@ def render_chart(timeline: Timeline, summary: dict[str, Any], *, with_figures: b
             "lookout report needs matplotlib: pip install 'lookout[report]'"
         ) from None
 
-    figure = Figure(figsize=(12 if with_figures else 10, 4.2), dpi=100, layout="constrained")
+    panels = [] if scene is None else [kind for kind in ("lines", "zones") if getattr(scene, kind)]
+    height = 4.2 + 2.8 * len(panels)
+    figure = Figure(figsize=(12 if with_figures else 10, height), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
+    rows = 1 + len(panels)
+    ratios = (3.0,) + (2.2,) * len(panels)
+    extra: list[Any] = []
     if with_figures:
-        grid = figure.add_gridspec(1, 2, width_ratios=(3.2, 1))
+        grid = figure.add_gridspec(rows, 2, width_ratios=(3.2, 1), height_ratios=ratios)
         ax = figure.add_subplot(grid[0, 0])
-        side = figure.add_subplot(grid[0, 1])
+        extra = [figure.add_subplot(grid[i + 1, 0], sharex=ax) for i in range(len(panels))]
+        side = figure.add_subplot(grid[:, 1])
         side.axis("off")
         lines = _figures_lines(summary)
         side.text(
@@ -95,27 +171,14 @@ def render_chart(timeline: Timeline, summary: dict[str, Any], *, with_figures: b
             family="monospace",
             transform=side.transAxes,
         )
+    elif panels:
+        grid = figure.add_gridspec(rows, 1, height_ratios=ratios)
+        ax = figure.add_subplot(grid[0, 0])
+        extra = [figure.add_subplot(grid[i + 1, 0], sharex=ax) for i in range(len(panels))]
     else:
         ax = figure.add_subplot(1, 1, 1)
     top = max([c for _, c in timeline.steps if c is not None], default=0) + 1
-    # Draw each stretch of known count on its own, so gaps (stopped, between runs) stay empty.
-    xs: list[float] = []
-    ys: list[float] = []
-    segments: list[tuple[list[float], list[float]]] = []
-    for t, count in timeline.steps:
-        if count is None:
-            if xs:
-                xs.append(t)
-                ys.append(ys[-1])
-                segments.append((xs, ys))
-            xs, ys = [], []
-            continue
-        xs.append(t)
-        ys.append(count)
-    if xs:
-        xs.append(timeline.end)
-        ys.append(ys[-1])
-        segments.append((xs, ys))
+    segments = _step_segments(timeline.steps, timeline.end)
     for i, (seg_x, seg_y) in enumerate(segments):
         ax.step(
             seg_x, seg_y, where="post", color="#1f77b4", lw=2, label="people" if i == 0 else None
@@ -137,6 +200,8 @@ def render_chart(timeline: Timeline, summary: dict[str, Any], *, with_figures: b
         )
     ax.set_ylim(-0.2, top + 0.9)
     first = min([0.0] + [t for t, _ in timeline.steps])
+    if panels and scene is not None:
+        first = min(first, scene.first)  # a camera's first period starts on a round time
     last = max(timeline.end, 1.0)
     margin = (last - first) * 0.01  # so lines at the very start or end stay visible
     ax.set_xlim(first - margin, last + margin)
@@ -146,9 +211,68 @@ def render_chart(timeline: Timeline, summary: dict[str, Any], *, with_figures: b
     ax.set_title("People count")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8, ncols=5, frameon=False)
+    if scene is not None:
+        for kind, panel in zip(panels, extra, strict=True):
+            if kind == "lines":
+                _draw_lines(panel, scene)
+            else:
+                _draw_zones(panel, scene, timeline.end)
+            panel.grid(alpha=0.3)
+        if extra:
+            # One time axis for all panels: its ticks and label are read under the lowest.
+            for upper in [ax, *extra[:-1]]:
+                upper.set_xlabel("")
+                upper.tick_params(labelbottom=False)
+            _label_time_axis(extra[-1], timeline)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+
+
+def _draw_lines(ax: Any, scene: Scene) -> None:
+    """Entries up and exits down, one bar of each per line and period."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    table = scene.line_periods()
+    width = scene.period_s * 0.8 / max(1, len(table))
+    for j, (name, rows) in enumerate(table.items()):
+        colour = COLOURS[j % len(COLOURS)]
+        xs = [start + scene.period_s * 0.1 + width * (j + 0.5) for start in scene.starts()]
+        ax.bar(xs, [r["in"] for r in rows], width, color=colour, label=f"{name}: in")
+        ax.bar(xs, [-r["out"] for r in rows], width, color=colour, alpha=0.45, label=f"{name}: out")
+    ax.axhline(0, color="#444", lw=0.8)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _p: f"{abs(y):g}"))
+    ax.set_ylabel("in ↑  out ↓")
+    ax.set_title(f"Line crossings per {period_text(scene.period_s)}")
+    ax.legend(loc="best", fontsize=8, ncols=min(6, 2 * len(table)), frameon=False)
+
+
+def _draw_zones(ax: Any, scene: Scene, end: float) -> None:
+    """Each zone's people over time (steps, gaps where unknown) and its dwell events."""
+    from matplotlib.ticker import MaxNLocator
+
+    top = 1
+    for j, name in enumerate(scene.zones):
+        colour = COLOURS[j % len(COLOURS)]
+        steps = scene.zone_steps.get(name, [])
+        top = max([top] + [p for _, p in steps if p is not None])
+        for i, (seg_x, seg_y) in enumerate(_step_segments(steps, end)):
+            ax.step(seg_x, seg_y, where="post", color=colour, lw=1.6,
+                    label=name if i == 0 else None)  # fmt: skip
+    for j, name in enumerate(scene.zones):
+        times = [t for t, zone in scene.dwells if zone == name]
+        if times:
+            ax.plot(times, [top + 0.4] * len(times), "o", color=COLOURS[j % len(COLOURS)],
+                    ms=5, label=f"{name}: dwell")  # fmt: skip
+    ax.set_ylim(-0.2, top + 0.9)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("people in zone")
+    ax.set_title("Zone occupancy")
+    ax.legend(loc="upper left", fontsize=8, ncols=6, frameon=False)
 
 
 def _label_time_axis(ax: Any, timeline: Timeline) -> None:
@@ -165,6 +289,55 @@ def _label_time_axis(ax: Any, timeline: Timeline) -> None:
             return time.strftime("%H:%M:%S", time.localtime(origin + x))
 
         ax.xaxis.set_major_formatter(FuncFormatter(clock))
+
+
+def _cell(value: Any) -> str:
+    return (
+        "–"
+        if value is None
+        else html.escape(f"{value:.2f}" if isinstance(value, float) else str(value))
+    )
+
+
+def _scene_tables(summary: dict[str, Any]) -> str:
+    """The per-period tables of lines and zones, with totals; nothing for a log without."""
+    periods = summary.get("periods", [])
+    parts: list[str] = []
+    period = html.escape(period_text(float(summary.get("period_s", 0.0))))
+    if summary.get("lines"):
+        rows = [
+            f"<tr><td>{html.escape(p['label'])}</td><td>{html.escape(name)}</td>"
+            f"<td>{counts['in']}</td><td>{counts['out']}</td></tr>"
+            for p in periods
+            for name, counts in p["lines"].items()
+        ] + [
+            f"<tr><th>total</th><th>{html.escape(name)}</th><th>{totals['in']}</th>"
+            f"<th>{totals['out']}</th></tr>"
+            for name, totals in summary["lines"].items()
+        ]
+        parts.append(
+            f'<h2>Lines (per {period})</h2>\n<table id="lines"><tr><th>period</th>'
+            "<th>line</th><th>in</th><th>out</th></tr>\n" + "\n".join(rows) + "</table>"
+        )
+    if summary.get("zones"):
+        rows = [
+            f"<tr><td>{html.escape(p['label'])}</td><td>{html.escape(name)}</td>"
+            f"<td>{_cell(z['mean'])}</td><td>{_cell(z['max'])}</td>"
+            f"<td>{z['dwell_events']}</td></tr>"
+            for p in periods
+            for name, z in p["zones"].items()
+        ] + [
+            f"<tr><th>all</th><th>{html.escape(name)}</th><th>{_cell(z['mean_people'])}</th>"
+            f"<th>{_cell(z['max_people'])}</th><th>{z['dwell_events']}</th></tr>"
+            for name, z in summary["zones"].items()
+        ]
+        parts.append(
+            f'<h2>Zones (per {period})</h2>\n<table id="zones"><tr><th>period</th>'
+            "<th>zone</th><th>mean people</th><th>max people</th><th>dwell events</th></tr>\n"
+            + "\n".join(rows)
+            + "</table>"
+        )
+    return "".join(f"{part}\n" for part in parts)
 
 
 def _html(source: Path, summary: dict[str, Any], timeline: Timeline, chart: bytes) -> str:
@@ -198,7 +371,7 @@ img {{ max-width: 100%; }}
 <img alt="people count over time" src="data:image/png;base64,{image}">
 <h2>Figures</h2>
 <table id="figures">{figures}</table>
-<h2>Model messages</h2>
+{_scene_tables(summary)}<h2>Model messages</h2>
 <table id="messages"><tr><th>t (s)</th><th>text</th></tr>{texts}</table>
 <h2>Streams</h2>
 <table id="streams"><tr><th>t (s)</th><th></th><th>tool</th><th>reason</th></tr>
@@ -207,10 +380,14 @@ img {{ max-width: 100%; }}
 """
 
 
-def make_report(input: Path, out: Path, *, run: str | None = None) -> dict[str, Any]:
+def make_report(
+    input: Path, out: Path, *, run: str | None = None, period_s: float | None = None
+) -> dict[str, Any]:
     """Write the report for ``input`` (JSONL or SQLite) to ``out`` (.html or .png).
 
     ``run``: only that run of the log (its id, a prefix of it, or its number).
+    ``period_s``: the period lines and zones are counted in (None: one that cuts the
+    report into at most 24, see ``report_data.period_for``).
     Returns the summary figures. Raises ReportError (one line) for anything a
     user can get wrong: missing or malformed input, an unknown output type, a
     missing output directory, an unknown run, matplotlib not installed.
@@ -226,9 +403,20 @@ def make_report(input: Path, out: Path, *, run: str | None = None) -> dict[str, 
     runs = split_runs(events)
     if run is not None:
         runs = select_run(runs, run)
+    if period_s is not None and not 0 < period_s <= 366 * 86400:
+        raise ReportError(f"the period must be more than 0 s and at most a year, not {period_s:g}")
     timeline = build_timeline(events, runs)
-    summary = summarize(events, runs)
-    chart = render_chart(timeline, summary, with_figures=suffix == ".png")
+    scene = build_scene(timeline, period_s)
+    if scene.periods > MAX_PERIOD_ROWS:
+        # A 1 s period over a week of camera log: tables nobody reads, bars nobody sees.
+        raise ReportError(
+            f"a period of {period_s:g} s cuts this log into {scene.periods} periods "
+            f"(at most {MAX_PERIOD_ROWS}): choose a longer one"
+        )
+    summary = summarize(events, runs, period_s)
+    chart = render_chart(
+        timeline, summary, with_figures=suffix == ".png", scene=None if scene.empty else scene
+    )
     data = chart if suffix == ".png" else _html(input, summary, timeline, chart).encode()
     try:
         out.write_bytes(data)

@@ -40,7 +40,7 @@ pytestmark = pytest.mark.slow
 
 MODEL = "gemini-test-model"
 API_KEY = "ask-test-key-0123456789-abcdef"
-TOOL_NAMES = {"count_people_now", "start_occupancy_report", "fetch_counts"}
+TOOL_NAMES = {"count_people_now", "start_occupancy_report", "fetch_counts", "visitors"}
 
 Answer = dict[str, Any] | FakeHttpError
 
@@ -202,7 +202,7 @@ def test_count_people_now_round_trip(server: ThreadedFakeGenerateServer, video: 
     assert all(r.api_key == API_KEY for r in requests)
     assert first.system_instruction() == ASK_INSTRUCTION
     assert sorted(first.declaration_names()) == sorted(TOOL_NAMES)
-    assert len(first.function_declarations()) == 3
+    assert len(first.function_declarations()) == len(TOOL_NAMES)
     for declaration in first.function_declarations():
         assert get_field(declaration, "behavior") is None, declaration
         assert "behavior" not in json.dumps(declaration)
@@ -224,6 +224,9 @@ def test_count_people_now_round_trip(server: ThreadedFakeGenerateServer, video: 
     assert "job_id" in required
     assert str(get_field(properties["job_id"], "type")).upper() == "STRING"
     assert str(get_field(properties["cursor"], "type")).upper() == "STRING"
+    properties, required = params("visitors")
+    assert set(properties) == {"minutes"} and required == {"minutes"}
+    assert str(get_field(properties["minutes"], "type")).upper() == "NUMBER"
 
     # The call went back with the model's id and name, and the detector's real count.
     (response,) = second.function_responses()
