@@ -163,6 +163,12 @@ def _add_report(sub: Any) -> None:
     p.add_argument(
         "--run", help="only this run of the log: its id (or the start of it) or its number from 1"
     )
+    p.add_argument(
+        "--period",
+        type=float,
+        metavar="SECONDS",
+        help="seconds per row of the lines' and zones' tables (default: at most 24 rows)",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -361,7 +367,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from device.app.report import ReportError, make_report
 
     try:
-        summary = make_report(args.input, args.out, run=args.run)
+        summary = make_report(args.input, args.out, run=args.run, period_s=args.period)
     except ReportError as exc:
         return _fail(str(exc))
     runs = f"{summary['runs']} runs, " if summary["runs"] > 1 else ""
@@ -376,8 +382,24 @@ def cmd_report(args: argparse.Namespace) -> int:
         f"mean occupancy {'-' if mean is None else f'{mean:.2f}'} over "
         f"{summary['observed_s']:.1f} s {axis}".rstrip()
         + f", {summary['changes']} changes"
+        + _scene_summary(summary)
     )
     return EXIT_OK
+
+
+def _scene_summary(summary: dict[str, Any]) -> str:
+    """``; line post 3 in 8 out; zone left max 3`` for the report's one line."""
+    parts = [
+        f"line {name} {totals['in']} in {totals['out']} out"
+        for name, totals in summary.get("lines", {}).items()
+    ]
+    parts += [
+        f"zone {name} max {figures['max_people']}"
+        + (f" ({figures['dwell_events']} dwells)" if figures.get("dwell_events") else "")
+        for name, figures in summary.get("zones", {}).items()
+        if figures.get("max_people") is not None
+    ]
+    return "".join(f"; {part}" for part in parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
