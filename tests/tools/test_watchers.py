@@ -168,3 +168,22 @@ async def test_watch_zone_with_its_own_dwell_time() -> None:
 async def test_watch_zone_refuses_a_dwell_time_that_is_not_positive() -> None:
     model, call_id = await run(watchers(), ZONE_TOOL, {"name": "kiosk", "dwell_seconds": -1}, [])
     assert model.responses(call_id)[0].response["status"] == "error"
+
+
+def test_the_instruction_names_the_lines_and_zones_and_the_tools_exist_only_with_them(
+    tmp_path: Any,
+) -> None:
+    from device.app.config import build
+    from device.app.run import scene_tools, system_instruction
+
+    bare = build({}, environ={}, system_config=tmp_path / "none.toml")
+    assert scene_tools(bare, lambda: None) == []
+    assert "watch_line" not in system_instruction(bare)
+    config = build(
+        {"lines": ["door=0.5,0.1,0.5,0.9"], "zones": ["kiosk=0.1,0.1,0.4,0.1,0.4,0.4"],
+         "dwell": 20.0},
+        environ={}, system_config=tmp_path / "none.toml",
+    )  # fmt: skip
+    text = system_instruction(config)
+    assert "door" in text and "kiosk (dwell 20 s)" in text and "watch_zone" in text
+    assert [t.name for t in scene_tools(config, lambda: None)] == ["watch_line", "watch_zone"]
