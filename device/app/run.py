@@ -214,8 +214,9 @@ def system_instruction(config: Config) -> str:
         names = ", ".join(config.lines)
         text += (
             f" The device counts people crossing these lines: {names}. Call watch_line for "
-            "each at the start and keep them running; say briefly when someone crosses "
-            "(in or out) only when asked to report crossings or when it matters."
+            "each at the start and keep them running: each reports the run's in and out "
+            "totals after a crossing. Say the totals when asked how many came in or went "
+            "out; do not announce every crossing."
         )
     if config.zones:
         names = ", ".join(
