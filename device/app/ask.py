@@ -18,18 +18,15 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import TextIO
 
 import anyio
 from anyio import CancelScope
-from pydantic import Field
 
 from device.app.config import Config
 from device.app.paths import check_writable_file, open_output
-from device.app.report_data import LineRun, ReportError, read_line_runs, tally_crossings
 from device.app.run import (
     configured_perception,
     configured_runner,
@@ -58,13 +55,11 @@ from live.events import (
 )
 from live.frame import Frame
 from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
-from live.tool import Tool, ToolUnavailable
 from live.turn_model import TurnModel
 from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner
-from tools.arguments import WholeRange
-from tools.function_tool import FunctionTool
 from tools.occupancy import MemoryOccupancyLog, OccupancyLog, OccupancyTools, SQLiteOccupancyLog
 from tools.percept import Percept
+from tools.visitors import VisitorCounter
 
 log = logging.getLogger("lookout.ask")
 
@@ -78,133 +73,6 @@ ASK_INSTRUCTION = (
     "lines in the last minutes. Answer briefly with the numbers. Do not describe "
     "people's appearance."
 )
-MAX_VISITORS_MINUTES = 7 * 24 * 60  # a week: what a device's --db log is asked about
-
-
-class VisitorsUnavailable(ToolUnavailable):
-    """``visitors`` cannot answer from this log (none given, no line); one line, said as is."""
-
-
-def _local_time(seconds: float) -> str:
-    # As run events say their start: ISO, local time, with its offset.
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(seconds))
-
-
-@dataclass
-class VisitorCounter:
-    """The ``visitors(minutes)`` tool: entries and exits per line, from the ``--db`` log.
-
-    ``lookout ask`` does not track people itself (it looks at single frames); the
-    crossings are those a ``lookout run --line ... --db`` counted into the same file,
-    earlier or while it runs. The window ends:
-
-    * for a camera (the newest run with lines is live): now, on the wall clock; every
-      camera run with lines in the log counts (a service restarted mid-window);
-    * for a recording (the newest run with lines is a file): at the end of that run, in
-      the recording's own media time, as ``lookout report`` shows it.
-    """
-
-    db: Path | None
-    configured: tuple[str, ...] = ()  # lines of this ask's own configuration (the TOML)
-    wall: Callable[[], float] = time.time
-
-    def tool(self) -> Tool:
-        return FunctionTool(self.visitors)
-
-    async def visitors(
-        self,
-        minutes: Annotated[
-            float,
-            Field(
-                gt=0,
-                le=MAX_VISITORS_MINUTES,
-                description="how far back to count, in minutes (fractions allowed, at most "
-                f"{MAX_VISITORS_MINUTES}).",
-            ),
-            WholeRange(),
-        ],
-    ) -> dict[str, Any]:
-        """Count the people who crossed each counting line (in and out) in the last minutes.
-
-        Returns {"minutes", "lines": {name: {"in": n, "out": m}}, "from", "to", "clock"}:
-        clock "wall" (from/to are local times) for a camera, "media" (seconds of the
-        recording) for a recorded video.
-        """
-        if self.db is None:
-            raise VisitorsUnavailable(
-                "no event log to count visitors in: ask with --db PATH, the database "
-                "that lookout run --line NAME=X1,Y1,X2,Y2 --db PATH writes"
-            )
-        db = self.db
-        try:
-            runs = await anyio.to_thread.run_sync(lambda: read_line_runs(db))
-        except ReportError as exc:
-            raise VisitorsUnavailable(str(exc)) from None
-        return self.count(runs, minutes)
-
-    def count(self, runs: list[LineRun], minutes: float) -> dict[str, Any]:
-        """The answer for ``runs`` (``read_line_runs``) over the last ``minutes``."""
-        span = minutes * 60.0
-        if not runs:
-            if not self.configured:
-                raise VisitorsUnavailable(
-                    f"no counting line is configured, and {self.db} has no run that counted "
-                    "crossings: run lookout run --line NAME=X1,Y1,X2,Y2 --db with this file"
-                )
-            now = self.wall()
-            return {
-                "minutes": minutes,
-                "clock": "wall",
-                "from": _local_time(now - span),
-                "to": _local_time(now),
-                "lines": tally_crossings([], list(self.configured)),
-                "crossings": 0,
-                "note": "no run in this log has counted crossings yet",
-            }
-        newest = runs[-1]
-        if newest.live:
-            now = self.wall()
-            start = now - span
-            found = [
-                event
-                for run in runs
-                if run.live
-                for event in run.crossings
-                if (wall := run.wall(event)) is not None and start <= wall <= now
-            ]
-            window: dict[str, Any] = {
-                "clock": "wall",
-                "from": _local_time(start),
-                "to": _local_time(now),
-            }
-        else:
-            times = [float(e["t_media"]) for e in newest.crossings if _has_media(e)]
-            end = max([newest.end_media or 0.0, *times])
-            start_media = max(0.0, end - span)
-            found = [
-                e for e in newest.crossings if _has_media(e) and start_media <= e["t_media"] <= end
-            ]
-            window = {
-                "clock": "media",
-                "from": round(start_media, 2),
-                "to": round(end, 2),
-                "source": Path(newest.source).name or newest.source,
-            }
-        # The lines of now (this configuration, the newest run's); a line crossed in the
-        # window that has since been renamed or removed is still counted (tally adds it).
-        names = list(self.configured)
-        names.extend(name for name in newest.lines if name not in names)
-        return {
-            "minutes": minutes,
-            **window,
-            "lines": tally_crossings(found, names),
-            "crossings": len(found),
-        }
-
-
-def _has_media(event: dict[str, Any]) -> bool:
-    value = event.get("t_media")
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def model_name(config: Config) -> str:
@@ -505,11 +373,8 @@ class AskApp:
 
 __all__ = [
     "ASK_INSTRUCTION",
-    "MAX_VISITORS_MINUTES",
     "AskApp",
     "AskConsole",
     "AskOptions",
-    "VisitorCounter",
-    "VisitorsUnavailable",
     "build_turn_model",
 ]

@@ -8,7 +8,7 @@ stream starts/stops as tables). A recording is shown in its media time, a camera
 in wall-clock time.
 
 A log with lines or zones (``lookout run --line/--zone``) adds, on the same axis and
-cut into periods (``report_data.build_scene``): entries and exits per line (bars per
+cut into periods (``report_scene.build_scene``): entries and exits per line (bars per
 period under the count, a table and totals) and each zone's occupancy (its people
 over time, a table of mean/max people and dwell events per period). A log without
 them is reported exactly as before.
@@ -31,15 +31,14 @@ from device.app.report_data import (
     MEDIA,
     WALL,
     ReportError,
-    Scene,
     Timeline,
-    build_scene,
     build_timeline,
     load_events,
     select_run,
     split_runs,
     summarize,
 )
+from device.app.report_scene import Scene, build_scene
 
 OUTPUT_SUFFIXES = (".html", ".htm", ".png")
 MAX_PERIOD_ROWS = 10_000
@@ -276,14 +275,10 @@ def _draw_zones(ax: Any, scene: Scene, end: float) -> None:
 
 
 def _label_time_axis(ax: Any, timeline: Timeline) -> None:
-    axis = timeline.axis
-    ax.set_xlabel(AXIS_LABELS.get(axis, "session time (s)"))
-    if axis == WALL and len(timeline.runs) == 1 and timeline.runs[0].info is not None:
+    ax.set_xlabel(AXIS_LABELS.get(timeline.axis, "session time (s)"))
+    origin = timeline.wall_origin
+    if origin is not None:
         from matplotlib.ticker import FuncFormatter
-
-        run = timeline.runs[0]
-        assert run.info is not None
-        origin = float(run.info["started_wall"]) - run.offset
 
         def clock(x: float, _position: int) -> str:
             return time.strftime("%H:%M:%S", time.localtime(origin + x))
@@ -387,7 +382,7 @@ def make_report(
 
     ``run``: only that run of the log (its id, a prefix of it, or its number).
     ``period_s``: the period lines and zones are counted in (None: one that cuts the
-    report into at most 24, see ``report_data.period_for``).
+    report into at most 24, see ``report_scene.period_for``).
     Returns the summary figures. Raises ReportError (one line) for anything a
     user can get wrong: missing or malformed input, an unknown output type, a
     missing output directory, an unknown run, matplotlib not installed.

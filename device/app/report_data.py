@@ -20,26 +20,23 @@ device counted on its own carry per-call counts, which end when their
 nobody / somebody) integrate over the spans where the count is known, in the
 run's own time; nothing is assumed before the first count.
 
-Lines and zones (``crossing``, ``zone``, ``dwell`` events; the names also from the
-run events' configuration) are counted per period of the same axis (``build_scene``):
-entries and exits per line, and per zone the time-weighted mean and the max of its
-people (each ``zone`` count holds like the count does) and the dwell events.
-``read_line_runs`` reads a ``--db`` log's crossings for ``lookout ask``'s ``visitors``.
+Lines and zones (entries and exits per line, zone occupancy, per period) are worked
+out on the same axis in ``report_scene``; ``summarize`` adds its figures when the log
+has any.
 """
 
 from __future__ import annotations
 
 import bisect
-import itertools
 import json
 import logging
-import math
 import sqlite3
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from device.app.report_scene import build_scene, summarize_scene
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 COUNT_TOOL = "count_people"
@@ -254,6 +251,15 @@ class Timeline:
         kinds = {run.axis for run in self.runs}
         return kinds.pop() if len(kinds) == 1 else SESSION
 
+    @property
+    def wall_origin(self) -> float | None:
+        """The wall-clock time at 0 on the axis for one camera run (the one case whose
+        times read as clock times), else None."""
+        run = self.runs[0] if len(self.runs) == 1 else None
+        if self.axis != WALL or run is None or run.info is None:
+            return None
+        return float(run.info["started_wall"]) - run.offset
+
 
 def build_timeline(events: list[dict[str, Any]], runs: list[Run] | None = None) -> Timeline:
     timeline = Timeline(runs if runs is not None else split_runs(events))
@@ -338,355 +344,16 @@ def summarize(
     return figures
 
 
-# ---------------------------------------------------------- lines and zones
-
-# Period lengths a report counts crossings and zone occupancy in: "nice" steps, so that
-# rows read as 10:00-10:05 rather than 10:00:17-10:04:59.
-PERIOD_STEPS_S = (10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200)
-MAX_PERIODS = 24  # rows of a table (and bars of the chart) a person still reads
-DAY_S = 86400.0
-
-
-def period_for(span_s: float) -> float:
-    """The shortest nice period that cuts ``span_s`` into at most ``MAX_PERIODS`` periods."""
-    for step in PERIOD_STEPS_S:
-        if span_s <= step * MAX_PERIODS:
-            return float(step)
-    return math.ceil(span_s / MAX_PERIODS / DAY_S) * DAY_S
-
-
-@dataclass
-class ZoneFigures:
-    """Occupancy of one zone over a stretch of time (one period, or the whole report)."""
-
-    observed_s: float = 0.0  # how long the zone's count was known
-    weighted: float = 0.0  # people x seconds
-    max: int | None = None
-    dwells: int = 0
-
-    def hold(self, people: int, seconds: float) -> None:
-        self.observed_s += seconds
-        self.weighted += people * seconds
-        self.max = people if self.max is None else max(self.max, people)
-
-    def add(self, other: ZoneFigures) -> None:
-        self.observed_s += other.observed_s
-        self.weighted += other.weighted
-        if other.max is not None:
-            self.max = other.max if self.max is None else max(self.max, other.max)
-        self.dwells += other.dwells
-
-    @property
-    def mean(self) -> float | None:
-        # A zone seen only for an instant still has a max, but no mean worth the name.
-        return round(self.weighted / self.observed_s, 3) if self.observed_s > 0 else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mean": self.mean, "max": self.max, "dwell_events": self.dwells}
-
-
-@dataclass
-class Scene:
-    """The lines and zones of a report, on the report's time axis, cut into periods.
-
-    ``crossings``: (t, line, direction); ``zone_steps``: per zone, (t, people) at each
-    ``zone`` event and None where its count stops being known; ``dwells``: (t, zone).
-    """
-
-    lines: list[str]
-    zones: list[str]
-    period_s: float
-    first: float  # start of the first period (on the axis; at or before its start)
-    periods: int
-    crossings: list[tuple[float, str, str]] = field(default_factory=list)
-    zone_steps: dict[str, list[tuple[float, int | None]]] = field(default_factory=dict)
-    dwells: list[tuple[float, str]] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        """Nothing about lines or zones in the log: the report is what it always was."""
-        return not self.lines and not self.zones
-
-    def starts(self) -> list[float]:
-        return [self.first + i * self.period_s for i in range(self.periods)]
-
-    def index(self, t: float) -> int:
-        # An event at the very end of the report belongs to its last period.
-        return min(self.periods - 1, max(0, int((t - self.first) // self.period_s)))
-
-    def line_periods(self) -> dict[str, list[dict[str, int]]]:
-        """Per line, the entries and exits of each period."""
-        table = {name: [{"in": 0, "out": 0} for _ in range(self.periods)] for name in self.lines}
-        for t, line, direction in self.crossings:
-            if direction in ("in", "out"):
-                table[line][self.index(t)][direction] += 1
-        return table
-
-    def zone_periods(self) -> dict[str, list[ZoneFigures]]:
-        """Per zone, the time-weighted occupancy, its max and the dwell events of each period."""
-        table = {name: [ZoneFigures() for _ in range(self.periods)] for name in self.zones}
-        for name, steps in self.zone_steps.items():
-            rows = table[name]
-            for (t, people), (t_next, _) in itertools.pairwise(steps):
-                if people is None:
-                    continue
-                # A zero-length value (said, then replaced at once) still counts for the max.
-                rows[self.index(t)].hold(people, 0.0)
-                for i in range(self.index(t), self.index(t_next) + 1):
-                    start = self.first + i * self.period_s
-                    overlap = min(t_next, start + self.period_s) - max(t, start)
-                    if overlap > 0:
-                        rows[i].hold(people, overlap)
-        for t, zone in self.dwells:
-            table[zone][self.index(t)].dwells += 1
-        return table
-
-
-def _scene_names(runs: list[Run], kind: str) -> list[str]:
-    """Lines or zones the runs were configured with, in their order (from the run events)."""
-    names: list[str] = []
-    for run in runs:
-        config = (run.info or {}).get("config")
-        configured = config.get(kind) if isinstance(config, dict) else None
-        if isinstance(configured, dict):
-            names.extend(str(name) for name in configured if str(name) not in names)
-    return names
-
-
-def _first_period(timeline: Timeline, period_s: float) -> float:
-    """Where the periods start: on the local clock's round times for one camera run
-    (so that rows read 10:05-10:10), else at the start of the axis."""
-    if timeline.axis == WALL and len(timeline.runs) == 1 and timeline.runs[0].info is not None:
-        run = timeline.runs[0]
-        assert run.info is not None
-        origin = float(run.info["started_wall"]) - run.offset
-        local = origin + time.localtime(origin).tm_gmtoff
-        return math.floor(local / period_s) * period_s - local
-    return 0.0
-
-
-def build_scene(timeline: Timeline, period_s: float | None = None) -> Scene:
-    """Crossings, zone occupancy and dwell events of the timeline's runs, per period."""
-    runs = timeline.runs
-    lines, zones = _scene_names(runs, "lines"), _scene_names(runs, "zones")
-    crossings: list[tuple[float, str, str]] = []
-    steps: dict[str, list[tuple[float, int | None]]] = {}
-    dwells: list[tuple[float, str]] = []
-    for run in runs:
-        for event in run.events:
-            kind = event["type"]
-            if kind not in ("crossing", "zone", "dwell", "source_state"):
-                continue
-            t = run.time(event) + run.offset
-            if kind == "crossing":
-                line = str(event.get("line", ""))
-                if line not in lines:
-                    lines.append(line)  # a line the run event does not name still counted
-                crossings.append((t, line, str(event.get("direction", ""))))
-            elif kind == "zone":
-                zone = str(event.get("zone", ""))
-                if zone not in zones:
-                    zones.append(zone)
-                people = event.get("people")
-                valid = isinstance(people, int) and not isinstance(people, bool)
-                steps.setdefault(zone, []).append((t, people if valid else None))
-            elif kind == "dwell":
-                zone = str(event.get("zone", ""))
-                if zone not in zones:
-                    zones.append(zone)
-                dwells.append((t, zone))
-            elif event.get("state") != "running":
-                # As for the count: with the source down nobody is known to be anywhere.
-                for zone_steps in steps.values():
-                    zone_steps.append((t, None))
-        run_end = run.end + run.offset
-        for zone_steps in steps.values():
-            if zone_steps and zone_steps[-1][1] is not None:
-                zone_steps.append((run_end, None))  # a zone's count never carries into the next run
-    for zone_steps in steps.values():
-        zone_steps.sort(key=lambda step: step[0])
-    span = max(timeline.end, 0.0)
-    period = period_s if period_s is not None else period_for(span)
-    first = _first_period(timeline, period)
-    count = max(1, math.ceil((span - first) / period - 1e-9))
-    return Scene(
-        lines=lines,
-        zones=zones,
-        period_s=period,
-        first=first,
-        periods=count,
-        crossings=crossings,
-        zone_steps={zone: steps.get(zone, []) for zone in zones},
-        dwells=dwells,
-    )
-
-
-def period_label(timeline: Timeline, start: float, end: float) -> str:
-    """A period as people read it: clock times for one camera run, else seconds of the axis."""
-    if timeline.axis == WALL and len(timeline.runs) == 1 and timeline.runs[0].info is not None:
-        run = timeline.runs[0]
-        assert run.info is not None
-        origin = float(run.info["started_wall"]) - run.offset
-        shown = "%H:%M" if (end - start) % 60 == 0 else "%H:%M:%S"
-        return (
-            f"{time.strftime(shown, time.localtime(origin + start))}–"
-            f"{time.strftime(shown, time.localtime(origin + end))}"
-        )
-    return f"{start:.0f}–{end:.0f} s"
-
-
-def summarize_scene(timeline: Timeline, scene: Scene) -> dict[str, Any]:
-    """The summary keys of lines and zones: totals, and each period's figures."""
-    lines = scene.line_periods()
-    zones = scene.zone_periods()
-    totals: dict[str, ZoneFigures] = {}
-    for name, rows in zones.items():
-        total = totals[name] = ZoneFigures()
-        for row in rows:
-            total.add(row)
-    periods = []
-    for i, start in enumerate(scene.starts()):
-        end = start + scene.period_s
-        periods.append(
-            {
-                "start": round(start, 3),
-                "end": round(end, 3),
-                "label": period_label(timeline, start, end),
-                "lines": {name: dict(rows[i]) for name, rows in lines.items()},
-                "zones": {name: rows[i].to_dict() for name, rows in zones.items()},
-            }
-        )
-    return {
-        "period_s": scene.period_s,
-        "lines": {
-            name: {
-                "in": sum(row["in"] for row in rows),
-                "out": sum(row["out"] for row in rows),
-            }
-            for name, rows in lines.items()
-        },
-        "zones": {
-            name: {
-                "mean_people": total.mean,
-                "max_people": total.max,
-                "observed_s": round(total.observed_s, 3),
-                "dwell_events": total.dwells,
-            }
-            for name, total in totals.items()
-        },
-        "periods": periods,
-    }
-
-
-# ------------------------------------------------- crossings in a --db log (ask)
-
-_LINE_EVENTS = (
-    "SELECT session, type, data FROM events WHERE type IN ('run', 'crossing') ORDER BY id"
-)
-# A recording's end in its own media time: the newest frame time its perception logged.
-# (Over the type index: a long-lived camera log is not read whole for a question.)
-_MEDIA_ENDS = (
-    "SELECT session, MAX(json_extract(data, '$.t_media')) FROM events "
-    "WHERE type IN ('count', 'zone', 'crossing', 'dwell') GROUP BY session"
-)
-
-
-@dataclass
-class LineRun:
-    """One ``lookout run`` of a ``--db`` log that had lines: its run event and crossings."""
-
-    info: dict[str, Any]
-    lines: list[str]
-    crossings: list[dict[str, Any]]
-    end_media: float | None = None  # the newest media time it logged
-
-    @property
-    def live(self) -> bool:
-        return self.info.get("live") is not False
-
-    @property
-    def source(self) -> str:
-        return str(self.info.get("source", ""))
-
-    def wall(self, event: dict[str, Any]) -> float | None:
-        """Wall-clock time of ``event``: the run's start plus the session time since it."""
-        started = self.info.get("started_wall")
-        if not isinstance(started, int | float):
-            return None
-        return float(started) + float(event["t"]) - float(self.info.get("t", 0.0))
-
-
-def read_line_runs(path: Path) -> list[LineRun]:
-    """The runs of a SQLite event log that had lines (configured, or crossings logged), oldest
-    first. Only ``lookout run`` runs count: an ``ask`` records a run event of its own."""
-    from live.store import SQLiteStore, read_only
-
-    def query(conn: sqlite3.Connection) -> tuple[list[tuple[str, str, str]], dict[str, Any]]:
-        rows = list(conn.execute(_LINE_EVENTS))
-        return rows, dict(conn.execute(_MEDIA_ENDS).fetchall())
-
-    try:
-        store = SQLiteStore.lookup(path)
-        rows, ends = store.read(query) if store is not None else read_only(path, query)
-    except sqlite3.Error as exc:
-        raise ReportError(f"{path}: not a Lookout event database ({exc})") from None
-    infos: dict[str, dict[str, Any]] = {}
-    crossings: dict[str, list[dict[str, Any]]] = {}
-    for session, kind, data in rows:
-        event = json.loads(data)
-        if kind == "run":
-            infos.setdefault(session, event)
-        elif isinstance(event.get("t"), int | float):
-            crossings.setdefault(session, []).append(event)
-    runs: list[LineRun] = []
-    # Crossings of a session without a run event cannot be placed on any clock: left out
-    # (logs written before run events existed have no crossings either).
-    for session, info in infos.items():
-        if info.get("command", "run") != "run":
-            continue
-        config = info.get("config")
-        configured = config.get("lines") if isinstance(config, dict) else None
-        names = [str(n) for n in configured] if isinstance(configured, dict) else []
-        found = crossings.get(session, [])
-        for event in found:
-            if str(event.get("line", "")) not in names:
-                names.append(str(event.get("line", "")))
-        if names:
-            end = ends.get(session)
-            media_end = float(end) if isinstance(end, int | float) else None
-            runs.append(LineRun(info, names, found, media_end))
-    return runs
-
-
-def tally_crossings(crossings: list[dict[str, Any]], lines: list[str]) -> dict[str, dict[str, int]]:
-    """Entries and exits per line (every line of ``lines`` shown, crossed or not)."""
-    table = {name: {"in": 0, "out": 0} for name in lines}
-    for event in crossings:
-        direction = event.get("direction")
-        if direction in ("in", "out"):
-            table.setdefault(str(event.get("line", "")), {"in": 0, "out": 0})[direction] += 1
-    return table
-
-
 __all__ = [
     "MEDIA",
     "SESSION",
     "WALL",
-    "LineRun",
     "ReportError",
     "Run",
-    "Scene",
     "Timeline",
-    "ZoneFigures",
-    "build_scene",
     "build_timeline",
     "load_events",
-    "period_for",
-    "period_label",
-    "read_line_runs",
     "select_run",
     "split_runs",
     "summarize",
-    "summarize_scene",
-    "tally_crossings",
 ]

@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 from google.genai import types
 
-from device.app.ask import MAX_VISITORS_MINUTES, AskApp, AskOptions, VisitorCounter
-from device.app.ask import VisitorsUnavailable as Unavailable
+from device.app.ask import AskApp, AskOptions
 from device.app.config import build
-from device.app.report_data import load_events, read_line_runs
+from device.app.report_data import load_events
 from device.events import CountChanged, LineCrossed, RunStarted
 from live.eventlog import SQLiteEventLog
 from live.events import ErrorEvent, Event, ToolCall, ToolResult
@@ -40,6 +39,9 @@ from tests.fakelive import (
     get_field,
     text_response,
 )
+from tools.crossing_log import read_line_runs
+from tools.visitors import MAX_VISITORS_MINUTES, VisitorCounter
+from tools.visitors import VisitorsUnavailable as Unavailable
 
 W = 1_795_000_000.0  # a camera's first start, seconds since the epoch
 DOOR = {"door": {"points": [[0.5, 0.1], [0.5, 0.9]]}}

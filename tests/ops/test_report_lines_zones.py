@@ -21,13 +21,8 @@ from typing import Any
 import pytest
 
 from device.app.report import ReportError, make_report
-from device.app.report_data import (
-    build_scene,
-    build_timeline,
-    load_events,
-    period_for,
-    summarize,
-)
+from device.app.report_data import build_timeline, load_events, summarize
+from device.app.report_scene import build_scene, period_for
 from device.events import (
     CaptureStatsEvent,
     CountChanged,
