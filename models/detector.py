@@ -25,6 +25,8 @@ from models.detections import Detections, FloatArray
 
 __all__ = [
     "DEFAULT_MODEL_PATH",
+    "INT8_MODEL_PATH",
+    "SHIPPED_MODELS",
     "DetectTiming",
     "Detections",
     "DetectorError",
@@ -35,9 +37,13 @@ __all__ = [
     "letterbox",
     "nms",
     "sha256_file",
+    "shipped_model",
 ]
 
 DEFAULT_MODEL_PATH: Path = Path(__file__).parent / "nanodet-g-416.onnx"
+# Static int8 (QDQ) of the same model: scripts/quantize_detector.py, provenance in README.md.
+INT8_MODEL_PATH: Path = Path(__file__).parent / "nanodet-g-416-int8.onnx"
+SHIPPED_MODELS: dict[str, Path] = {"fp32": DEFAULT_MODEL_PATH, "int8": INT8_MODEL_PATH}
 
 # NanoDet was trained on BGR images normalised with these (ImageNet statistics in BGR order).
 NANODET_MEAN = np.array([103.53, 116.28, 123.675], dtype=np.float32)
@@ -86,6 +92,16 @@ def sha256_file(path: PathLike[str] | str) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def shipped_model(precision: str) -> Path:
+    """The shipped NanoDet-g 416 file of a precision ("fp32" or "int8")."""
+    try:
+        return SHIPPED_MODELS[precision]
+    except KeyError:
+        raise DetectorError(
+            f"no shipped detector of precision {precision!r} (one of {', '.join(SHIPPED_MODELS)})"
+        ) from None
 
 
 def letterbox(

@@ -63,22 +63,25 @@ def _check_source(spec: str | None) -> str:
     return OK
 
 
-def _expected_sha(readme: Path) -> str | None:
+def _expected_sha(readme: Path, name: str) -> str | None:
+    """The ``File sha256`` row of the README's ``## <name>`` section."""
     if not readme.is_file():
         return None
-    match = re.search(r"File sha256\s*\|\s*`([0-9a-f]{64})`", readme.read_text(encoding="utf-8"))
+    text = readme.read_text(encoding="utf-8")
+    section = re.search(rf"^## {re.escape(name)}\b.*?(?=^## |\Z)", text, re.M | re.S)
+    match = section and re.search(r"File sha256\s*\|\s*`([0-9a-f]{64})`", section.group(0))
     return match.group(1) if match else None
 
 
-def _check_detector(path: Path | None) -> str:
+def _check_detector(path: Path | None, precision: str = "fp32") -> str:
     import numpy as np
 
-    from models.detector import DEFAULT_MODEL_PATH, DetectorError, PersonDetector, sha256_file
+    from models.detector import DetectorError, PersonDetector, sha256_file, shipped_model
 
-    model_path = path or DEFAULT_MODEL_PATH
+    model_path = path or shipped_model(precision)
     status = OK
     if path is None:
-        expected = _expected_sha(model_path.parent / "README.md")
+        expected = _expected_sha(model_path.parent / "README.md", model_path.name)
         if not model_path.is_file():
             _line(FAIL, "detector", f"model file missing: {model_path}")
             return FAIL
@@ -176,7 +179,7 @@ def doctor(args: argparse.Namespace) -> int:
             _line(FAIL, "config", str(exc))
             results.append(FAIL)
     results.append(_check_source(args.source))
-    results.append(_check_detector(args.detector))
+    results.append(_check_detector(args.detector, args.precision))
     results.append(_check_runtime())
     results.append(_check_model(args.model))
     failed = results.count(FAIL)

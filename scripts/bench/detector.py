@@ -1,11 +1,21 @@
 """Benchmark the person detector against OpenCV's HOG people detector on vtest.avi.
 
-Per frame, p50/p95 in ms: preprocess, inference, decode and their total, for NanoDet at 1
-and 2 ONNX Runtime intra-op threads, and OpenCV's HOG + linear SVM people detector
-(``cv2.HOGDescriptor_getDefaultPeopleDetector``) at 1 and 2 OpenCV threads. Both are scored
+Per frame, p50/p95 in ms: preprocess, inference, decode and their total, and the process CPU
+per detection, for the shipped NanoDet-g 416 in fp32 and int8 (models/README.md) at 1 and 2
+ONNX Runtime intra-op threads, and OpenCV's HOG + linear SVM people detector
+(``cv2.HOGDescriptor_getDefaultPeopleDetector``) at 1 and 2 OpenCV threads. All are scored
 on the hand-counted frames in tests/data/vtest_counts.json (mean absolute count error).
 
-    python scripts/bench/detector.py [--frames 100] [--hog-python PATH]
+Then the accuracy checks of each NanoDet precision against fp32: count MAE, an empty scene
+(the per-pixel median of every 16th frame: the walkers never stand still long enough to
+survive it) and close-ups: every person fp32 finds, at the threshold, in messi5.jpg, in
+crops of video frames around each person fp32 finds there (1.6 person-heights tall) and in
+the 3x3 tiles of those frames (frames 40, 140, ..., 740: none is in the int8 calibration
+set), and in basketball1.png / basketball2.png when they are in a data directory (same
+opencv-doc package as the sample video; never calibrated on). A person counts as found
+when the other model has a box at the threshold with IoU >= 0.5.
+
+    python scripts/bench/detector.py [--frames 100] [--precision fp32,int8] [--hog-python PATH]
 
 OpenCV 5's main headless wheel no longer has HOG (it moved to the contrib build). When the
 running interpreter lacks ``cv2.HOGDescriptor`` the HOG rows come from ``--hog-python``, an
@@ -37,21 +47,30 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COUNTS_FILE = REPO_ROOT / "tests" / "data" / "vtest_counts.json"
 Frames = dict[int, np.ndarray]
+MEDIAN_EVERY = 16  # as tests/models/test_detector.py: 50 frames for the empty scene
+CLOSEUP_FRAMES = tuple(range(40, 795, 100))  # none of them calibrated the int8 model
+EXTRA_CLOSEUPS = ("basketball1.png", "basketball2.png")
+THRESHOLD = 0.45  # PersonDetector's and lookout's default
+TIMED = ("preprocess", "inference", "decode", "total", "cpu")
 
 
-def find_video(explicit: Path | None) -> Path:
+def find_data(name: str, explicit: Path | None = None) -> Path | None:
     candidates = [explicit] if explicit else []
     env = os.environ.get("LOOKOUT_DATA_DIR")
     if env:
-        candidates.append(Path(env) / "vtest.avi")
-    candidates += [
-        REPO_ROOT / "data" / "vtest.avi",
-        REPO_ROOT.parent / "shared" / "data" / "vtest.avi",
-    ]
+        candidates.append(Path(env) / name)
+    candidates += [REPO_ROOT / "data" / name, REPO_ROOT.parent / "shared" / "data" / name]
     for c in candidates:
         if c is not None and c.is_file():
             return c
-    sys.exit("vtest.avi not found: pass --video or set LOOKOUT_DATA_DIR")
+    return None
+
+
+def find_video(explicit: Path | None) -> Path:
+    found = find_data("vtest.avi", explicit)
+    if found is None:
+        sys.exit("vtest.avi not found: pass --video or set LOOKOUT_DATA_DIR")
+    return found
 
 
 def hand_counts() -> dict[int, int]:
@@ -143,38 +162,140 @@ def run_nanodet(
     bench_idx: list[int],
     counts: dict[int, int],
     threads: list[int],
-    model: Path | None,
+    models: list[tuple[str, Path]],
 ) -> list[dict[str, Any]]:
-    sys.path.insert(0, str(REPO_ROOT))
+    """Every (model, threads) pair on each frame in turn, so that what else the machine does
+    meanwhile weighs on all of them alike."""
     from models.detector import PersonDetector
 
     rows = []
-    for n in threads:
-        det = PersonDetector(model, threads=n)
-        for i in bench_idx[:5]:
+    for label, path in models:
+        for n in threads:
+            det = PersonDetector(path, threads=n)
+            for i in bench_idx[:5]:
+                det.detect(frames[i])
+            rows.append({"name": label, "threads": n, "det": det} | {k: [] for k in TIMED})
+    for i in bench_idx:
+        for row in rows:
+            det = row["det"]
+            t0, c0 = time.perf_counter(), time.process_time()
             det.detect(frames[i])
-        pre, inf, dec, tot = [], [], [], []
-        for i in bench_idx:
-            t0 = time.perf_counter()
-            det.detect(frames[i])
-            tot.append((time.perf_counter() - t0) * 1e3)
+            row["total"].append((time.perf_counter() - t0) * 1e3)
+            row["cpu"].append((time.process_time() - c0) * 1e3)
             t = det.last_timing
-            pre.append(t.preprocess_ms)
-            inf.append(t.inference_ms)
-            dec.append(t.decode_ms)
-        errors = [len(det.detect(frames[i])) - c for i, c in counts.items()]
-        rows.append(
-            {
-                "name": f"NanoDet-g 416 ({det.path.name})",
-                "threads": n,
-                "preprocess": pre,
-                "inference": inf,
-                "decode": dec,
-                "total": tot,
-                "errors": errors,
-            }
-        )
+            row["preprocess"].append(t.preprocess_ms)
+            row["inference"].append(t.inference_ms)
+            row["decode"].append(t.decode_ms)
+    for row in rows:
+        det = row.pop("det")
+        row["errors"] = [len(det.detect(frames[i])) - c for i, c in counts.items()]
     return rows
+
+
+# ------------------------------------------------------------------------- accuracy
+
+
+def iou(a: list[float], b: list[float]) -> float:
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def closeup_images(frames: Frames, reference: Any) -> list[tuple[str, str, np.ndarray]]:
+    """(group, name, image): messi5.jpg, the basketball photos if present, person crops and
+    3x3 tiles of CLOSEUP_FRAMES. The crops are placed around the people the reference finds."""
+    images: list[tuple[str, str, np.ndarray]] = []
+    for name in ("messi5.jpg", *EXTRA_CLOSEUPS):
+        path = find_data(name)
+        image = cv2.imread(str(path)) if path is not None else None
+        if image is not None:
+            group = "messi5.jpg" if name == "messi5.jpg" else "basketball1/2.png"
+            images.append((group, name, image))
+    for i in CLOSEUP_FRAMES:
+        frame = frames[i]
+        h, w = frame.shape[:2]
+        for k, box in enumerate(reference.detect(frame).boxes.tolist()[:3]):
+            cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+            ch = (box[3] - box[1]) * 1.6
+            cw = ch * 4 / 3
+            x1, y1 = int(max(0, cx - cw / 2)), int(max(0, cy - ch / 2))
+            x2, y2 = int(min(w, cx + cw / 2)), int(min(h, cy + ch / 2))
+            images.append(("vtest person crops", f"frame {i} person {k + 1}", frame[y1:y2, x1:x2]))
+        for r in range(3):
+            for c in range(3):
+                tile = frame[r * h // 3 : (r + 1) * h // 3, c * w // 3 : (c + 1) * w // 3]
+                images.append(("vtest 3x3 tiles", f"frame {i} tile {3 * r + c + 1}", tile))
+    return images
+
+
+def accuracy(
+    frames: Frames, counts: dict[int, int], models: list[tuple[str, Path]], reference: Path
+) -> None:
+    from models.detector import PersonDetector
+
+    ref = PersonDetector(reference, threshold=THRESHOLD)
+    spread = [f for i, f in sorted(frames.items()) if i % MEDIAN_EVERY == 0]
+    background = np.median(np.stack(spread), axis=0).astype(np.uint8)
+    images = closeup_images(frames, ref)
+    groups = list(dict.fromkeys(g for g, _, _ in images))
+    wanted = [(g, n, img, ref.detect(img)) for g, n, img in images]
+
+    print()
+    print(
+        f"accuracy at threshold {THRESHOLD} (close-ups: people {reference.name} finds that "
+        "the model finds too, IoU >= 0.5)"
+    )
+    head = (
+        f"{'detector':34s}  {'count MAE':>9s}  {'bias':>5s}  {'empty scene':>17s}  "
+        + "  ".join(f"{g:>18s}" for g in groups)
+        + f"  {'close-ups':>9s}  {'extra':>5s}"
+    )
+    print(head)
+    print("-" * len(head))
+    misses: list[str] = []
+    for label, path in models:
+        det = PersonDetector(path, threshold=THRESHOLD)
+        low = PersonDetector(path, threshold=0.05)
+        errors = np.asarray([len(det.detect(frames[i])) - c for i, c in counts.items()], float)
+        empty = len(det.detect(background))
+        top = float(low.detect(background).scores.max(initial=0.0))
+        found = dict.fromkeys(groups, 0)
+        total = dict.fromkeys(groups, 0)
+        extra = 0
+        for group, name, img, target in wanted:
+            got = det.detect(img).boxes.tolist()
+            scores = low.detect(img)
+            extra += sum(all(iou(g, t) < 0.5 for t in target.boxes.tolist()) for g in got)
+            for box, score in zip(target.boxes.tolist(), target.scores.tolist(), strict=True):
+                total[group] += 1
+                if any(iou(box, g) >= 0.5 for g in got):
+                    found[group] += 1
+                    continue
+                near = [
+                    s
+                    for b, s in zip(scores.boxes.tolist(), scores.scores.tolist(), strict=True)
+                    if iou(box, b) >= 0.5
+                ]
+                misses.append(
+                    f"  {label}: {name}: reference score {score:.3f}, this model's "
+                    f"{max(near, default=0.0):.3f}"
+                )
+        cells = "  ".join(f"{f'{found[g]}/{total[g]}':>18s}" for g in groups)
+        print(
+            f"{label:34s}  {np.mean(np.abs(errors)):9.3f}  {np.mean(errors):+5.2f}  "
+            f"{f'{empty} people, max {top:.2f}':>17s}  {cells}  "
+            f"{f'{sum(found.values())}/{sum(total.values())}':>9s}  {extra:5d}"
+        )
+    print(
+        "empty scene: people found in the median background (max: the highest person score "
+        "there); close-ups: people found / people the reference finds; extra: boxes in the "
+        "close-ups that match none of the reference's"
+    )
+    if misses:
+        print("missed close-up people (the model's best score on that person, any box):")
+        print("\n".join(misses))
 
 
 # ----------------------------------------------------------------------------- table
@@ -187,19 +308,26 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         p50, p95 = pct(row[key])
         return f"{p50:6.1f} / {p95:6.1f}"
 
+    def cpu(row: dict[str, Any]) -> str:
+        return f"{np.mean(row['cpu']):7.1f}" if "cpu" in row else f"{'-':>7s}"
+
     head = (
         f"{'detector':34s} {'thr':>3s}  {'preprocess':>15s}  {'inference':>15s}  "
-        f"{'decode':>15s}  {'total':>15s}  {'count MAE':>9s}  {'bias':>5s}"
+        f"{'decode':>15s}  {'total':>15s}  {'CPU/det':>7s}  {'count MAE':>9s}  {'bias':>5s}"
     )
     print(head)
-    print(f"{'':34s} {'':3s}  " + "  ".join(f"{'p50 / p95 ms':>15s}" for _ in range(4)))
+    print(
+        f"{'':34s} {'':3s}  "
+        + "  ".join(f"{'p50 / p95 ms':>15s}" for _ in range(4))
+        + f"  {'mean ms':>7s}"
+    )
     print("-" * len(head))
     for row in rows:
         errors = np.asarray(row["errors"], dtype=float)
         print(
             f"{row['name']:34s} {row['threads']:3d}  {cell(row, 'preprocess')}  "
             f"{cell(row, 'inference')}  {cell(row, 'decode')}  {cell(row, 'total')}  "
-            f"{np.mean(np.abs(errors)):9.3f}  {np.mean(errors):+5.2f}"
+            f"{cpu(row)}  {np.mean(np.abs(errors)):9.3f}  {np.mean(errors):+5.2f}"
         )
 
 
@@ -208,7 +336,14 @@ def main() -> None:
     ap.add_argument("--video", type=Path, default=None)
     ap.add_argument("--frames", type=int, default=100, help="frames timed, spread over the video")
     ap.add_argument("--threads", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2])
-    ap.add_argument("--model", type=Path, default=None, help="ONNX file (default: NanoDet)")
+    ap.add_argument(
+        "--precision",
+        type=lambda s: s.split(","),
+        default=["fp32", "int8"],
+        help="the shipped NanoDet files to compare (default fp32,int8)",
+    )
+    ap.add_argument("--model", type=Path, default=None, help="an ONNX file instead of those")
+    ap.add_argument("--skip-accuracy", action="store_true", help="timing and count MAE only")
     ap.add_argument("--hog-python", default=None, help="interpreter with cv2.HOGDescriptor")
     ap.add_argument("--skip-hog", action="store_true")
     ap.add_argument("--hog-worker", default=None, help=argparse.SUPPRESS)
@@ -221,8 +356,21 @@ def main() -> None:
     counts = hand_counts()
     n_video = int(cv2.VideoCapture(str(args.video)).get(cv2.CAP_PROP_FRAME_COUNT))
     bench_idx = pick(n_video, args.frames)
-    frames = read_frames(args.video, set(bench_idx) | set(counts))
+    wanted = set(bench_idx) | set(counts)
+    if not args.skip_accuracy:
+        wanted |= set(range(0, n_video, MEDIAN_EVERY)) | set(CLOSEUP_FRAMES)
+    frames = read_frames(args.video, wanted)
     h, w = frames[bench_idx[0]].shape[:2]
+    sys.path.insert(0, str(REPO_ROOT))
+    from models.detector import DEFAULT_MODEL_PATH, sha256_file, shipped_model
+
+    if args.model is not None:
+        models = [(f"{args.model.name}", args.model)]
+    else:
+        models = [(f"NanoDet-g 416 {p}", shipped_model(p)) for p in args.precision]
+    for label, path in models:
+        shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+        print(f"{label}: {shown} (sha256 {sha256_file(path)[:16]}...)")
 
     import onnxruntime
 
@@ -235,7 +383,7 @@ def main() -> None:
         f"Python {platform.python_version()}, numpy {np.__version__}, OpenCV {cv2.__version__},"
         f" onnxruntime {onnxruntime.__version__}"
     )
-    rows = run_nanodet(frames, bench_idx, counts, args.threads, args.model)
+    rows = run_nanodet(frames, bench_idx, counts, args.threads, models)
 
     note = ""
     if args.skip_hog:
@@ -272,9 +420,14 @@ def main() -> None:
         )
     print()
     print_table(rows)
-    print("count MAE: mean |detected - hand count|; bias: mean (detected - hand count)")
+    print(
+        "CPU/det: process CPU per detection (all threads); count MAE: mean |detected - hand "
+        "count|; bias: mean (detected - hand count)"
+    )
     if note:
         print(note)
+    if not args.skip_accuracy:
+        accuracy(frames, counts, models, DEFAULT_MODEL_PATH)
 
 
 if __name__ == "__main__":
