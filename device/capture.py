@@ -2,9 +2,11 @@
 
 The loop decides *which* frames go on and when: files are replayed in real
 time (by their timestamps) or as fast as the pipeline goes; live sources are
-sampled as they come. Each sampled frame is resized (in a worker thread, only
-when it is larger than ``max_side``), handed to perception, and put into the
-request queue with what perception made of it. No JPEG is made here: a frame
+sampled as they come. The feed is told from which media time on the next
+frame is wanted, so frames the sampler would drop are not decoded at all.
+Each sampled frame is resized (in a worker thread, only when it is larger
+than ``max_side``), handed to perception, and put into the request queue
+with what perception made of it. No JPEG is made here: a frame
 is encoded only when something (the model lane, a viewer) asks for it.
 
 With ``--pace fast`` the loop waits until every input-consuming tool has
@@ -36,7 +38,14 @@ Perceive = Callable[[Frame], Awaitable[Percept | None]]
 
 
 class FrameFeed(Protocol):
-    async def next_frame(self) -> Frame | None: ...
+    async def next_frame(self, *, not_before: float | None = None) -> Frame | None:
+        """The next frame at ``not_before`` or later (earlier ones may be skipped undecoded)."""
+        ...
+
+    @property
+    def frames_undecoded(self) -> int:
+        """Frames skipped so far without decoding them."""
+        ...
 
 
 class InputGate(Protocol):
@@ -54,6 +63,7 @@ class CaptureStats:
     frames_read: int = 0
     frames_sampled: int = 0
     frames_resized: int = 0
+    frames_undecoded: int = 0  # of frames_read, those the feed skipped without decoding
     dropped: Counter[str] = field(default_factory=Counter)
     resize_ms_total: float = 0.0
     last_frame_t: float | None = None
@@ -130,14 +140,27 @@ class CaptureLoop:
             # one that is slow or absent must not hold the device up for long.
             with anyio.move_on_after(self.consumer_wait_s):
                 await self.gate.wait_input_consumer()
+        limit = None if self.live else self.media_duration_s
+        undecoded = self.feed.frames_undecoded
         while not self.queue.closed:
-            frame = await self.feed.next_frame()
+            wanted = next_sample
+            if wanted is not None and limit is not None and first_t is not None:
+                # The frame that ends the stretch must come through, decoded or not.
+                wanted = min(wanted, first_t + limit)
+            frame = await self.feed.next_frame(not_before=wanted)
+            skipped, undecoded = self.feed.frames_undecoded - undecoded, self.feed.frames_undecoded
+            self.stats.frames_undecoded += skipped
+            if not self.live:
+                # A file's skipped frames were read and dropped for the rate, as before;
+                # only their decoding was saved. (A camera's were never counted: they
+                # were overwritten by newer ones before the loop saw them.)
+                self.stats.frames_read += skipped
+                self.stats.dropped["rate"] += skipped
             if frame is None:
                 return
             t = frame.t_media
             if first_t is None:
                 first_t = t
-            limit = None if self.live else self.media_duration_s
             if limit is not None and t - first_t >= limit - 1e-9:
                 return  # the asked-for stretch of the recording is done
             self.stats.frames_read += 1

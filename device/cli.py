@@ -45,9 +45,10 @@ class _Parser(argparse.ArgumentParser):
 # The settings each command takes as flags; their types, defaults and help come from Config.
 RUN_SETTINGS: tuple[str, ...] = SETTINGS
 ASK_SETTINGS = (
-    "source", "model", "pace", "loop", "events", "db", "threshold", "detector", "folder_fps",
+    "source", "model", "pace", "loop", "events", "db", "threshold", "detector", "precision",
+    "folder_fps",
 )  # fmt: skip
-DOCTOR_SETTINGS = ("source", "model", "detector")
+DOCTOR_SETTINGS = ("source", "model", "detector", "precision")
 
 
 class AskFlags(BaseModel):
@@ -134,6 +135,7 @@ def _add_count(sub: Any) -> None:
     p.add_argument("--every", type=int, default=1, help="process every Nth frame (default 1)")
     p.add_argument("--threshold", type=float, default=0.45)
     p.add_argument("--detector", type=Path, help="ONNX person detector path")
+    _add_fields(p, Config, ("precision",))
     p.add_argument("--fps", type=float, default=1.0, help="frame rate of an image folder")
     p.add_argument("--json", action="store_true", help="one JSON object per processed frame")
 
@@ -324,7 +326,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     from device.app.count import count_frames
     from device.sources import SourceError, open_source
     from device.tracker import TrackerConfig
-    from models.detector import DetectorError, PersonDetector
+    from models.detector import DetectorError, PersonDetector, shipped_model
 
     TRACK_LOW = TrackerConfig.low
 
@@ -336,7 +338,8 @@ def cmd_count(args: argparse.Namespace) -> int:
         source = open_source(args.source, clock_now=lambda: 0.0, folder_fps=args.fps)
         # Down to the tracker's low score, as in lookout run: a video's count is of tracked
         # people, and doubtful boxes keep a half-hidden person's track.
-        detector = PersonDetector(args.detector, threshold=min(args.threshold, TRACK_LOW))
+        model = args.detector or shipped_model(args.precision or Config().precision)
+        detector = PersonDetector(model, threshold=min(args.threshold, TRACK_LOW))
         source.open()
     except (SourceError, DetectorError) as exc:
         return _fail(str(exc))

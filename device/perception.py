@@ -4,8 +4,11 @@ While the source runs, every sampled frame on the detection grid goes through
 the person detector (in a worker thread, one inference at a time), the
 tracker (``device/tracker.py``: who is who from frame to frame), the lines and
 zones (``device/scene.py``) and the count smoothing here, whatever else is
-connected. The count is the number of confirmed people the tracker sees in
-the frame, smoothed; the detector's own number stays in the percept (``raw``)
+connected. With the motion gate (``device/motion.py``) a frame on which
+nothing moved is not detected: the last detections stand (a ``gated``
+percept), and a heartbeat detection every few seconds checks them. The
+count is the number of confirmed people the tracker sees in the frame,
+smoothed; the detector's own number stays in the percept (``raw``)
 for diagnosis. The result, a ``Percept``,
 feeds the device's outputs directly (a ``count`` event on every change of the
 smoothed count, and the percept itself for the page and metrics) and rides
@@ -22,14 +25,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
+import numpy as np
 
 from device.events import CountChanged
+from device.motion import MotionConfig, MotionGate
 from device.scene import Scene, SceneSpec
 from device.tracker import Tracker, TrackerConfig
 from live.events import ErrorEvent, Event
 from live.frame import Frame
 from models.detections import Detections, Detector
-from tools.percept import Percept
+from tools.percept import Percept, Track
 from tools.smoothing import CountSmoother
 
 log = logging.getLogger("lookout.perception")
@@ -74,8 +79,10 @@ class PerceptionStats:
     skipped_rate: int = 0  # sampled frames off the detection grid
     skipped_stale: int = 0  # frames from before the count was given up (a camera drop)
     errors: int = 0  # frames the detector could not use
+    gated: int = 0  # frames on the detection grid not detected: nothing moved (motion gate)
     detect_ms_total: float = 0.0
-    track_ms_total: float = 0.0  # the tracker and the lines and zones
+    track_ms_total: float = 0.0  # the tracker and the lines and zones, on detected frames
+    gate_ms_total: float = 0.0  # the motion tests, and holding the scene on gated frames
 
     @property
     def track_ms_mean(self) -> float:
@@ -109,7 +116,9 @@ class Perception:
         threshold: float | None = None,
         scene: SceneSpec | None = None,
         tracker: TrackerConfig | None = None,
+        motion: MotionConfig | None = None,
     ) -> None:
+        """``motion``: gate the detector on motion (None: detect every frame on the grid)."""
         if detect_fps <= 0:
             raise ValueError("detect_fps must be positive")
         self.shared = SharedDetector(detector)
@@ -126,6 +135,10 @@ class Perception:
         self.min_hold_s = min_hold_s
         self.smoother = CountSmoother(k=k, min_hold_s=min_hold_s)
         self.stats = PerceptionStats()
+        self.gate = MotionGate(motion) if motion is not None else None
+        # The last detector output (at the user's threshold, as shown) and its raw number:
+        # what a gated frame shows, since nothing moved since.
+        self._shown: tuple[Detections, int] = (Detections.empty(), 0)
         self.unknown_reason = "no frame yet"
         self.last_at: float | None = None  # when the newest percept was made (``now`` clock)
         self._publish = publish
@@ -174,6 +187,8 @@ class Perception:
         self._next_due = None
         self.smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s)
         self.tracker.reset()
+        if self.gate is not None:
+            self.gate.reset()  # the next frame is a fresh first count: detected
         for event in self.scene.forget(self._seen_t):
             self._publish(event)
         if was_known:
@@ -200,7 +215,12 @@ class Perception:
         return True
 
     async def process(self, frame: Frame, *, force: bool = False) -> Percept | None:
-        """Detect and smooth ``frame`` if it is due (or ``force``); None when it is off the grid."""
+        """Detect and smooth ``frame`` if it is due (or ``force``); None when it is off the grid.
+
+        With the motion gate, a due frame on which nothing moved is not detected:
+        its percept (``gated``) holds the last detections at this frame's time.
+        ``force`` always detects.
+        """
         self.stats.frames_in += 1
         self._seen_t = frame.t_media
         if frame.t_wall < self._forgot_wall:
@@ -208,9 +228,26 @@ class Perception:
             # bring an old scene back as the current count.
             self.stats.skipped_stale += 1
             return None
+        gate = self.gate
+        share: float | None = None
+        if gate is not None:
+            # Every sampled frame, on or off the grid: motion between two detections
+            # must count. Well under a millisecond, so on the loop (no thread hop).
+            start = time.perf_counter()
+            share = gate.observe(frame.image, frame.t_media)
+            self.stats.gate_ms_total += (time.perf_counter() - start) * 1000
         if not force and not self.due(frame):
             self.stats.skipped_rate += 1
             return None
+        # Only a known count can be held: the first frame, and the first after the count
+        # was given up, are always detected (a failed detection re-arms the gate).
+        if (
+            gate is not None
+            and not force
+            and self._latest is not None
+            and gate.due(frame.t_media) is None
+        ):
+            return self._hold(frame, share)
         epoch = self._epoch
         try:
             detections, detect_ms = await anyio.to_thread.run_sync(
@@ -226,15 +263,59 @@ class Perception:
         self.stats.detected += 1
         self.stats.detect_ms_total += detect_ms
         self._slowest_s = max(detect_ms / 1000, 0.8 * self._slowest_s)  # decays, follows peaks
-        self.last_at = self._now()
         self._error_reported = False
+        held = _people_keys(self._latest.tracks) if self._latest is not None else None
         track_start = time.perf_counter()
         tracks = self.tracker.update(detections, frame.t_media)
         scene_events = self.scene.update(tracks, frame.shape, frame.t_media)
         self.stats.track_ms_total += (time.perf_counter() - track_start) * 1000
+        if gate is not None:
+            # Other people than the held ones (someone missed, or found): settle it at
+            # the full rate, as motion would.
+            gate.ran(frame.t_media, changed=held is not None and held != _people_keys(tracks))
         if self.threshold is not None:
             detections = detections.at_least(self.threshold)
-        raw = len(detections)
+        self._shown = (detections, len(detections))
+        return self._perceived(frame, tracks, scene_events, detect_ms=detect_ms, motion=share)
+
+    def _hold(self, frame: Frame, share: float | None) -> Percept:
+        """Nothing moved: everyone the tracker saw last stands where they were, at this time.
+
+        The tracker is given the boxes of the tracks it saw in the last frame,
+        with their scores (never an empty frame, which would lose everyone):
+        what a detector would find again in a scene where nothing moved. Their
+        tracks stay alive and seen, their Kalman velocity settles to zero, a
+        tentative one is confirmed or not as it would be on real frames, lost
+        ones run out. The lines see nobody move (no crossing); the zones' stays
+        and dwell times go on with the media time; the count holds.
+        """
+        start = time.perf_counter()
+        self.stats.gated += 1
+        seen = [t for t in self.tracker.tracks if t.seen]
+        boxes = np.asarray([t.box for t in seen], np.float32).reshape(-1, 4)
+        scores = np.asarray([t.score for t in seen], np.float32)
+        tracks = self.tracker.update(Detections(boxes, scores), frame.t_media)
+        scene_events = self.scene.update(tracks, frame.shape, frame.t_media)
+        percept = self._perceived(
+            frame, tracks, scene_events, detect_ms=0.0, motion=share, gated=True
+        )
+        self.stats.gate_ms_total += (time.perf_counter() - start) * 1000
+        return percept
+
+    def _perceived(
+        self,
+        frame: Frame,
+        tracks: tuple[Track, ...],
+        scene_events: list[Event],
+        *,
+        detect_ms: float,
+        motion: float | None,
+        gated: bool = False,
+    ) -> Percept:
+        """The count, the percept and the events of a frame the tracker has seen."""
+        # A gated frame is as fresh as a detected one: the device looked, nothing moved.
+        self.last_at = self._now()
+        detections, raw = self._shown
         people = sum(1 for t in tracks if t.state == "confirmed" and t.seen)
         before = self.smoother.reported
         change = self.smoother.update(people, frame.t_media)
@@ -252,6 +333,8 @@ class Perception:
             tracks=tracks,
             lines=self.scene.line_totals(),
             zones=self.scene.zone_states(),
+            gated=gated,
+            motion=motion,
         )
         self._latest = percept
         if change is not None:
@@ -279,6 +362,9 @@ class Perception:
             self._error_reported = True
             log.warning("detector failed on frame %d: %s", frame.index, reason)
             self._publish(ErrorEvent(message=f"detector failed: {reason}", where="perception"))
+        if self.gate is not None:
+            # Nothing is known to hold: retry at the full rate, as if it moved.
+            self.gate.ran(frame.t_media, changed=True)
         # Not fresher for it: a camera that only gives unusable frames must go stale.
         self._seq += 1
         count = self.smoother.reported
@@ -303,6 +389,11 @@ class Perception:
             self._on_percept(percept)
         except Exception:
             log.exception("a percept subscriber failed")
+
+
+def _people_keys(tracks: tuple[Track, ...]) -> frozenset[int]:
+    """The tracks the count counts (confirmed, seen in the frame)."""
+    return frozenset(t.key for t in tracks if t.state == "confirmed" and t.seen)
 
 
 __all__ = ["Perception", "PerceptionStats", "SharedDetector"]

@@ -79,7 +79,11 @@ class Percept:
     ``error`` is set (and the detections are empty) when the frame could not be
     used; the smoothed count then stands as it was. ``tracks`` are the
     tracker's people after this frame; ``lines`` and ``zones`` the configured
-    lines' totals and zones' states after it.
+    lines' totals and zones' states after it. ``gated``: the motion gate saw
+    nothing move, so the detector did not run on this frame: the detections
+    (and ``raw``) are the last detector run's, held at this frame's time, and
+    ``detect_ms`` is 0. ``motion`` is the share of the picture that changed
+    (None: no motion test, or nothing yet to compare with).
     """
 
     frame: Frame
@@ -94,6 +98,8 @@ class Percept:
     tracks: tuple[Track, ...] = ()
     lines: Mapping[str, LineTotals] = field(default_factory=dict)
     zones: Mapping[str, ZoneState] = field(default_factory=dict)
+    gated: bool = False
+    motion: float | None = None
 
     @property
     def t_media(self) -> float:

@@ -44,6 +44,7 @@ Anchor = Literal["feet", "center"]
 EmitMode = Literal["function_response", "text"]
 Scheduling = Literal["silent", "when_idle", "interrupt"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+Precision = Literal["fp32", "int8"]
 PACES: tuple[str, ...] = get_args(Pace)
 EMIT_MODES: tuple[str, ...] = get_args(EmitMode)
 SCHEDULINGS: tuple[str, ...] = get_args(Scheduling)
@@ -100,6 +101,16 @@ DeviceId = Annotated[str, AfterValidator(_not_blank)]
 # An empty token (``--http-token "$UNSET"``) would silently turn authentication off.
 Token = Annotated[str, AfterValidator(_no_empty_token)]
 Level = Annotated[LogLevel, BeforeValidator(_lower)]
+
+
+def _on_off(value: object) -> object:
+    # TOML's `motion = true` reads as well as `motion = "on"`.
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return _lower(value)
+
+
+OnOff = Annotated[Literal["on", "off"], BeforeValidator(_on_off)]
 
 # Above these, timers and frame arithmetic overflow (OpenCV takes int milliseconds).
 MAX_FPS = 120.0
@@ -297,6 +308,26 @@ class Config(BaseModel):
             f"{DETECT_FPS:g}, or {SCENE_DETECT_FPS:g} when lines or zones are configured"
         ),
     )
+    motion: OnOff = Field(
+        default="on",
+        description="motion gate: while nothing moves, the last detections stand and the "
+        "detector runs only on a heartbeat (--motion-heartbeat); with motion, or off, it runs "
+        "at --detect-fps",
+    )
+    motion_threshold: float = Field(
+        default=0.001,
+        gt=0,
+        lt=1,
+        description="share of the picture (0..1, of a ~160 px wide grey copy) that must "
+        "differ from the recent background to count as motion",
+    )
+    motion_heartbeat: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="seconds between detections while nothing moves (keeps a person "
+        "standing still, corrects a wrong count)",
+    )
     lines: Lines = Field(
         default_factory=dict,
         description="a named line to count crossings of, NAME=X1,Y1,X2,Y2 (0..1 of the frame; "
@@ -357,6 +388,12 @@ class Config(BaseModel):
         default=None,
         description="ONNX person detector file",
         json_schema_extra=_unset("the shipped NanoDet-g 416"),
+    )
+    precision: Precision = Field(
+        default="fp32",
+        description="which shipped NanoDet-g 416 to run: fp32, or int8 (static int8: about "
+        "a quarter less CPU per detection, but it misses some people fp32 finds at scores "
+        "near the threshold, so fp32 stays the default; docs/benchmarks.md); --detector wins",
     )
     max_side: int = Field(
         default=768, ge=64, le=4096, description="resize frames to at most this many pixels"

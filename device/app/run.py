@@ -35,6 +35,7 @@ from device.bus import EventBus
 from device.capture import CaptureLoop
 from device.events import CaptureStatsEvent, LogProblem, RunStarted, SourceStateEvent
 from device.feeds.runner import SourceRunner, SourceState, StateChange
+from device.motion import MotionConfig
 from device.outputs.console import ConsoleSink
 from device.outputs.sinks import JsonlSink
 from device.perception import Perception
@@ -55,7 +56,7 @@ from live.events import ErrorEvent, Event
 from live.model import LiveModel
 from live.redact import strip_credentials
 from live.tool import Tool
-from models.detector import PersonDetector
+from models.detector import PersonDetector, shipped_model
 from models.local import LocalModel
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
@@ -121,7 +122,8 @@ def detector_factory(config: Config) -> Callable[[], PersonDetector]:
     threshold are never counted, they only keep a half-hidden person's track.
     """
     low = min(config.threshold, TrackerConfig.low)
-    return functools.partial(PersonDetector, config.detector, threshold=low)
+    path = config.detector or shipped_model(config.precision)  # an explicit file wins
+    return functools.partial(PersonDetector, path, threshold=low)
 
 
 def scene_spec(config: Config) -> SceneSpec:
@@ -174,7 +176,15 @@ def configured_perception(
         threshold=config.threshold,
         scene=scene_spec(config),
         tracker=TrackerConfig(high=config.threshold, low=min(config.threshold, TrackerConfig.low)),
+        motion=motion_config(config),
     )
+
+
+def motion_config(config: Config) -> MotionConfig | None:
+    """The motion gate's settings; None with ``--motion off`` (detect every due frame)."""
+    if config.motion == "off":
+        return None
+    return MotionConfig(threshold=config.motion_threshold, heartbeat_s=config.motion_heartbeat)
 
 
 def preflight(perception: Perception, source: FrameSource) -> None:

@@ -1,7 +1,10 @@
 """Reading a file or a folder: every frame in order, on demand, with loop passes.
 
 A replay must give the same results at any speed, so nothing is dropped here:
-the capture loop asks for the next frame when it wants one. A read that fails
+the capture loop asks for the next frame when it wants one, and says from
+which media time on it wants one (``not_before``): the frames before are
+moved past without being decoded into pixels (``Grabs``), exactly those the
+loop's sampler would have dropped. A read that fails
 (a file on a flaky disk) is retried from the same frame with backoff, up to a
 number of failures in a row; one undecodable image is skipped and counted. A
 looped file's passes follow each other in time and index, as one long clip.
@@ -10,13 +13,14 @@ looped file's passes follow each other in time and index, as one long clip.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 
 from device.feeds.runner import SourceState, describe
-from device.sources import SourceError, SourceUnavailable, UnreadableFrame
+from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable, UnreadableFrame
 from live.frame import Frame
 
 if TYPE_CHECKING:
@@ -39,7 +43,7 @@ class FileReading:
         self._failures = 0
         # Where the current loop pass stands, and how passes shift time and index.
         self._pass_frames = 0
-        self._pass_last: Frame | None = None
+        self._pass_last: Grabbed | None = None  # the pass's newest frame, decoded or not
         self._pass_prev_t: float | None = None
         self._t_offset = 0.0
         self._index_offset = 0
@@ -52,13 +56,29 @@ class FileReading:
         if self._wait is not None:
             self._wait.cancel()
 
-    async def next_frame(self) -> Frame | None:
+    async def next_frame(self, not_before: float | None = None) -> Frame | None:
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
-            return await self._next()
+            return await self._next(not_before)
 
-    async def _next(self) -> Frame | None:
+    def _read(self, not_before: float | None) -> tuple[Frame | Grabbed | None, float]:
+        """In a worker thread: the next frame, or only where it is when it comes before
+        ``not_before`` (not decoded); and the ms spent decoding."""
+        source = self.source
+        if not_before is None or not isinstance(source, Grabs):
+            start = time.perf_counter()
+            frame = source.read()
+            return frame, (time.perf_counter() - start) * 1000
+        grabbed = source.grab()
+        # The capture loop's own test, on the same (looped) time: it drops just these.
+        if grabbed is None or grabbed.t_media + self._t_offset < not_before - 1e-6:
+            return grabbed, 0.0
+        start = time.perf_counter()
+        frame = source.retrieve()
+        return frame, (time.perf_counter() - start) * 1000
+
+    async def _next(self, not_before: float | None) -> Frame | None:
         runner = self.runner
         while True:
             if runner.closed or runner.state is SourceState.ENDED:
@@ -69,7 +89,7 @@ class FileReading:
                 await self._open()
                 continue
             try:
-                frame = await anyio.to_thread.run_sync(self.source.read)
+                frame, decode_ms = await anyio.to_thread.run_sync(self._read, not_before)
             except UnreadableFrame as exc:
                 # One bad image is the file's fault, not the source's: skip it, counted.
                 runner.stats.skipped_unreadable += 1
@@ -94,8 +114,12 @@ class FileReading:
             self._failures = 0
             self._next_index = frame.index + 1
             self._pass_prev_t = self._pass_last.t_media if self._pass_last is not None else None
-            self._pass_last = frame
+            self._pass_last = Grabbed(frame.index, frame.t_media)
             self._pass_frames += 1
+            if isinstance(frame, Grabbed):
+                runner.stats.frames_undecoded += 1
+                continue
+            runner.stats.decode_ms_total += decode_ms
             runner.mark_running(frame)
             return runner.accept(self._shifted(frame))
 

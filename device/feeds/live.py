@@ -3,21 +3,27 @@
 A capture that is read more slowly than it produces queues stale frames in
 the driver, so a reader task reads as fast as the camera delivers and keeps
 only the newest frame (a ``LatestWins`` of one): ``next_frame`` is always the
-freshest picture not returned yet. A read that blocks longer than the stall
-timeout is abandoned and the camera reopened; reopening backs off while the
-camera stays away, and starts fresh once it delivered again.
+freshest picture not returned yet. A source that can (``Grabs``) is read in two
+steps: every frame is grabbed (dequeued, which keeps the driver's queue short),
+and only a frame someone waits for is decoded: at most the sampling rate, not
+the camera's 30 fps. A read that blocks longer than the stall timeout is
+abandoned and the camera reopened; reopening backs off while the camera stays
+away, and starts fresh once it delivered again.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 
 from device.feeds.runner import SourceState, describe
-from device.sources import SourceError, SourceUnavailable
+from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable
 from live.buffer import LatestWins
 from live.frame import Frame
 
@@ -46,19 +52,25 @@ class LiveReading:
         self._ever_delivered = False
         self.newest: LatestWins[Frame] = LatestWins(1)
         self._scope: anyio.CancelScope | None = None
+        # From which time (the device clock, a live frame's t_media) the waiting
+        # consumer wants a frame; None while nobody waits: frames are only grabbed.
+        self._wanted_from: float | None = None
 
     def stop(self) -> None:
         if self._scope is not None:
             self._scope.cancel()
         self.newest.close()
 
-    async def next_frame(self) -> Frame | None:
+    async def next_frame(self, not_before: float | None = None) -> Frame | None:
+        self._wanted_from = -math.inf if not_before is None else not_before
         try:
             return await self.newest.get()
         except anyio.EndOfStream:
             if self.runner.state is SourceState.FAILED and not self.runner.closed:
                 raise SourceError(self.runner.failure) from None
             return None
+        finally:
+            self._wanted_from = None
 
     async def run(self) -> None:
         """Until closed or cancelled: open, read, and reopen with backoff when it fails."""
@@ -98,8 +110,38 @@ class LiveReading:
         except Exception as exc:
             return describe(exc), False
         delivered = False
+        source = self.source
+        first: Callable[[], Frame | Grabbed | None] = source.read
+        retrieve: Callable[[], Frame] | None = None
+        decode_ms = 0.0
+        if isinstance(source, Grabs):
+            grabbing = source
+
+            def timed_retrieve() -> Frame:
+                nonlocal decode_ms
+                start = time.perf_counter()
+                frame = grabbing.retrieve()
+                decode_ms = (time.perf_counter() - start) * 1000
+                return frame
+
+            first, retrieve = source.grab, timed_retrieve
         while True:
-            outcome = await self._read_watched()
+            outcome = await self._read_watched(first)
+            if isinstance(outcome, Grabbed) and retrieve is not None:
+                wanted = self._wanted_from
+                # The first frame is decoded whether or not it is wanted: it says the
+                # camera runs, and at what size.
+                if delivered and (wanted is None or outcome.t_media < wanted - 1e-6):
+                    runner.stats.frames_undecoded += 1
+                    continue
+                outcome = await self._read_watched(retrieve)
+                if isinstance(outcome, Frame):
+                    runner.stats.decode_ms_total += decode_ms
+                if isinstance(outcome, Frame) and wanted is None:
+                    delivered = True
+                    runner.mark_running(outcome)
+                    runner.accept(outcome)  # not kept: by the time it is wanted it is old
+                    continue
             if outcome is _STALLED:
                 runner.stats.stalls += 1
                 stall = f"no frame within {self.stall_timeout_s:g} s (read stalled)"
@@ -116,14 +158,16 @@ class LiveReading:
             runner.mark_running(outcome)
             self.newest.put(runner.accept(outcome))
 
-    async def _read_watched(self) -> Frame | BaseException | _Stalled | None:
-        """One read, given up after the stall timeout on the clock.
+    async def _read_watched(
+        self, read: Callable[[], Frame | Grabbed | None]
+    ) -> Frame | Grabbed | BaseException | _Stalled | None:
+        """One read (or grab, or retrieve), given up after the stall timeout on the clock.
 
         A given-up read stays in its worker thread until the driver returns;
         the source releases that capture then (see FrameSource), and the
         runner never touches it again.
         """
-        result: Frame | BaseException | None = _UNSET
+        result: Frame | Grabbed | BaseException | None = _UNSET
         stalled = False
         async with anyio.create_task_group() as tg:
 
@@ -135,7 +179,7 @@ class LiveReading:
 
             tg.start_soon(watchdog)
             try:
-                result = await anyio.to_thread.run_sync(self.source.read, abandon_on_cancel=True)
+                result = await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
             except Exception as exc:
                 result = exc
             tg.cancel_scope.cancel()

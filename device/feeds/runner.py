@@ -58,6 +58,13 @@ class SourceStats:
     stalls: int = 0  # live reads abandoned by the watchdog
     skipped_unreadable: int = 0  # single undecodable images skipped
     resolution_changes: int = 0
+    # Frames moved past without decoding them into pixels: nobody would have looked.
+    frames_undecoded: int = 0
+    decode_ms_total: float = 0.0  # decoding the frames that were read (frames_read)
+
+    @property
+    def decode_ms_mean(self) -> float:
+        return self.decode_ms_total / self.frames_read if self.frames_read else 0.0
 
 
 def describe(exc: BaseException) -> str:
@@ -80,7 +87,7 @@ class Reading(Protocol):
 
     async def run(self) -> None: ...
 
-    async def next_frame(self) -> Frame | None: ...
+    async def next_frame(self, not_before: float | None = None) -> Frame | None: ...
 
     def stop(self) -> None: ...
 
@@ -154,15 +161,22 @@ class SourceRunner:
                 await self.close_source()
             self._run_done.set()
 
-    async def next_frame(self) -> Frame | None:
+    async def next_frame(self, *, not_before: float | None = None) -> Frame | None:
         """The next frame; None once a file has ended or the runner is closed.
 
         Files: every frame in order. Live: the newest frame that has not been
         returned yet, waiting (cancellably) through reconnects for one; the
         frames come from ``run()``, which must be running.
+        ``not_before``: frames earlier than this media time are not wanted; a
+        source that can (``Grabs``) moves past them without decoding them.
         Raises SourceError once the source has FAILED.
         """
-        return await self._reading.next_frame()
+        return await self._reading.next_frame(not_before)
+
+    @property
+    def frames_undecoded(self) -> int:
+        """Frames moved past without decoding them (before a ``not_before``)."""
+        return self.stats.frames_undecoded
 
     async def close(self) -> None:
         """Stop reading and release the source; safe to call more than once."""

@@ -63,6 +63,16 @@ class AppCollector(Collector):
             ("lookout_frames_read", "Frames read from the source", capture.frames_read),
             ("lookout_frames_sampled", "Frames kept by the sampler", capture.frames_sampled),
             ("lookout_frames_detected", "Frames the detector ran on", perception.detected),
+            (
+                "lookout_frames_gated",
+                "Frames not detected because nothing moved (motion gate)",
+                perception.gated,
+            ),
+            (
+                "lookout_frames_undecoded",
+                "Frames skipped without decoding them (not sampled)",
+                capture.frames_undecoded,
+            ),
             ("lookout_detector_errors", "Frames the detector could not use", perception.errors),
             ("lookout_count_changes", "Changes of the people count", tel.count_changes),
             ("lookout_emissions", "Streaming tool emissions", stats.emissions),
@@ -104,7 +114,12 @@ class AppCollector(Collector):
             ("lookout_degraded", "1 when it counts but something is off", float(health.degraded)),
             ("lookout_model_connected", "1 while a model is connected", connected),
             ("lookout_session_seconds", "Seconds since the session started", tel.session_time()),
+            ("lookout_detections_per_second", "Detector runs/s, last 10 s", tel.detections_per_s()),
         ]  # fmt: skip
+        decode_ms = tel.decode_ms()
+        if decode_ms is not None:
+            decode_s = decode_ms / 1000
+            gauges.append(("lookout_decode_seconds_mean", "Mean decode time of a frame", decode_s))
         if tel.mqtt is not None:
             gauges.append(
                 ("lookout_mqtt_connected", "1 while connected", float(tel.mqtt.connected))

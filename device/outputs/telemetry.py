@@ -38,6 +38,7 @@ from live.session import DeviceCall, SessionStats
 from tools.percept import LineTotals, Percept, Track, ZoneState
 
 DETECT_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
+RATE_WINDOW_S = 10.0  # detector runs per second are counted over this much time
 
 # ---------------------------------------------------------------- app protocols
 # Read-only views of the App: what telemetry and the status server need, and no
@@ -195,6 +196,9 @@ class Telemetry:
         self.raw: int | None = None
         self.count_changes = 0
         self.detect_ms: float | None = None
+        self.gated = False  # the last percept held the scene: nothing moved (motion gate)
+        self.motion: float | None = None  # the share of the last frame that moved
+        self._detected_at: deque[float] = deque(maxlen=4096)  # monotonic times of detector runs
         self.history: deque[tuple[float, int | None]] = deque(maxlen=5000)  # None: unknown
         self.source_name = ""
         self.source_state = ""
@@ -294,9 +298,13 @@ class Telemetry:
     def on_percept(self, percept: Percept) -> None:
         """Bus percept subscriber: latency, raw count and (unless private) the boxed frame."""
         self.raw = percept.raw if percept.error is None else None
-        if percept.error is None:
+        self.gated = percept.gated
+        self.motion = percept.motion
+        if percept.error is None and not percept.gated:
+            # A gated frame had no detector run: its 0 ms is not a latency.
             self.detect_ms = percept.detect_ms
             self.detect_latency.observe(percept.detect_ms / 1000.0)
+            self._detected_at.append(self._monotonic())
         # The percept's numbers are perception's own after this frame: they win over
         # what the events said (the same numbers, a moment earlier).
         self.lines.update(percept.lines)
@@ -328,6 +336,19 @@ class Telemetry:
             self.history.popleft()
 
     # ----------------------------------------------------------------- reading
+
+    def detections_per_s(self) -> float:
+        """Detector runs per second over the last ``RATE_WINDOW_S`` (a still scene: ~0)."""
+        since = self._monotonic() - RATE_WINDOW_S
+        while self._detected_at and self._detected_at[0] < since:
+            self._detected_at.popleft()
+        return len(self._detected_at) / RATE_WINDOW_S
+
+    def decode_ms(self) -> float | None:
+        """Mean time to decode a frame that was read (None: not measured by this app)."""
+        stats = getattr(self.app.source_runner, "stats", None)  # views in tests have none
+        mean = getattr(stats, "decode_ms_mean", None)
+        return float(mean) if mean is not None else None
 
     def session_time(self) -> float:
         session = self.app.session
@@ -402,6 +423,7 @@ class Telemetry:
             "raw": self.raw,
             "count_changes": self.count_changes,
             "detect_ms": None if self.detect_ms is None else round(self.detect_ms, 1),
+            "perception": self.perception_state(),
             "history": [[round(t, 2), c] for t, c in self.history],
             "history_s": self.history_s,
             "source": {
@@ -424,6 +446,19 @@ class Telemetry:
         if self.mqtt is not None:
             data["mqtt"] = {"connected": self.mqtt.connected, "queued": self.mqtt.queued}
         return data
+
+    def perception_state(self) -> dict[str, Any]:
+        """What the detector costs now: its rate, the frames the motion gate held."""
+        decode = self.decode_ms()
+        return {
+            "motion_gate": self.app.config.motion == "on",
+            "gated": self.gated,
+            "motion": None if self.motion is None else round(self.motion, 4),
+            "detections_per_s": round(self.detections_per_s(), 2),
+            "frames_detected": self.app.perception.stats.detected,
+            "frames_gated": self.app.perception.stats.gated,
+            "decode_ms": None if decode is None else round(decode, 2),
+        }
 
     def lines_state(self) -> dict[str, dict[str, Any]]:
         """Each configured line's totals; ``counting`` is false while the count is unknown.

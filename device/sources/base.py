@@ -12,9 +12,11 @@ import logging
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Generic, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import cv2
 import numpy as np
@@ -74,6 +76,35 @@ class FrameSource(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class Grabbed:
+    """A frame a source moved to without decoding it: where it sits in the source."""
+
+    index: int
+    t_media: float
+
+
+@runtime_checkable
+class Grabs(Protocol):
+    """A source that can move past a frame without decoding it (``grab``) and decode the
+    frame it moved to only when it is wanted (``retrieve``); ``read`` is the two together.
+
+    Most frames of a 10 or 30 fps source are never looked at (the detector samples
+    2 or 5 a second): a camera's frame is then only dequeued, not decoded from
+    MJPEG; a video's frame is decoded but not converted to BGR; an image file is
+    not even opened. Both block, like ``read``.
+    """
+
+    def grab(self) -> Grabbed | None:
+        """Move to the next frame; None at the end of a file. Raises SourceError."""
+        ...
+
+    def retrieve(self) -> Frame:
+        """The frame the last ``grab`` moved to, decoded. Raises SourceError
+        (UnreadableFrame when just this frame cannot be decoded)."""
+        ...
+
+
 def first_line(text: str) -> str:
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     return lines[0] if lines else ""
@@ -106,16 +137,36 @@ def as_bgr(image: np.ndarray) -> np.ndarray:
 C = TypeVar("C")
 
 
+@dataclass(frozen=True)
+class Grab:
+    """What a capture's grab gave: the frame's media time, and its image when the
+    capture has no cheaper grab than a full read."""
+
+    media_t: float | None
+    image: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """The frame grabbed and not yet retrieved."""
+
+    index: int
+    t_media: float
+    t_wall: float
+    grab: Grab
+
+
 class _Held(Generic[C]):
     """One open capture and who is using it."""
 
-    __slots__ = ("capture", "readers", "released", "retired")
+    __slots__ = ("capture", "pending", "readers", "released", "retired")
 
     def __init__(self, capture: C) -> None:
         self.capture = capture
         self.readers = 0
         self.retired = False
         self.released = False
+        self.pending: _Pending | None = None
 
 
 class CaptureSource(Generic[C]):
@@ -124,7 +175,8 @@ class CaptureSource(Generic[C]):
     Implements the close-while-reading rule of :class:`FrameSource`: the
     capture is released by whichever thread is last to let go of it, so a
     driver never sees ``release()`` while it is inside ``read()``, and an
-    abandoned capture is never read again. Subclasses supply the four hooks.
+    abandoned capture is never read again. Subclasses supply the four hooks,
+    and may split the read into a cheap grab and a decoding retrieve (two more).
     """
 
     def __init__(
@@ -152,6 +204,19 @@ class CaptureSource(Generic[C]):
         """(image, media time in seconds or None) or None at the end of a file."""
         raise NotImplementedError
 
+    def _grab_capture(self, capture: C) -> Grab | None:
+        """Move to the next frame without decoding it if the capture can; None at the end
+        of a file. By default a full read, whose image ``_retrieve_capture`` hands back."""
+        result = self._read_capture(capture)
+        if result is None:
+            return None
+        image, media_t = result
+        return Grab(media_t, image)
+
+    def _retrieve_capture(self, capture: C, grab: Grab) -> np.ndarray | None:
+        """The grabbed frame's image; None when it cannot be decoded."""
+        return grab.image
+
     def _seek_capture(self, capture: C, index: int) -> None:
         raise SourceError(f"{self.name}: cannot seek in a live source")
 
@@ -169,18 +234,49 @@ class CaptureSource(Generic[C]):
                 self._next_index = 0
 
     def read(self) -> Frame | None:
+        if self.grab() is None:
+            return None
+        return self.retrieve()
+
+    def grab(self) -> Grabbed | None:
         with self._using() as held:
-            result = self._read_capture(held.capture)
+            result = self._grab_capture(held.capture)
+            t_wall = time.time()
         with self._lock:
             if held.retired:
                 raise SourceError(f"{self.name}: closed while reading")
+            held.pending = None
             if result is None:
                 return None
             index = self._next_index
             self._next_index += 1
-        image, media_t = result
+            # A camera frame's time is when it came, not when (or whether) it is decoded.
+            pending = _Pending(index, self._frame_time(index, result.media_t), t_wall, result)
+            held.pending = pending
+        return Grabbed(pending.index, pending.t_media)
+
+    def retrieve(self) -> Frame:
+        with self._using() as held:
+            with self._lock:
+                pending, held.pending = held.pending, None
+            if pending is None:
+                raise SourceError(f"{self.name}: no frame grabbed to decode")
+            image = self._retrieve_capture(held.capture, pending.grab)
+        with self._lock:
+            if held.retired:
+                raise SourceError(f"{self.name}: closed while reading")
+        if image is None:
+            if self.live:
+                raise SourceError(f"{self.name}: a frame could not be decoded")
+            raise UnreadableFrame(
+                f"{self.name}: frame {pending.index} could not be decoded", index=pending.index
+            )
         return Frame(
-            as_bgr(image), t_media=self._frame_time(index, media_t), index=index, source=self.name
+            as_bgr(image),
+            t_media=pending.t_media,
+            index=pending.index,
+            t_wall=pending.t_wall,
+            source=self.name,
         )
 
     def seek(self, index: int) -> None:

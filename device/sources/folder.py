@@ -6,7 +6,7 @@ import re
 import threading
 from pathlib import Path
 
-from device.sources.base import IMAGE_EXTENSIONS, SourceError, UnreadableFrame, as_bgr
+from device.sources.base import IMAGE_EXTENSIONS, Grabbed, SourceError, UnreadableFrame, as_bgr
 from device.sources.image_limit import DEFAULT_MAX_PIXELS, TooLarge, decode_file
 from live.frame import Frame
 
@@ -34,6 +34,7 @@ class ImageFolderSource:
         self._lock = threading.Lock()
         self._files = self._list()
         self._index = 0
+        self._grabbed: int | None = None  # the image grab() moved to, not yet decoded
 
     @property
     def frame_count(self) -> int:
@@ -67,13 +68,29 @@ class ImageFolderSource:
         with self._lock:
             self._files = files
             self._index = 0
+            self._grabbed = None
 
     def read(self) -> Frame | None:
+        if self.grab() is None:
+            return None
+        return self.retrieve()
+
+    def grab(self) -> Grabbed | None:
+        """The next image, not opened: a frame that is not sampled is never decoded."""
         with self._lock:
             index = self._index
             if index >= len(self._files):
+                self._grabbed = None
                 return None
             self._index += 1
+            self._grabbed = index
+        return Grabbed(index, index / self._fps)
+
+    def retrieve(self) -> Frame:
+        with self._lock:
+            index, self._grabbed = self._grabbed, None
+            if index is None:
+                raise SourceError(f"{self.name}: no image grabbed to decode")
             path = self._files[index]
         try:
             image = decode_file(path, self.max_pixels)
@@ -90,6 +107,7 @@ class ImageFolderSource:
             raise SourceError(f"{self.name}: cannot seek to frame {index}")
         with self._lock:
             self._index = index
+            self._grabbed = None
 
     def close(self) -> None:
         pass

@@ -11,7 +11,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from device.sources.base import _URL_RE, CaptureSource, SourceError, first_line
+from device.sources.base import _URL_RE, CaptureSource, Grab, SourceError, first_line
 from live.redact import safe_url
 
 
@@ -98,17 +98,35 @@ class OpenCVSource(CaptureSource[Any]):
         return cv2.VideoCapture(self._target)
 
     def _read_capture(self, capture: Any) -> tuple[np.ndarray, float | None] | None:
+        grab = self._grab_capture(capture)
+        if grab is None:
+            return None
+        image = self._retrieve_capture(capture, grab)
+        if image is None:
+            raise SourceError(f"{self.name}: a frame could not be decoded")
+        return image, grab.media_t
+
+    def _grab_capture(self, capture: Any) -> Grab | None:
+        # grab() dequeues a camera's buffer (its MJPEG is not decoded) or decodes a
+        # video's next frame without converting it to BGR; retrieve() does the rest.
         try:
-            ok, image = capture.read()
+            ok = capture.grab()
         except cv2.error as exc:
             raise SourceError(f"{self.name}: read failed: {first_line(str(exc))}") from None
-        if not ok or image is None:
+        if not ok:
             if self.live:
                 raise SourceError(f"{self.name}: no frame (disconnected or stream lost)")
             return None
         if self.live:
-            return image, None
-        return image, float(capture.get(cv2.CAP_PROP_POS_MSEC)) / 1000.0
+            return Grab(None)
+        return Grab(float(capture.get(cv2.CAP_PROP_POS_MSEC)) / 1000.0)
+
+    def _retrieve_capture(self, capture: Any, grab: Grab) -> np.ndarray | None:
+        try:
+            ok, image = capture.retrieve()
+        except cv2.error as exc:
+            raise SourceError(f"{self.name}: read failed: {first_line(str(exc))}") from None
+        return image if ok and image is not None else None
 
     def _seek_capture(self, capture: Any, index: int) -> None:
         if self.live:

@@ -210,10 +210,12 @@ async def test_a_file_source_that_raises_mid_run_reconnects_and_loses_no_frame(
 
     out = tmp_path / "events.jsonl"
     config = build(
-        {"model": "local", "pace": "fast", "http": "", "events": out, "detect_fps": 10.0},
+        # The gate off: its frames are all alike, and every one must reach the detector.
+        {"model": "local", "pace": "fast", "http": "", "events": out, "detect_fps": 10.0,
+         "motion": "off"},
         environ={},
         system_config=Path("/nonexistent"),
-    )
+    )  # fmt: skip
     source = FlakyFile()
     app = App(config, out=io.StringIO(), source_override=source)
     app.source_runner.initial_backoff_s = 0.01
