@@ -8,6 +8,11 @@ Both create ``.venv`` (if missing), install the project with its dev extras
 ``data/``. ``run`` then starts ``lookout run`` on its embedded defaults (the
 sample video, the offline local model, no camera, no API key); ``test`` runs
 ruff, mypy and the pytest suite. Only Python >= 3.11 and git are needed.
+
+With ``LOOKOUT_SYSTEM_SITE_PACKAGES=1`` the virtual environment also sees the
+system's Python packages (``venv --system-site-packages``): on a Raspberry Pi,
+picamera2 comes from apt (python3-picamera2), not from PyPI. An existing
+``.venv`` made without them is switched over in place.
 """
 
 from __future__ import annotations
@@ -51,10 +56,28 @@ def run(cmd: list[str | Path], *, waiting_for: str = "", **kw: object) -> None:
         sys.exit(code)
 
 
+def wants_system_site_packages() -> bool:
+    value = os.environ.get("LOOKOUT_SYSTEM_SITE_PACKAGES", "").strip().lower()
+    return value in {"1", "true", "yes", "on"}
+
+
+def has_system_site_packages() -> bool:
+    cfg = VENV / "pyvenv.cfg"
+    lines = cfg.read_text().splitlines() if cfg.is_file() else []
+    return "include-system-site-packages = true" in (line.strip().lower() for line in lines)
+
+
 def ensure_venv() -> None:
+    system_site = wants_system_site_packages()
     if not PY.exists():
-        step("[1/3] creating the virtual environment .venv (a few seconds)")
-        venv.EnvBuilder(with_pip=True).create(VENV)
+        step(
+            "[1/3] creating the virtual environment .venv (a few seconds)"
+            + (", with the system's packages" if system_site else "")
+        )
+        venv.EnvBuilder(with_pip=True, system_site_packages=system_site).create(VENV)
+    elif system_site and not has_system_site_packages():
+        step("[1/3] letting .venv see the system's packages (LOOKOUT_SYSTEM_SITE_PACKAGES)")
+        venv.EnvBuilder(system_site_packages=True, upgrade=True).create(VENV)
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if STAMP.exists() and STAMP.read_text().strip() == wanted:
         return
