@@ -16,6 +16,7 @@ from live.store import ProblemCallback
 
 # Persistence problems, of the SQLite store and of this file alike, are said here.
 log = logging.getLogger("lookout.store")
+RECOVERED_AFTER = 10  # good writes in a row before a failing events file counts as recovered
 
 
 __all__ = ["EventSink", "JsonlSink", "repair_torn_tail"]
@@ -42,6 +43,7 @@ class JsonlSink:
         self._size = os.fstat(self._fd).st_size  # where the last whole line ends
         self._failing: set[str] = set()  # failure kinds said during the current problem
         self._lost_in_problem = 0
+        self._good_in_problem = 0  # writes that worked in a row since the last failure
 
     @property
     def degraded(self) -> bool:
@@ -64,6 +66,11 @@ class JsonlSink:
         self._size += len(line)
         self.written += 1
         if self._failing:
+            # A nearly full disk takes a short line now and then: only a run of good
+            # writes is "writing again", or the console would flap between the two.
+            self._good_in_problem += 1
+            if self._good_in_problem < RECOVERED_AFTER:
+                return
             self._tell(
                 "recovered",
                 f"events file {self.path}: writing again; "
@@ -71,6 +78,7 @@ class JsonlSink:
             )
             self._failing.clear()
             self._lost_in_problem = 0
+            self._good_in_problem = 0
 
     def _failed(self, exc: OSError) -> None:
         assert self._fd is not None
@@ -81,6 +89,7 @@ class JsonlSink:
         reason = exc.strerror or str(exc)
         self.lost += 1
         self._lost_in_problem += 1
+        self._good_in_problem = 0
         self.lost_by_reason[reason] += 1
         self.last_error = reason
         if kind not in self._failing:

@@ -87,16 +87,41 @@ def test_write_errors_lose_whole_lines_are_said_once_per_kind_and_writing_goes_o
         failure[0] = errno.EIO
         sink.write(text(4))
         failure.clear()
-        sink.write(text(5))
+        for i in range(5, 15):  # a run of good writes: writing again
+            sink.write(text(i))
         sink.close()
-    assert sink.lost == 4 and sink.written == 2 and not sink.complete
-    assert [e["text"] for e in lines(path)] == ["line 0", "line 5"]  # nothing torn
+    assert sink.lost == 4 and sink.written == 11 and not sink.complete
+    # Nothing torn.
+    assert [e["text"] for e in lines(path)] == ["line 0"] + [f"line {i}" for i in range(5, 15)]
     assert [k for k, _ in problems] == ["degraded", "degraded", "recovered", "lost"]
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [m for _, m in problems]
     assert "No space left on device" in messages[0] and "Input/output error" in messages[1]
     assert messages[2].endswith("writing again; 4 lines were lost meanwhile")
     assert "4 lines lost (3 No space left on device, 1 Input/output error)" in messages[3]
+
+
+def test_a_nearly_full_disk_that_takes_a_short_line_now_and_then_does_not_flap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "events.jsonl"
+    problems: list[str] = []
+    sink = JsonlSink(path, on_problem=lambda kind, message: problems.append(kind))
+    real_write = os.write
+    calls = [0]
+
+    def every_third_fits(fd: int, data: bytes | memoryview) -> int:
+        calls[0] += 1
+        if calls[0] % 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(device.outputs.sinks.os, "write", every_third_fits)
+    for i in range(60):
+        sink.write(text(i))
+    sink.close()
+    assert sink.lost == 40 and sink.written == 20
+    assert problems == ["degraded", "lost"]  # said once, tallied at the end
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
