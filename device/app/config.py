@@ -45,6 +45,7 @@ EmitMode = Literal["function_response", "text"]
 Scheduling = Literal["silent", "when_idle", "interrupt"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 Precision = Literal["fp32", "int8"]
+Profile = Literal["none", "auto", "pi4", "pi5", "laptop"]
 PACES: tuple[str, ...] = get_args(Pace)
 EMIT_MODES: tuple[str, ...] = get_args(EmitMode)
 SCHEDULINGS: tuple[str, ...] = get_args(Scheduling)
@@ -388,6 +389,12 @@ class Config(BaseModel):
         default=None,
         description="ONNX person detector file",
         json_schema_extra=_unset("the shipped NanoDet-g 416"),
+    )
+    profile: Profile = Field(
+        default="none",
+        description="fit the detector to this CPU: pi4 (int8, 1 detection a second, 2.5 with "
+        "lines or zones), pi5 (int8), laptop (the defaults), auto (pi4 or pi5 when the board "
+        "says so, else laptop); settings given explicitly win",
     )
     precision: Precision = Field(
         default="fp32",
@@ -824,10 +831,21 @@ def build(
     """
     config = Config()
     path = config_path if config_path is not None else system_config
+    from_file: dict[str, Any] | None = None
     if config_path is not None or system_config.is_file():
-        config = apply(config, load_file(path), str(path))
+        from_file = load_file(path)
+        config = apply(config, from_file, str(path))
     given = {k: v for k, v in flags.items() if v is not None}
     config = apply(config, given, COMMAND_LINE)
+    if config.profile != "none":
+        # The profile replaces defaults only: the file and the flags are applied over it.
+        from device.app.profiles import profile_defaults
+
+        preset = profile_defaults(config.profile, scene=bool(config.lines or config.zones))
+        config = apply(Config(), preset, COMMAND_LINE)
+        if from_file is not None:
+            config = apply(config, from_file, str(path))
+        config = apply(config, given, COMMAND_LINE)
     update: dict[str, Any] = {"api_key": api_key_from_env(environ)}
     if config.http_token is None and config.http_token_file is None:
         update["http_token"] = token_from_env(environ)  # out of ps and shell history
