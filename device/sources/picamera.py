@@ -28,9 +28,20 @@ class Picamera2Source(CaptureSource[Any]):
     def _open_capture(self) -> Any:
         try:
             from picamera2 import Picamera2  # type: ignore[import-not-found, unused-ignore]
-        except ImportError:
+        except ImportError as exc:
+            if getattr(exc, "name", None) in ("picamera2", None) and "picamera2" in str(exc):
+                raise SourceUnavailable(
+                    "picamera2 is not installed (apt install python3-picamera2)"
+                ) from None
             raise SourceUnavailable(
-                "picamera2 is not installed (apt install python3-picamera2)"
+                f"picamera2 cannot be imported: {first_line(str(exc))}"
+            ) from None
+        except ValueError as exc:
+            # Bookworm's apt simplejpeg is built for numpy 1; the venv has numpy 2. Retrying
+            # cannot help, so say the fix once (docs/raspberry-pi.md).
+            raise SourceUnavailable(
+                f"picamera2 cannot be imported ({first_line(str(exc))}): a module built for "
+                "another numpy; .venv/bin/pip install simplejpeg"
             ) from None
         camera: Any = None
         try:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -798,3 +799,25 @@ async def test_resolution_change_mid_stream_is_counted() -> None:
     assert runner.stats.resolution_changes == 1
     assert S.RECONNECTING not in rec.states
     assert frame.index > small.index
+
+
+def test_picamera2_built_for_another_numpy_is_said_once_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def broken(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "picamera2":
+            raise ValueError(
+                "numpy.dtype size changed, may indicate binary incompatibility. Expected 96"
+            )
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    source = open_source("picamera2", clock_now=lambda: 0.0)
+    with pytest.raises(
+        SourceUnavailable, match=r"another numpy; \.venv/bin/pip install simplejpeg"
+    ):
+        source.open()
