@@ -110,7 +110,13 @@ def fetch_package(tmp: Path, tgz: Path | None) -> Path:
     return dest
 
 
-def make_venv(tmp: Path, existing: Path | None) -> Path:
+def make_venv(
+    tmp: Path,
+    existing: Path | None,
+    requirements: tuple[str, ...] = EXPORT_REQUIREMENTS,
+    size: str = "a few minutes, ~600 MB",
+) -> Path:
+    """A throwaway venv with ``requirements`` (or ``existing``, reused as it is)."""
     if existing is not None:
         py = existing / "bin" / "python"
         if not py.exists():
@@ -121,7 +127,7 @@ def make_venv(tmp: Path, existing: Path | None) -> Path:
     log(f"creating throwaway virtual environment {env_dir}")
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    log("pip install " + " ".join(EXPORT_REQUIREMENTS) + "  (a few minutes, ~600 MB)")
+    log("pip install " + " ".join(requirements) + f"  ({size})")
     subprocess.run(
         [
             str(py),
@@ -130,7 +136,7 @@ def make_venv(tmp: Path, existing: Path | None) -> Path:
             "install",
             "--quiet",
             "--disable-pip-version-check",
-            *EXPORT_REQUIREMENTS,
+            *requirements,
         ],
         check=True,
     )

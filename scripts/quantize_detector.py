@@ -46,7 +46,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import venv
 import warnings
 from pathlib import Path
 from typing import Any
@@ -110,30 +109,11 @@ def find_data(name: str, explicit: Path | None) -> Path:
 
 
 def make_venv(tmp: Path, existing: Path | None) -> Path:
-    if existing is not None:
-        py = existing / "bin" / "python"
-        if not py.exists():
-            sys.exit(f"--venv {existing}: no bin/python there")
-        log(f"reusing virtual environment {existing} (versions are printed below)")
-        return py
-    env_dir = tmp / "venv"
-    log(f"creating throwaway virtual environment {env_dir}")
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    py = env_dir / "bin" / "python"
-    log("pip install " + " ".join(QUANT_REQUIREMENTS) + "  (about a minute, ~200 MB)")
-    subprocess.run(
-        [
-            str(py),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            *QUANT_REQUIREMENTS,
-        ],
-        check=True,
-    )
-    return py
+    # The same throwaway-venv step as the fp32 export, with the quantisation tools.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from export_detector import make_venv as export_venv
+
+    return export_venv(tmp, existing, QUANT_REQUIREMENTS, "about a minute, ~200 MB")
 
 
 def main() -> None:
