@@ -191,6 +191,8 @@ def parse_lines(value: object) -> dict[str, LineSpec]:
         table: dict[str, Any] = {}
         for item in value:
             name, text = _split_flag(item, "line", "NAME=X1,Y1,X2,Y2")
+            if name in table:
+                raise ValueError(f"{name} is given twice")
             table[name] = {"points": _numbers(name, text, "line")}
         value = table
     if not isinstance(value, Mapping):
@@ -219,6 +221,8 @@ def parse_zones(value: object) -> dict[str, ZoneSpec]:
         table: dict[str, Any] = {}
         for item in value:
             name, text = _split_flag(item, "zone", "NAME=X1,Y1,X2,Y2,X3,Y3[,...]")
+            if name in table:
+                raise ValueError(f"{name} is given twice")
             table[name] = {"points": _numbers(name, text, "zone")}
         value = table
     if not isinstance(value, Mapping):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from device.lines import LineCounter
 from device.scene import Scene, SceneSpec
@@ -204,3 +205,16 @@ def test_the_scene_says_a_zone_is_unknown_when_the_source_goes_down_and_keeps_li
     assert [(e.type, e.to_dict()["people"]) for e in gone] == [("zone", None)]
     assert scene.line_totals()["post"].entered == 1
     assert scene.zone_states()["kiosk"].people is None
+
+
+def test_a_line_or_zone_named_twice_on_the_command_line_is_refused(tmp_path: object) -> None:
+    import pytest
+
+    from device.app.config import ConfigError, build
+
+    for flags in (
+        {"lines": ["door=0,0,1,1", "door=0.5,0,0.5,1"]},
+        {"zones": ["k=0,0,1,0,1,1", "k=0,0,0.5,0,0.5,0.5"]},
+    ):
+        with pytest.raises(ConfigError, match="given twice"):
+            build(flags, environ={}, system_config=Path(str(tmp_path)) / "none.toml")
