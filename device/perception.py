@@ -34,7 +34,7 @@ from device.tracker import Tracker, TrackerConfig
 from live.events import ErrorEvent, Event
 from live.frame import Frame
 from models.detections import Detections, Detector
-from tools.percept import Percept, Track
+from tools.percept import Percept, Track, people_seen
 from tools.smoothing import CountSmoother
 
 log = logging.getLogger("lookout.perception")
@@ -316,7 +316,7 @@ class Perception:
         # A gated frame is as fresh as a detected one: the device looked, nothing moved.
         self.last_at = self._now()
         detections, raw = self._shown
-        people = sum(1 for t in tracks if t.state == "confirmed" and t.seen)
+        people = len(people_seen(tracks))
         before = self.smoother.reported
         change = self.smoother.update(people, frame.t_media)
         count = self.smoother.reported
@@ -393,7 +393,7 @@ class Perception:
 
 def _people_keys(tracks: tuple[Track, ...]) -> frozenset[int]:
     """The tracks the count counts (confirmed, seen in the frame)."""
-    return frozenset(t.key for t in tracks if t.state == "confirmed" and t.seen)
+    return frozenset(t.key for t in people_seen(tracks))
 
 
 __all__ = ["Perception", "PerceptionStats", "SharedDetector"]

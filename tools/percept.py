@@ -108,7 +108,7 @@ class Percept:
     @property
     def people(self) -> tuple[Track, ...]:
         """The confirmed people seen in this frame (what the count counts)."""
-        return tuple(t for t in self.tracks if t.state == "confirmed" and t.seen)
+        return people_seen(self.tracks)
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,11 @@ class CountUnknown:
     reason: str
 
 
+def people_seen(tracks: tuple[Track, ...]) -> tuple[Track, ...]:
+    """The confirmed people seen in the frame: what every count counts."""
+    return tuple(t for t in tracks if t.state == "confirmed" and t.seen)
+
+
 # The newest percept of a running source, or None (nothing yet, or the source is down).
 CurrentPercept = Callable[[], Percept | None]
 
@@ -135,4 +140,5 @@ __all__ = [
     "Track",
     "TrackState",
     "ZoneState",
+    "people_seen",
 ]

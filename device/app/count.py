@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from device.sources import FrameSource, ImageFolderSource, SourceError, UnreadableFrame
 from device.tracker import Tracker, TrackerConfig
 from models.detections import Detector
+from tools.percept import people_seen
 from tools.smoothing import CountSmoother
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1
@@ -75,7 +76,7 @@ def count_frames(
             }
             if smoother is not None:
                 tracks = tracker.update(found, frame.t_media)
-                people = sum(1 for t in tracks if t.state == "confirmed" and t.seen)
+                people = len(people_seen(tracks))
                 smoother.update(people, frame.t_media)
                 record["count"] = smoother.reported
             else:

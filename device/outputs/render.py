@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tools.percept import LineTotals, Track, ZoneState
+from tools.percept import LineTotals, Track, ZoneState, people_seen
 
 Point = tuple[float, float]
 
@@ -71,7 +71,7 @@ def render_jpeg(frame: DisplayFrame, quality: int = 80) -> bytes:
         _draw_zone(image, name, polygon, frame.zones.get(name), thickness, scale)
     for name, (a, b) in frame.geometry.lines.items():
         _draw_line(image, name, a, b, frame.lines.get(name), thickness, scale)
-    people = [t for t in frame.tracks if t.state == "confirmed" and t.seen]
+    people = list(people_seen(frame.tracks))
     person_boxes = np.asarray([t.box for t in people], np.float64).reshape(-1, 4)
     boxes = np.asarray(frame.boxes, np.float64).reshape(-1, 4)
     overlaps = _overlaps(boxes, person_boxes)
