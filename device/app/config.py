@@ -185,16 +185,22 @@ def _split_flag(item: object, kind: str, usage: str) -> tuple[str, str]:
     return _name(name.strip(), kind), text
 
 
+def _from_flags(value: object, kind: str, usage: str) -> object:
+    """Repeated ``--line``/``--zone`` flags (a list of NAME=...) as the TOML table they mean."""
+    if not isinstance(value, list):
+        return value
+    table: dict[str, Any] = {}
+    for item in value:
+        name, text = _split_flag(item, kind, usage)
+        if name in table:
+            raise ValueError(f"{name} is given twice")
+        table[name] = {"points": _numbers(name, text, kind)}
+    return table
+
+
 def parse_lines(value: object) -> dict[str, LineSpec]:
     """``--line NAME=X1,Y1,X2,Y2`` flags (a list) or a TOML ``[lines.NAME]`` table."""
-    if isinstance(value, list):
-        table: dict[str, Any] = {}
-        for item in value:
-            name, text = _split_flag(item, "line", "NAME=X1,Y1,X2,Y2")
-            if name in table:
-                raise ValueError(f"{name} is given twice")
-            table[name] = {"points": _numbers(name, text, "line")}
-        value = table
+    value = _from_flags(value, "line", "NAME=X1,Y1,X2,Y2")
     if not isinstance(value, Mapping):
         raise ValueError(f"must be a table of lines, not {_shown(value)}")
     lines: dict[str, LineSpec] = {}
@@ -217,14 +223,7 @@ def parse_lines(value: object) -> dict[str, LineSpec]:
 
 def parse_zones(value: object) -> dict[str, ZoneSpec]:
     """``--zone NAME=X1,Y1,X2,Y2,X3,Y3[,...]`` flags or a TOML ``[zones.NAME]`` table."""
-    if isinstance(value, list):
-        table: dict[str, Any] = {}
-        for item in value:
-            name, text = _split_flag(item, "zone", "NAME=X1,Y1,X2,Y2,X3,Y3[,...]")
-            if name in table:
-                raise ValueError(f"{name} is given twice")
-            table[name] = {"points": _numbers(name, text, "zone")}
-        value = table
+    value = _from_flags(value, "zone", "NAME=X1,Y1,X2,Y2,X3,Y3[,...]")
     if not isinstance(value, Mapping):
         raise ValueError(f"must be a table of zones, not {_shown(value)}")
     zones: dict[str, ZoneSpec] = {}
