@@ -241,6 +241,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
+    if config.profile != "none":
+        from device.app.profiles import profile_choice
+
+        # What the profile chose (and, for auto, what it measured): said once at start.
+        print(profile_choice(config.profile, scene=bool(config.lines or config.zones))[1])
     # Imported once the settings are known good: a typo is refused at once, not after
     # a second of loading OpenCV, onnxruntime and the Gemini SDK.
     import anyio

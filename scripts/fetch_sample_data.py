@@ -7,7 +7,10 @@ apt's package lists exist; as root it runs ``apt-get update`` first if needed),
 extracted with Python's own ar/tar/xz readers so ``dpkg`` is not required.
 Every file is checked against a pinned sha256.
 
-    python scripts/fetch_sample_data.py [--dest data]
+    python scripts/fetch_sample_data.py [--dest data] [--closeups]
+
+``--closeups`` also fetches basketball1.png and basketball2.png, the close-up photos
+``scripts/bench/detector.py`` checks the int8 detector on.
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ FILES = {
     "vtest.avi": "45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf",
     "messi5.jpg": "1d570e49654e84c7a943918537bd9e5e1ef82920152e147c834006e235be97c9",
 }
+# The close-ups of scripts/bench/detector.py (two players each; never calibrated on):
+# only with --closeups, from the same package.
+CLOSEUPS = {
+    "basketball1.png": "ba06f6701f7260998b430c39b6557f775497e6ce7b1a74f0b7ea6af371bf54a6",
+    "basketball2.png": "b3047772e0dc6c9d83c26f64894ca1a897f799f855c5574ac24b2ef934c2978e",
+}
+KNOWN = FILES | CLOSEUPS
 MEMBER_DIR = "usr/share/doc/opencv-doc/examples/data/"
 
 
@@ -45,7 +55,7 @@ def sha256(path: Path) -> str:
 
 
 def verified(path: Path, name: str) -> bool:
-    return path.is_file() and sha256(path) == FILES[name]
+    return path.is_file() and sha256(path) == KNOWN[name]
 
 
 def local_candidates() -> list[Path]:
@@ -72,7 +82,7 @@ def read_ar_member(deb: bytes, prefix: str) -> tuple[str, bytes]:
     raise FetchError(f"no {prefix}* member in the package")
 
 
-def extract_from_deb(deb_path: Path, dest: Path) -> None:
+def extract_from_deb(deb_path: Path, dest: Path, names: dict[str, str] = FILES) -> None:
     name, payload = read_ar_member(deb_path.read_bytes(), "data.tar")
     if name.endswith(".xz"):
         payload = lzma.decompress(payload)
@@ -81,7 +91,7 @@ def extract_from_deb(deb_path: Path, dest: Path) -> None:
     with tarfile.open(fileobj=io.BytesIO(payload)) as tar:
         for member in tar.getmembers():
             path = member.name.removeprefix("./")
-            if path.startswith(MEMBER_DIR) and path[len(MEMBER_DIR) :] in FILES:
+            if path.startswith(MEMBER_DIR) and path[len(MEMBER_DIR) :] in names:
                 source = tar.extractfile(member)
                 if source is None:
                     continue
@@ -116,10 +126,10 @@ def apt_download(workdir: Path) -> Path:
     return debs[-1]
 
 
-def fetch(dest: Path) -> list[str]:
+def fetch(dest: Path, names: dict[str, str] = FILES) -> list[str]:
     dest.mkdir(parents=True, exist_ok=True)
     notes = []
-    missing = [name for name in FILES if not verified(dest / name, name)]
+    missing = [name for name in names if not verified(dest / name, name)]
     for name in list(missing):
         for directory in local_candidates():
             candidate = directory / name
@@ -131,9 +141,9 @@ def fetch(dest: Path) -> list[str]:
     if missing:
         with tempfile.TemporaryDirectory() as tmp:
             deb = apt_download(Path(tmp))
-            extract_from_deb(deb, dest)
+            extract_from_deb(deb, dest, names)
             notes.append(f"{', '.join(missing)}: extracted from {deb.name}")
-    for name in FILES:
+    for name in names:
         if not verified(dest / name, name):
             raise FetchError(f"{dest / name} is missing or its sha256 does not match")
     return notes
@@ -142,9 +152,14 @@ def fetch(dest: Path) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description="Fetch Lookout's sample video and image.")
     parser.add_argument("--dest", type=Path, default=ROOT / "data")
+    parser.add_argument(
+        "--closeups",
+        action="store_true",
+        help="also basketball1.png and basketball2.png (for scripts/bench/detector.py)",
+    )
     args = parser.parse_args()
     try:
-        notes = fetch(args.dest)
+        notes = fetch(args.dest, KNOWN if args.closeups else FILES)
     except (FetchError, OSError) as exc:
         print(f"fetch_sample_data: {exc}", file=sys.stderr)
         return 1

@@ -332,6 +332,21 @@ class Config(BaseModel):
         description="seconds between detections while nothing moves (keeps a person "
         "standing still, corrects a wrong count)",
     )
+    motion_hangover: float = Field(
+        default=2.0,
+        ge=0,
+        le=600,
+        description="seconds the detector keeps its full rate after the last movement (what "
+        "the movement started, a new person's confirmation or a track leaving, is settled "
+        "by real detections before the scene is held)",
+    )
+    motion_pixel_delta: float = Field(
+        default=25.0,
+        gt=0,
+        lt=255,
+        description="grey levels (0..255) a pixel must differ from the recent background to "
+        "have moved: above compression and sensor noise, below a person against a wall",
+    )
     lines: Lines = Field(
         default_factory=dict,
         description="a named line to count crossings of, NAME=X1,Y1,X2,Y2 (0..1 of the frame; "
@@ -397,13 +412,22 @@ class Config(BaseModel):
         default="none",
         description="fit the detector to this CPU: pi4 (int8, 1 detection a second, 2.5 with "
         "lines or zones), pi5 (int8), laptop (the defaults), auto (pi4 or pi5 when the board "
-        "says so, else laptop); settings given explicitly win",
+        "says so, else the detector is timed at start-up: int8 and a lower rate when the "
+        "defaults would cost over a quarter of a core); settings given explicitly win",
     )
     precision: Precision = Field(
         default="fp32",
         description="which shipped NanoDet-g 416 to run: fp32, or int8 (static int8: about "
-        "a quarter less CPU per detection, but it misses some people fp32 finds at scores "
+        "a fifth less CPU per detection, but it misses some people fp32 finds at scores "
         "near the threshold, so fp32 stays the default; docs/benchmarks.md); --detector wins",
+    )
+    detector_threads: int = Field(
+        default=1,
+        ge=0,
+        le=64,
+        description="CPU threads one detection may use (0: onnxruntime's choice, one per "
+        "core). One costs the least CPU per detection (a second thread cut latency by a "
+        "third but cost a quarter more CPU: docs/benchmarks.md)",
     )
     max_side: int = Field(
         default=768, ge=64, le=4096, description="resize frames to at most this many pixels"

@@ -8,18 +8,33 @@ Pi 5, 310-610 ms on a Pi 4; int8 about a quarter less), not measurements on a
 Pi (docs/raspberry-pi.md).
 
 ``auto`` reads the board's name from the device tree (or /proc/cpuinfo): a
-Raspberry Pi 4 or 5 gets its profile, anything else ``laptop``. It does not
-time the detector at start-up.
+Raspberry Pi 4 or 5 gets its profile. Any other board is measured: the shipped
+fp32 detector is timed on a blank frame at start-up (one thread, as it runs),
+and when the default detection rate would cost more than the budget, int8 is
+timed too and chosen, with the rate lowered until it fits (never below one
+detection every two seconds). So an old laptop or a board nobody named gets
+settings that fit it, and a fast one keeps the defaults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 Board = Literal["pi4", "pi5", "laptop"]
 MODEL_FILES = (Path("/proc/device-tree/model"), Path("/proc/cpuinfo"))
+CPU_BUDGET = 0.25  # of one core, on average, for detection (the rest of the device is small)
+MIN_DETECT_FPS = 0.5  # below this a count is too slow to be worth showing as live
+MIN_SCENE_FPS = 2.5  # below this a line misses most crossings (the Pi 4 profile's rate)
+TIMED_RUNS = 3  # after one warm-up run; the median is kept
+
+# Milliseconds one detection takes here, by precision (measured once a process).
+DetectionTimer = Callable[[str], float]
 
 
 def board_from_text(text: str) -> Board:
@@ -31,8 +46,8 @@ def board_from_text(text: str) -> Board:
     return "laptop"
 
 
-def detect_board(files: tuple[Path, ...] = MODEL_FILES) -> Board:
-    for path in files:
+def detect_board(files: tuple[Path, ...] | None = None) -> Board:
+    for path in MODEL_FILES if files is None else files:
         try:
             text = path.read_bytes().decode("utf-8", "replace")
         except OSError:
@@ -43,12 +58,91 @@ def detect_board(files: tuple[Path, ...] = MODEL_FILES) -> Board:
     return "laptop"
 
 
-def profile_defaults(profile: str, *, scene: bool) -> Mapping[str, Any]:
+@functools.cache
+def time_detection(precision: str) -> float:
+    """Median milliseconds of one detection of the shipped model, one thread, blank frame."""
+    import numpy as np
+
+    from models.detector import PersonDetector, shipped_model
+
+    detector = PersonDetector(shipped_model(precision), threads=1)
+    frame = np.zeros((576, 768, 3), np.uint8)
+    detector.detect(frame)  # the first run allocates; it is not what a detection costs
+    runs = []
+    for _ in range(TIMED_RUNS):
+        t0 = time.perf_counter()
+        detector.detect(frame)
+        runs.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(runs)
+
+
+def fit_rate(
+    ms: float, rate: float, budget: float = CPU_BUDGET, floor: float = MIN_DETECT_FPS
+) -> float:
+    """The highest rate, in half steps and at most ``rate``, at which detections of ``ms``
+    cost at most ``budget`` of a core (never below ``floor``)."""
+    fits = math.floor(budget * 1000 / ms * 2) / 2
+    return max(floor, min(rate, fits))
+
+
+def measured_defaults(
+    *, scene: bool, timer: DetectionTimer = time_detection
+) -> tuple[dict[str, Any], str]:
+    """What ``auto`` sets on a board it does not know, and why (one line)."""
+    from device.app.config import DETECT_FPS, SCENE_DETECT_FPS
+
+    rate = SCENE_DETECT_FPS if scene else DETECT_FPS
+    fp32 = timer("fp32")
+    if fp32 * rate / 1000 <= CPU_BUDGET:
+        return {}, (
+            f"profile auto: a detection takes {fp32:.0f} ms here; the defaults ({rate:g} a "
+            f"second, fp32) fit {CPU_BUDGET:.0%} of a core"
+        )
+    int8 = timer("int8")
+    fitted = fit_rate(int8, rate, floor=MIN_SCENE_FPS if scene else MIN_DETECT_FPS)
+    chosen: dict[str, Any] = {"precision": "int8"}
+    if fitted < rate:
+        chosen["detect_fps"] = fitted
+    cost = int8 * fitted / 1000
+    over = "" if cost <= CPU_BUDGET + 1e-9 else f" (over budget: lines need {fitted:g})"
+    return chosen, (
+        f"profile auto: a detection takes {fp32:.0f} ms here in fp32, {int8:.0f} ms in int8; "
+        f"int8 at {fitted:g} a second, about {cost:.0%} of a core{over}"
+    )
+
+
+def profile_defaults(
+    profile: str, *, scene: bool, timer: DetectionTimer = time_detection
+) -> Mapping[str, Any]:
     """The settings ``profile`` (pi4, pi5, laptop, or auto) puts in place of the defaults.
 
     ``scene``: lines or zones are configured (they need more detections a second).
     """
-    board = detect_board() if profile == "auto" else profile
+    return profile_choice(profile, scene=scene, timer=timer)[0]
+
+
+def profile_choice(
+    profile: str, *, scene: bool, timer: DetectionTimer = time_detection
+) -> tuple[Mapping[str, Any], str]:
+    """``profile_defaults`` and the one line that says what was chosen and why."""
+    if profile == "auto":
+        board = detect_board()
+        if board == "laptop":
+            return measured_defaults(scene=scene, timer=timer)
+        chosen = board_defaults(board, scene=scene)
+        return chosen, f"profile auto: a Raspberry Pi {board[2:]}: {describe(chosen)}"
+    chosen = board_defaults(profile, scene=scene)
+    return chosen, f"profile {profile}: {describe(chosen)}"
+
+
+def describe(chosen: Mapping[str, Any]) -> str:
+    if not chosen:
+        return "the defaults"
+    return ", ".join(f"{k.replace('_', '-')} {v}" for k, v in chosen.items())
+
+
+def board_defaults(board: str, *, scene: bool) -> Mapping[str, Any]:
+    """The fixed choices for a named board (estimates, not measurements: see the top)."""
     if board == "pi4":
         # ~0.3 s an int8 detection: 1 a second for a count; lines get 2.5 (at that rate the
         # sample video's lamp-post line counts 10 in / 13 out against 12 / 16 by hand).
@@ -58,4 +152,14 @@ def profile_defaults(profile: str, *, scene: bool) -> Mapping[str, Any]:
     return {}
 
 
-__all__ = ["Board", "board_from_text", "detect_board", "profile_defaults"]
+__all__ = [
+    "Board",
+    "board_defaults",
+    "board_from_text",
+    "detect_board",
+    "fit_rate",
+    "measured_defaults",
+    "profile_choice",
+    "profile_defaults",
+    "time_detection",
+]

@@ -123,7 +123,8 @@ def detector_factory(config: Config) -> Callable[[], PersonDetector]:
     """
     low = min(config.threshold, TrackerConfig.low)
     path = config.detector or shipped_model(config.precision)  # an explicit file wins
-    return functools.partial(PersonDetector, path, threshold=low)
+    threads = config.detector_threads or None  # 0: onnxruntime's own choice
+    return functools.partial(PersonDetector, path, threshold=low, threads=threads)
 
 
 def scene_spec(config: Config) -> SceneSpec:
@@ -184,7 +185,12 @@ def motion_config(config: Config) -> MotionConfig | None:
     """The motion gate's settings; None with ``--motion off`` (detect every due frame)."""
     if config.motion == "off":
         return None
-    return MotionConfig(threshold=config.motion_threshold, heartbeat_s=config.motion_heartbeat)
+    return MotionConfig(
+        threshold=config.motion_threshold,
+        heartbeat_s=config.motion_heartbeat,
+        hangover_s=config.motion_hangover,
+        pixel_delta=config.motion_pixel_delta,
+    )
 
 
 def preflight(perception: Perception, source: FrameSource) -> None:

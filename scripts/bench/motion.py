@@ -101,13 +101,32 @@ def scrape(port: int) -> dict[str, float]:
 def run_one(
     source: Path, motion: str, seconds: float, warmup: float, detect_fps: float | None
 ) -> dict[str, float]:
-    port = free_port()
-    lookout = Path(sys.executable).with_name("lookout")
-    command = [str(lookout), "run", "--source", str(source), "--loop", "--model", "local"]
-    command += ["--pace", "realtime", "--http", f"127.0.0.1:{port}", "--motion", motion]
+    flags = ["--motion", motion]
     if detect_fps is not None:
-        command += ["--detect-fps", f"{detect_fps:g}"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        flags += ["--detect-fps", f"{detect_fps:g}"]
+    lookout = [str(Path(sys.executable).with_name("lookout"))]
+    return run_command(lookout, None, source, flags, seconds, warmup)
+
+
+def run_command(
+    launcher: list[str],
+    cwd: Path | None,
+    source: Path,
+    flags: list[str],
+    seconds: float,
+    warmup: float,
+) -> dict[str, float]:
+    """One ``lookout run`` (``launcher`` is how to start lookout; ``cwd`` where) on
+    ``source`` with ``flags``, measured over ``seconds`` after ``warmup``."""
+    port = free_port()
+    command = [*launcher, "run", "--source", str(source), "--loop", "--model", "local"]
+    command += ["--pace", "realtime", "--http", f"127.0.0.1:{port}", *flags]
+    env = dict(os.environ)
+    if cwd is not None:  # another checkout: its own packages first
+        env["PYTHONPATH"] = str(cwd)
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, env=env
+    )
     try:
         deadline = time.monotonic() + 120
         while True:  # up once the detector is loaded and the page serves

@@ -309,6 +309,11 @@ def test_the_gate_is_on_by_default_and_set_by_flag_or_file(tmp_path: Path) -> No
     assert from_file.motion == "off" and from_file.motion_threshold == 0.01
     with pytest.raises(ConfigError, match="--motion-threshold"):
         build({"motion_threshold": "2"}, environ={}, system_config=none)
+    toml.write_text("motion-hangover = 5\nmotion-pixel-delta = 40\n")
+    tuned = motion_config(build({}, config_path=toml, environ={}, system_config=none))
+    assert tuned is not None and (tuned.hangover_s, tuned.pixel_delta) == (5.0, 40.0)
+    with pytest.raises(ConfigError, match="--motion-pixel-delta"):
+        build({"motion_pixel_delta": "300"}, environ={}, system_config=none)
 
 
 # ------------------------------------------------------------------ the real detector

@@ -55,3 +55,62 @@ def test_pi5_and_laptop_keep_the_default_rates(tmp_path: Path) -> None:
 def test_an_unknown_profile_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^--profile must be one of none, auto, pi4, pi5"):
         config(tmp_path, profile="pi3")
+
+
+def test_one_detector_thread_by_default_and_the_setting_reaches_onnxruntime(
+    tmp_path: Path,
+) -> None:
+    from device.app.run import detector_factory
+
+    def intra_op_threads(cfg: Config) -> int:
+        detector = detector_factory(cfg)()
+        return int(detector._session.get_session_options().intra_op_num_threads)
+
+    assert intra_op_threads(config(tmp_path)) == 1  # the least CPU per detection
+    assert intra_op_threads(config(tmp_path, detector_threads="2")) == 2
+    assert intra_op_threads(config(tmp_path, detector_threads="0")) == 0  # onnxruntime's own
+    with pytest.raises(ConfigError, match=r"^--detector-threads"):
+        config(tmp_path, detector_threads="-1")
+
+
+def test_auto_on_an_unknown_board_keeps_the_defaults_where_a_detection_is_cheap() -> None:
+    from device.app.profiles import measured_defaults
+
+    timed: list[str] = []
+
+    def fast(precision: str) -> float:
+        timed.append(precision)
+        return 50.0  # 2 a second: 10 % of a core
+
+    chosen, line = measured_defaults(scene=False, timer=fast)
+    assert chosen == {} and timed == ["fp32"]  # int8 is not even loaded
+    assert "50 ms" in line and "the defaults" in line
+
+
+def test_auto_on_a_slow_unknown_board_picks_int8_and_a_rate_that_fits_a_quarter_core() -> None:
+    from device.app.profiles import measured_defaults
+
+    slow = {"fp32": 600.0, "int8": 400.0}.__getitem__  # a Pi 4 class CPU
+    chosen, line = measured_defaults(scene=False, timer=slow)
+    assert chosen == {"precision": "int8", "detect_fps": 0.5}  # 0.625 fits: half steps down
+    assert "400 ms in int8" in line and "20% of a core" in line
+    # Lines need 2.5 a second whatever it costs: said, not hidden.
+    chosen, line = measured_defaults(scene=True, timer=slow)
+    assert chosen == {"precision": "int8", "detect_fps": 2.5}
+    assert "over budget" in line
+    mid = {"fp32": 150.0, "int8": 100.0}.__getitem__  # fp32 at 2/s would be 30 %
+    assert measured_defaults(scene=False, timer=mid)[0] == {"precision": "int8"}
+
+
+def test_auto_times_the_real_detector_here_and_the_run_says_what_it_chose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from device.app import profiles
+
+    monkeypatch.setattr(profiles, "MODEL_FILES", (tmp_path / "no-such-model",))
+    ms = profiles.time_detection("fp32")
+    assert 1 < ms < 10_000  # a real inference, not a constant
+    chosen, line = profiles.profile_choice("auto", scene=False)
+    assert line.startswith(f"profile auto: a detection takes {ms:.0f} ms here")
+    cfg = config(tmp_path, profile="auto")
+    assert cfg.precision == chosen.get("precision", "fp32")

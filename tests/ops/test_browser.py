@@ -245,3 +245,32 @@ async def test_the_page_fits_a_phone_without_sideways_scrolling(
                 await page.close()
         finally:
             await browser.close()
+
+
+PAGE_SAYS_STILL = (
+    "() => { const d = document.getElementById('perception-detail');"
+    " return d.dataset.gated === 'true' && /[1-9]\\d* frames? gated/.test(d.textContent); }"
+)
+PAGE_SAYS_MOTION = (
+    "() => { const d = document.getElementById('perception-detail');"
+    " return d.dataset.gated === 'false' && d.textContent.includes(' · motion · '); }"
+)
+
+
+async def test_the_page_says_when_the_motion_gate_holds_a_still_scene_and_what_it_costs(
+    chromium: Path, tmp_path: Path
+) -> None:
+    moving = vtest_frames(40)
+    camera = VtestCamera([moving[0]])  # one frame over and over: nothing moves
+    flags = {"detect_fps": 5.0, "min_hold": 0.0}
+    async with running_app(tmp_path, source=camera, **flags) as run, browser_page(chromium) as page:
+        await page.goto(run.url)
+        await page.wait_for_function(COUNT_IS_NUMBER, timeout=20_000)
+        await page.wait_for_function(PAGE_SAYS_STILL, timeout=20_000)
+        detail = await page.text_content("#perception-detail") or ""
+        assert "still: last detections stand" in detail, detail
+        assert "decode " in detail and "/s" in detail, detail
+        with camera.lock:
+            camera.frames = moving  # people walk again
+        await page.wait_for_function(PAGE_SAYS_MOTION, timeout=20_000)
+        assert "detector " in (await page.text_content("#perception-detail") or "")

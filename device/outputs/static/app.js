@@ -295,6 +295,22 @@ function drawChart(state) {
   ctx.stroke();
 }
 
+function renderPerception(p) {
+  // What the detector costs now: an idle scene should show the gate holding frames.
+  const el = $("perception-detail");
+  if (!p) { el.textContent = ""; return; }
+  const parts = [`detector ${p.detections_per_s.toFixed(1)}/s`];
+  if (p.motion_gate) {
+    parts.push(p.gated ? "still: last detections stand" : "motion");
+    parts.push(`${p.frames_gated} ${p.frames_gated === 1 ? "frame" : "frames"} gated`);
+  } else {
+    parts.push("motion gate off");
+  }
+  parts.push(p.decode_ms === null ? "decode not measured" : `decode ${p.decode_ms.toFixed(1)} ms`);
+  el.textContent = parts.join(" · ");
+  el.dataset.gated = p.gated ? "true" : "false";
+}
+
 function render(state) {
   $("device-id").textContent = state.device_id;
   $("model-name").textContent = `model: ${state.model}`;
@@ -311,6 +327,7 @@ function render(state) {
   if (known && state.detect_ms !== null) detail.push(`${state.detect_ms} ms per frame`);
   detail.push(`${state.count_changes} ${state.count_changes === 1 ? "change" : "changes"}`);
   $("count-detail").textContent = detail.join(" · ");
+  renderPerception(state.perception);
   const source = state.source;
   setBadge($("source-state"), `source: ${source.state}`, levelOf(source.state));
   $("source-state").title = source.reason || "frame source";
