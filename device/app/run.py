@@ -353,6 +353,9 @@ class App:
         sample_fps = self.config.detection_fps()
         if self.config.send_frames and not self.config.privacy:
             sample_fps = max(sample_fps, self.config.fps)
+        request_fps = getattr(self.source, "request_fps", None)
+        if request_fps is not None:  # a camera then sends little more than is sampled
+            request_fps(sample_fps)
         self.capture = CaptureLoop(
             self.source_runner,
             self.queue,

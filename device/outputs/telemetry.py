@@ -430,6 +430,9 @@ class Telemetry:
                 "name": self.source_name,
                 "state": source_state,
                 "reason": self.source_reason,
+                # The camera's frame rate and, when it was asked for fewer, what it gave.
+                "fps": getattr(getattr(self.app, "source", None), "fps", None),
+                "fps_note": getattr(getattr(self.app, "source", None), "fps_note", None),
             },
             "connection": {"state": model["state"], "reason": self.connection_reason},
             "model_state": model,

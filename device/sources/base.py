@@ -169,6 +169,24 @@ class _Held(Generic[C]):
         self.pending: _Pending | None = None
 
 
+# Camera frame rates that drivers commonly offer. A camera is asked for the lowest of
+# them at least CAMERA_FPS_FACTOR times the sampling rate, so that a sampled frame is
+# never older than about half a sampling interval and a late read still finds one.
+CAMERA_FPS_MODES = (5.0, 10.0, 15.0, 20.0, 25.0, 30.0)
+CAMERA_FPS_FACTOR = 2.0
+
+
+def camera_fps(sample_fps: float, default_fps: float | None) -> float | None:
+    """The rate to ask a camera for when frames are sampled at ``sample_fps``, or None
+    to leave it at ``default_fps`` (no lower mode would do, or its default is unknown)."""
+    if default_fps is None or not sample_fps > 0:
+        return None
+    wanted = next((m for m in CAMERA_FPS_MODES if m >= CAMERA_FPS_FACTOR * sample_fps), None)
+    if wanted is None or wanted >= default_fps - 0.5:
+        return None
+    return wanted
+
+
 class CaptureSource(Generic[C]):
     """A source backed by a blocking capture object (cv2.VideoCapture, Picamera2).
 
@@ -190,10 +208,19 @@ class CaptureSource(Generic[C]):
         self.name = name
         self.live = live
         self.fps = fps
+        # The frame rate the pipeline samples at (set before open by request_fps): a
+        # camera that can is asked for a lower rate than its default to match it.
+        self.wanted_fps: float | None = None
+        self.fps_note: str | None = None  # what was asked of the camera and what it gave
         self._clock_now = clock_now
         self._lock = threading.Lock()
         self._held: _Held[C] | None = None
         self._next_index = 0
+
+    def request_fps(self, sample_fps: float) -> None:
+        """Frames will be sampled at ``sample_fps``: a camera that supports it is opened at
+        a lower rate than its default (``camera_fps``); files and streams ignore this."""
+        self.wanted_fps = sample_fps
 
     # Hooks -------------------------------------------------------------------
 

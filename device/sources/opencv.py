@@ -11,7 +11,14 @@ from typing import Any
 import cv2
 import numpy as np
 
-from device.sources.base import _URL_RE, CaptureSource, Grab, SourceError, first_line
+from device.sources.base import (
+    _URL_RE,
+    CaptureSource,
+    Grab,
+    SourceError,
+    camera_fps,
+    first_line,
+)
 from live.redact import safe_url
 
 
@@ -58,12 +65,37 @@ class OpenCVSource(CaptureSource[Any]):
             if not Path(self.name).exists():
                 raise SourceError(f"file not found: {self.name}")
             raise SourceError(f"cannot open video file {self.name} (not a video OpenCV can decode)")
-        fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
-        self.fps = fps if math.isfinite(fps) and 0 < fps < 1000 else None
+        self.fps = self._fps_of(capture)
         if self.kind == "file":
             frames = float(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0.0)
             self.frame_count = int(frames) if math.isfinite(frames) and frames > 0 else None
         return capture
+
+    def _ask_for_fewer_frames(self, capture: Any, sample_fps: float) -> None:
+        """Ask the camera for the lowest common rate that still feeds ``sample_fps``.
+
+        Every frame a camera sends is dequeued (grabbed) even when it is not decoded,
+        and USB and the driver work for each one: a 30 fps webcam feeding 2 detections a
+        second does fifteen times the work it needs to. A driver that refuses, or gives
+        less than is sampled, is put back to its own rate."""
+        default = self._fps_of(capture)
+        target = camera_fps(sample_fps, default)
+        if target is None:
+            self.fps_note = None if default is None else f"at its own {default:g} fps"
+            return
+        accepted = bool(capture.set(cv2.CAP_PROP_FPS, target))
+        got = self._fps_of(capture)
+        if accepted and got is not None and got >= sample_fps:
+            self.fps_note = f"asked for {target:g} fps (its default {default:g}): gives {got:g}"
+            return
+        if default is not None:
+            capture.set(cv2.CAP_PROP_FPS, default)
+        self.fps_note = f"asked for {target:g} fps: refused, at its own {default:g} fps"
+
+    @staticmethod
+    def _fps_of(capture: Any) -> float | None:
+        fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+        return fps if math.isfinite(fps) and 0 < fps < 1000 else None
 
     def _why_no_camera(self) -> str:
         """What a person can do about a camera that does not open (Linux device nodes)."""
@@ -85,6 +117,8 @@ class OpenCVSource(CaptureSource[Any]):
                 # Keep the driver queue short so a slow reader gets recent frames;
                 # backends that do not support it just say no.
                 capture.set(cv2.CAP_PROP_BUFFERSIZE, 1)
+            if capture.isOpened() and self.wanted_fps is not None:
+                self._ask_for_fewer_frames(capture, self.wanted_fps)
             return capture
         if self.kind == "stream":
             params: list[int] = []

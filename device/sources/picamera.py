@@ -7,7 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from device.sources.base import CaptureSource, SourceError, SourceUnavailable, first_line
+from device.sources.base import (
+    CaptureSource,
+    SourceError,
+    SourceUnavailable,
+    camera_fps,
+    first_line,
+)
+
+PICAMERA_DEFAULT_FPS = 30.0  # picamera2's video configuration when no FrameRate is given
 
 
 class Picamera2Source(CaptureSource[Any]):
@@ -49,7 +57,14 @@ class Picamera2Source(CaptureSource[Any]):
             # libcamera names formats by register order: "RGB888" lands in memory as
             # B, G, R, which is OpenCV's BGR already, so no per-frame conversion.
             main: dict[str, Any] = {"size": self._size, "format": "RGB888"}
-            controls: dict[str, Any] = {"FrameRate": self.fps} if self.fps else {}
+            rate = self.fps
+            if rate is None and self.wanted_fps is not None:
+                # Each frame is an ISP pass and a copy of the whole image into Python:
+                # ask for little more than is sampled (device/sources/base.py).
+                rate = camera_fps(self.wanted_fps, PICAMERA_DEFAULT_FPS)
+                if rate is not None:
+                    self.fps_note = f"asked for {rate:g} fps (its default 30)"
+            controls: dict[str, Any] = {"FrameRate": rate} if rate else {}
             camera.configure(camera.create_video_configuration(main=main, controls=controls))
             camera.start()
         except Exception as exc:

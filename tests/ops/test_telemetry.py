@@ -51,7 +51,13 @@ def test_events_set_state_counts_history_and_model_text() -> None:
     assert state["count"] == 2 and state["count_changes"] == 3
     # Window 60 s at t=110: the 4 from t=30 is kept as the count at the window's start.
     assert state["history"] == [[30.0, 4], [100.0, 2]]
-    assert state["source"] == {"name": "rtsp://***@cam/1", "state": "running", "reason": ""}
+    assert state["source"] == {
+        "name": "rtsp://***@cam/1",
+        "state": "running",
+        "reason": "",
+        "fps": None,  # this app has no capture source to ask
+        "fps_note": None,
+    }
     assert state["connection"]["state"] == "connected"
     assert state["model_text"] == [{"t": 100.5, "text": "2 people in view (was 4)."}]
     assert state["t"] == 110.0 and state["device_id"] == "test-cam" and state["model"] == "local"
