@@ -44,6 +44,17 @@ def checkout_commit(path: Path) -> str:
     return proc.stdout.strip() or "?"
 
 
+def dirty(path: Path) -> str:
+    """ " + changes" when the checkout has uncommitted changes to tracked files."""
+    proc = subprocess.run(
+        ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return " + changes" if proc.stdout.strip() else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--before", type=Path, default=None, help="an earlier checkout")
@@ -74,7 +85,7 @@ def main() -> None:
             "import sys; from device.cli import main; sys.exit(main())",
         ]
         rows.append((f"before ({checkout_commit(before)})", launcher, before, []))
-    rows.append((f"now ({checkout_commit(here)})", lookout, None, []))
+    rows.append((f"now ({checkout_commit(here)}{dirty(here)})", lookout, None, []))
     for spec in args.variant:
         name, _, flags = spec.partition("=")
         rows.append((f"now, {name}", lookout, None, shlex.split(flags)))
