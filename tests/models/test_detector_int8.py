@@ -182,6 +182,14 @@ def test_doctor_checks_the_int8_file() -> None:
     result = lookout("doctor", "--source", str(data_file("vtest.avi")), "--precision", "int8")
     assert result.returncode == 0, result.stdout + result.stderr
     # The sha256 check against models/README.md ran too: a mismatch is a FAIL.
-    assert re.search(
-        rf"\[  ok\] detector +{re.escape(INT8_MODEL_PATH.name)} \(nanodet\) loads", result.stdout
+    line = re.search(
+        rf"\[ *(ok|warn)\] detector +{re.escape(INT8_MODEL_PATH.name)} \(nanodet\) loads; "
+        r"a detection takes (\d+) ms here \(one thread\): the default 2 a second is (\d+)% "
+        r"of a core",
+        result.stdout,
     )
+    assert line, result.stdout
+    # What a Pi user needs from doctor: the measured cost at the default rate, consistent.
+    ms, share = int(line.group(2)), int(line.group(3))
+    assert ms > 0 and abs(share - ms * 2 / 10) <= 1
+    assert (line.group(1) == "warn") == (share > 25)
