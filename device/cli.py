@@ -244,8 +244,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if config.profile != "none":
         from device.app.profiles import profile_choice
 
-        # What the profile chose (and, for auto, what it measured): said once at start.
-        print(profile_choice(config.profile, scene=bool(config.lines or config.zones))[1])
+        # What the profile chose (and, for auto, what it measured): said once at start,
+        # with what the file or the flags set over it.
+        chosen, why = profile_choice(config.profile, scene=bool(config.lines or config.zones))
+        effective = {"precision": config.precision, "detect_fps": config.detection_fps()}
+        kept = [
+            f"{name.replace('_', '-')} {effective[name]:g}"
+            if isinstance(effective[name], float)
+            else f"{name.replace('_', '-')} {effective[name]}"
+            for name, value in chosen.items()
+            if name in effective and effective[name] != value
+        ]
+        print(why + (f" (set explicitly instead: {', '.join(kept)})" if kept else ""))
     # Imported once the settings are known good: a typo is refused at once, not after
     # a second of loading OpenCV, onnxruntime and the Gemini SDK.
     import anyio

@@ -90,15 +90,22 @@ def measured_defaults(
 ) -> tuple[dict[str, Any], str]:
     """What ``auto`` sets on a board it does not know, and why (one line)."""
     from device.app.config import DETECT_FPS, SCENE_DETECT_FPS
+    from models.detector import DetectorError
 
     rate = SCENE_DETECT_FPS if scene else DETECT_FPS
-    fp32 = timer("fp32")
+    try:
+        fp32 = timer("fp32")
+    except DetectorError as exc:  # the run's own preflight then says it as a usage error
+        return {}, f"profile auto: the detector could not be timed ({exc}): the defaults"
     if fp32 * rate / 1000 <= CPU_BUDGET:
         return {}, (
             f"profile auto: a detection takes {fp32:.0f} ms here; the defaults ({rate:g} a "
             f"second, fp32) fit within {CPU_BUDGET:.0%} of a core"
         )
-    int8 = timer("int8")
+    try:
+        int8 = timer("int8")
+    except DetectorError as exc:
+        return {}, f"profile auto: int8 could not be timed ({exc}): the defaults"
     fitted = fit_rate(int8, rate, floor=MIN_SCENE_FPS if scene else MIN_DETECT_FPS)
     chosen: dict[str, Any] = {"precision": "int8"}
     if fitted < rate:

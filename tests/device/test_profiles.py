@@ -114,3 +114,26 @@ def test_auto_times_the_real_detector_here_and_the_run_says_what_it_chose(
     assert line.startswith(f"profile auto: a detection takes {ms:.0f} ms here")
     cfg = config(tmp_path, profile="auto")
     assert cfg.precision == chosen.get("precision", "fp32")
+
+
+def test_a_detector_that_cannot_be_timed_leaves_the_defaults_and_says_why() -> None:
+    from device.app.profiles import measured_defaults
+    from models.detector import DetectorError
+
+    def broken(precision: str) -> float:
+        raise DetectorError("detector model not found: /x.onnx")
+
+    chosen, line = measured_defaults(scene=False, timer=broken)
+    assert chosen == {} and "could not be timed (detector model not found" in line
+
+
+def test_the_run_says_what_the_profile_chose_and_what_was_set_over_it() -> None:
+    from tests.cli import lookout_in_process
+
+    common = ("--duration", "1", "--pace", "fast", "--no-http", "--model", "local")
+    result = lookout_in_process("run", "--profile", "pi4", "--precision", "fp32", *common)
+    assert result.returncode == 0, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first == (
+        "profile pi4: precision int8, detect-fps 1.0 (set explicitly instead: precision fp32)"
+    )
