@@ -421,6 +421,15 @@ class Config(BaseModel):
         "a fifth less CPU per detection, but it misses some people fp32 finds at scores "
         "near the threshold, so fp32 stays the default; docs/benchmarks.md); --detector wins",
     )
+    camera_fps: float | None = Field(
+        default=None,
+        ge=0,
+        le=240,
+        description="frame rate to ask a camera for (0: leave it at its own). Default: the "
+        "lowest of 5, 10, 15, 20, 25, 30 at least twice the sampling rate; raise it if a "
+        "dim scene blurs at the longer exposures a low rate allows",
+        json_schema_extra=_unset("twice the sampling rate"),
+    )
     detector_threads: int = Field(
         default=1,
         ge=0,

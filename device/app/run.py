@@ -354,8 +354,9 @@ class App:
         if self.config.send_frames and not self.config.privacy:
             sample_fps = max(sample_fps, self.config.fps)
         request_fps = getattr(self.source, "request_fps", None)
-        if request_fps is not None:  # a camera then sends little more than is sampled
-            request_fps(sample_fps)
+        if request_fps is not None and self.config.camera_fps != 0:
+            # A camera then sends little more than is sampled (0: leave it at its own rate).
+            request_fps(sample_fps, self.config.camera_fps)
         self.capture = CaptureLoop(
             self.source_runner,
             self.queue,

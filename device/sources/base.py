@@ -211,16 +211,27 @@ class CaptureSource(Generic[C]):
         # The frame rate the pipeline samples at (set before open by request_fps): a
         # camera that can is asked for a lower rate than its default to match it.
         self.wanted_fps: float | None = None
+        self.fixed_camera_fps: float | None = None  # the user's --camera-fps, when given
         self.fps_note: str | None = None  # what was asked of the camera and what it gave
         self._clock_now = clock_now
         self._lock = threading.Lock()
         self._held: _Held[C] | None = None
         self._next_index = 0
 
-    def request_fps(self, sample_fps: float) -> None:
+    def request_fps(self, sample_fps: float, camera: float | None = None) -> None:
         """Frames will be sampled at ``sample_fps``: a camera that supports it is opened at
-        a lower rate than its default (``camera_fps``); files and streams ignore this."""
+        ``camera`` fps when given, else at a lower rate than its default (``camera_fps``);
+        files and streams ignore this."""
         self.wanted_fps = sample_fps
+        self.fixed_camera_fps = camera
+
+    def camera_target(self, default_fps: float | None) -> float | None:
+        """The rate to ask this camera for, or None to leave it at its own."""
+        if self.wanted_fps is None:
+            return None
+        if self.fixed_camera_fps is not None:
+            return self.fixed_camera_fps
+        return camera_fps(self.wanted_fps, default_fps)
 
     # Hooks -------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ from device.sources.base import (
     CaptureSource,
     Grab,
     SourceError,
-    camera_fps,
     first_line,
 )
 from live.redact import safe_url
@@ -79,8 +78,8 @@ class OpenCVSource(CaptureSource[Any]):
         second does fifteen times the work it needs to. A driver that refuses, or gives
         less than is sampled, is put back to its own rate."""
         default = self._fps_of(capture)
-        target = camera_fps(sample_fps, default)
-        if target is None:
+        target = self.camera_target(default)
+        if target is None or target == default:
             self.fps_note = None if default is None else f"at its own {default:g} fps"
             return
         accepted = bool(capture.set(cv2.CAP_PROP_FPS, target))
@@ -90,7 +89,8 @@ class OpenCVSource(CaptureSource[Any]):
             return
         if default is not None:
             capture.set(cv2.CAP_PROP_FPS, default)
-        self.fps_note = f"asked for {target:g} fps: refused, at its own {default:g} fps"
+        own = f"at its own {default:g} fps" if default is not None else "at its own rate"
+        self.fps_note = f"asked for {target:g} fps: refused or too few, {own}"
 
     @staticmethod
     def _fps_of(capture: Any) -> float | None:

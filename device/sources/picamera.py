@@ -11,7 +11,6 @@ from device.sources.base import (
     CaptureSource,
     SourceError,
     SourceUnavailable,
-    camera_fps,
     first_line,
 )
 
@@ -58,10 +57,10 @@ class Picamera2Source(CaptureSource[Any]):
             # B, G, R, which is OpenCV's BGR already, so no per-frame conversion.
             main: dict[str, Any] = {"size": self._size, "format": "RGB888"}
             rate = self.fps
-            if rate is None and self.wanted_fps is not None:
+            if rate is None:
                 # Each frame is an ISP pass and a copy of the whole image into Python:
                 # ask for little more than is sampled (device/sources/base.py).
-                rate = camera_fps(self.wanted_fps, PICAMERA_DEFAULT_FPS)
+                rate = self.camera_target(PICAMERA_DEFAULT_FPS)
                 if rate is not None:
                     self.fps_note = f"asked for {rate:g} fps (its default 30)"
             controls: dict[str, Any] = {"FrameRate": rate} if rate else {}

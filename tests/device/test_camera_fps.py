@@ -91,7 +91,7 @@ def test_a_camera_that_refuses_stays_at_its_own_rate_and_says_so(
     camera.open()
     try:
         assert camera.fps == 30.0
-        assert camera.fps_note == "asked for 5 fps: refused, at its own 30 fps"
+        assert camera.fps_note == "asked for 5 fps: refused or too few, at its own 30 fps"
     finally:
         camera.close()
 
@@ -115,6 +115,7 @@ def test_a_camera_that_gives_less_than_is_sampled_is_put_back(
     camera.open()
     try:
         assert driver.asked == [5.0, 30.0] and camera.fps == 30.0
+        assert camera.fps_note == "asked for 5 fps: refused or too few, at its own 30 fps"
     finally:
         camera.close()
 
@@ -163,3 +164,28 @@ def test_the_app_asks_its_camera_for_the_detection_rate_and_the_status_shows_it(
         assert state["source"]["fps_note"] == "asked for 5 fps (its default 30): gives 5"
     finally:
         app.source.close()
+
+
+def test_camera_fps_asks_for_exactly_that_and_0_leaves_the_camera_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from device.app.config import build
+    from device.app.run import App
+
+    def app_with(driver: FakeDriver, **flags: str) -> Any:
+        monkeypatch.setattr(cv2, "VideoCapture", lambda *a: driver)
+        given = {"source": "0", "model": "local", "http": "", **flags}
+        config = build(given, environ={}, system_config=tmp_path / "none.toml")
+        return App(config)
+
+    dim = FakeDriver()
+    app = app_with(dim, camera_fps="15")  # a dim scene: shorter exposures than at 5 fps
+    app.source.open()
+    app.source.close()
+    assert dim.asked == [15.0] and app.source.fps == 15.0
+    alone = FakeDriver()
+    app = app_with(alone, camera_fps="0")
+    assert app.source.wanted_fps is None
+    app.source.open()
+    app.source.close()
+    assert alone.asked == [] and app.source.fps == 30.0
