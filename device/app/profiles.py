@@ -3,8 +3,8 @@
 A profile only changes defaults: whatever the config file or a flag sets
 explicitly wins. The budget is about a quarter of one core on average for a
 count; the per-inference times behind the choices are estimates from
-published CPU ratios (NanoDet-g fp32: ~44 ms on one x86 core here, ~94 ms on a
-Pi 5, 310-610 ms on a Pi 4; int8 about a quarter less), not measurements on a
+published CPU ratios (NanoDet-g fp32: ~44-60 ms on one x86 core here, ~94 ms on a
+Pi 5, 310-610 ms on a Pi 4; int8 about a fifth less on x86), not measurements on a
 Pi (docs/raspberry-pi.md).
 
 ``auto`` reads the board's name from the device tree (or /proc/cpuinfo): a
