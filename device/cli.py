@@ -46,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
 RUN_SETTINGS: tuple[str, ...] = SETTINGS
 ASK_SETTINGS = (
     "source", "model", "pace", "loop", "events", "db", "threshold", "detector", "precision",
-    "folder_fps",
+    "detector_threads", "folder_fps",
 )  # fmt: skip
 DOCTOR_SETTINGS = ("source", "model", "detector", "precision")
 
