@@ -6,6 +6,11 @@ the device counts them (``count``: the smoothed number of confirmed people;
 unrelated photos, so each is counted on its own (its boxes) and named in its
 result. An image that cannot be read is said (and
 makes the exit code 1), never skipped silently.
+
+Frames further apart than a track survives unseen (``--every`` large for the
+video's rate) cannot be linked: the tracked count would report nobody, since no
+one is seen twice in time to be confirmed. Then each frame is counted on its
+own, like a folder's images, and that is said once.
 """
 
 from __future__ import annotations
@@ -39,9 +44,19 @@ def count_frames(
     ``threshold``: boxes below it (the detector may report lower ones) only keep tracks.
     """
     folder = isinstance(source, ImageFolderSource)
-    smoother = None if folder else CountSmoother()
     high = threshold if threshold is not None else 1e-3
-    tracker = Tracker(TrackerConfig(high=high, low=min(TrackerConfig.low, high)))
+    config = TrackerConfig(high=high, low=min(TrackerConfig.low, high))
+    tracker = Tracker(config)
+    fps = getattr(source, "fps", None)
+    spacing = every / fps if fps else None
+    apart = not folder and spacing is not None and spacing > config.max_lost_s
+    if apart:
+        print(
+            f"lookout: frames {spacing:g} s apart are too far apart to track people from one "
+            f"to the next (at most {config.max_lost_s:g} s): each is counted on its own",
+            file=err,
+        )
+    smoother = None if folder or apart else CountSmoother()
     failed = 0
     seen = 0
     index = 0
@@ -79,6 +94,8 @@ def count_frames(
                 people = len(people_seen(tracks))
                 smoother.update(people, frame.t_media)
                 record["count"] = smoother.reported
+            elif apart:
+                record["count"] = raw  # nothing to link it to: the frame on its own
             else:
                 assert isinstance(source, ImageFolderSource)
                 record["file"] = source.path_of(frame.index).name

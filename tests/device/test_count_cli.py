@@ -100,3 +100,21 @@ def test_images_over_the_pixel_limit_are_downscaled_or_refused_not_decoded_whole
     counted = lookout("count", str(folder), timeout=120)
     assert counted.returncode == 1 and "a_huge.png not decoded" in counted.stderr
     assert "b_huge.jpg: 0 people" in counted.stdout and "c_small.jpg" in counted.stdout
+
+
+def test_frames_too_far_apart_to_track_are_counted_each_on_its_own_and_that_is_said() -> None:
+    video = str(data_file("vtest.avi"))
+    sparse = lookout("count", video, "--every", "200", "--json", timeout=120)
+    assert sparse.returncode == 0, sparse.stderr
+    frames = [json.loads(line) for line in sparse.stdout.splitlines()]
+    assert [f["frame"] for f in frames] == [0, 200, 400, 600]
+    # 20 s apart nobody is seen twice: a tracked count would say 0 with people in view.
+    assert all(f["count"] == f["raw"] for f in frames) and min(f["raw"] for f in frames) >= 3
+    assert sparse.stderr.strip().splitlines() == [
+        "lookout: frames 20 s apart are too far apart to track people from one to the next "
+        "(at most 2 s): each is counted on its own"
+    ]
+    dense = lookout("count", video, "--every", "10", "--json", timeout=120)
+    assert dense.returncode == 0 and dense.stderr == ""
+    tracked = [json.loads(line) for line in dense.stdout.splitlines()]
+    assert any(f["count"] != f["raw"] for f in tracked)  # 1 s apart: tracked and smoothed
