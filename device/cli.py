@@ -256,6 +256,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             if name in effective and effective[name] != value
         ]
         print(why + (f" (set explicitly instead: {', '.join(kept)})" if kept else ""))
+    from device.tracker import TrackerConfig, can_follow
+
+    if not can_follow(1 / config.detection_fps()):
+        print(
+            f"at {config.detection_fps():g} detections a second people cannot be followed "
+            f"from one to the next (at most {TrackerConfig.max_lost_s:g} s apart): the count "
+            "is each detection's own"
+        )
     # Imported once the settings are known good: a typo is refused at once, not after
     # a second of loading OpenCV, onnxruntime and the Gemini SDK.
     import anyio

@@ -30,7 +30,7 @@ import numpy as np
 from device.events import CountChanged
 from device.motion import MotionConfig, MotionGate
 from device.scene import Scene, SceneSpec
-from device.tracker import Tracker, TrackerConfig
+from device.tracker import Tracker, TrackerConfig, can_follow
 from live.events import ErrorEvent, Event
 from live.frame import Frame
 from models.detections import Detections, Detector
@@ -131,6 +131,10 @@ class Perception:
         self.tracker = Tracker(tracker)
         self.scene = Scene(scene or SceneSpec(), k=k, min_hold_s=min_hold_s)
         self.interval = 1.0 / detect_fps
+        # Detections further apart than a track survives unseen cannot be linked: nobody
+        # would be seen twice in time to be confirmed, and a tracked count would say no
+        # one is there. Then the count is each detection's own people (still smoothed).
+        self.untracked = not can_follow(self.interval, tracker)
         self.k = k
         self.min_hold_s = min_hold_s
         self.smoother = CountSmoother(k=k, min_hold_s=min_hold_s)
@@ -316,7 +320,7 @@ class Perception:
         # A gated frame is as fresh as a detected one: the device looked, nothing moved.
         self.last_at = self._now()
         detections, raw = self._shown
-        people = len(people_seen(tracks))
+        people = raw if self.untracked else len(people_seen(tracks))
         before = self.smoother.reported
         change = self.smoother.update(people, frame.t_media)
         count = self.smoother.reported

@@ -68,6 +68,12 @@ class TrackerConfig:
             raise ValueError("max_lost_s must not be negative")
 
 
+def can_follow(interval_s: float, config: TrackerConfig | None = None) -> bool:
+    """Whether detections ``interval_s`` apart can be linked into tracks: a track must
+    survive, unseen, until the next detection (with room for a late frame)."""
+    return interval_s < (config or TrackerConfig()).max_lost_s
+
+
 @dataclass
 class _State:
     box: F64  # last matched box (x1, y1, x2, y2)
@@ -337,4 +343,4 @@ def _grow(boxes: F64, grow: F64) -> F64:
     return np.stack([boxes[:, 0] - w, boxes[:, 1] - h, boxes[:, 2] + w, boxes[:, 3] + h], axis=1)
 
 
-__all__ = ["Tracker", "TrackerConfig", "TrackerStats", "buffered_iou"]
+__all__ = ["Tracker", "TrackerConfig", "TrackerStats", "buffered_iou", "can_follow"]

@@ -813,6 +813,14 @@ def validate(config: Config) -> Config:
         if config.http_token is not None:
             raise ConfigError("give --http-token or --http-token-file, not both")
         config = config.model_copy(update={"http_token": read_token(config.http_token_file)})
+    from device.tracker import TrackerConfig, can_follow
+
+    if (config.lines or config.zones) and not can_follow(1 / config.detection_fps()):
+        # A crossing or a stay is a person followed from one detection to the next.
+        raise ConfigError(
+            f"lines and zones need more than {1 / TrackerConfig.max_lost_s:g} detections a "
+            f"second to follow people (--detect-fps is {config.detection_fps():g})"
+        )
     if config.uses_gemini and not config.api_key:
         raise ConfigError(
             f"model {config.model_name()} needs an API key: set GEMINI_API_KEY "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,12 +129,54 @@ def test_a_detector_that_cannot_be_timed_leaves_the_defaults_and_says_why() -> N
 
 
 def test_the_run_says_what_the_profile_chose_and_what_was_set_over_it() -> None:
-    from tests.cli import lookout_in_process
+    from tests.cli import lookout  # a whole run: in a process of its own
 
     common = ("--duration", "1", "--pace", "fast", "--no-http", "--model", "local")
-    result = lookout_in_process("run", "--profile", "pi4", "--precision", "fp32", *common)
+    result = lookout("run", "--profile", "pi4", "--precision", "fp32", *common)
     assert result.returncode == 0, result.stderr
     first = result.stdout.splitlines()[0]
     assert first == (
         "profile pi4: precision int8, detect-fps 1.0 (set explicitly instead: precision fp32)"
     )
+
+
+def test_detections_too_far_apart_to_track_count_each_frame_and_refuse_lines(
+    tmp_path: Path,
+) -> None:
+    from device.perception import Perception
+    from device.tracker import can_follow
+
+    assert can_follow(1 / 2.0) and can_follow(1 / 0.6) and not can_follow(1 / 0.5)
+
+    def unused() -> Any:  # never loaded: only the rate is looked at
+        raise AssertionError("no detection here")
+
+    assert Perception(unused, detect_fps=0.3).untracked
+    assert not Perception(unused, detect_fps=2.0).untracked
+    with pytest.raises(ConfigError, match=r"^lines and zones need more than 0.5 detections"):
+        config(tmp_path, detect_fps="0.4", lines=["door=0.5,0,0.5,1"])
+    assert config(tmp_path, detect_fps="0.4").detection_fps() == 0.4  # a count alone is fine
+
+
+def test_at_a_third_of_a_detection_a_second_the_run_still_counts_the_people_in_view(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from tests.cli import lookout  # a whole run: in a process of its own
+
+    events = tmp_path / "events.jsonl"
+    result = lookout(
+        "run", "--detect-fps", "0.3", "--duration", "60", "--pace", "fast", "--no-http",
+        "--model", "local", "--events", str(events),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith(
+        "at 0.3 detections a second people cannot be followed"
+    )
+    counts = [json.loads(line) for line in events.read_text().splitlines()]
+    known = [e for e in counts if e["type"] == "count" and e["count"] is not None]
+    # Tracked, nobody would be confirmed after the first frame; the sample video always
+    # has 3 to 8 people in view.
+    assert len(known) >= 2 and min(e["count"] for e in known) >= 2
+    assert all(abs(e["count"] - e["raw"]) <= 2 for e in known)
