@@ -270,6 +270,7 @@ async def test_the_page_says_when_the_motion_gate_holds_a_still_scene_and_what_i
         detail = await page.text_content("#perception-detail") or ""
         assert "still: last detections stand" in detail, detail
         assert "decode " in detail and "/s" in detail, detail
+        await screenshot(page, tmp_path, "status-page-still-scene.png")
         with camera.lock:
             camera.frames = moving  # people walk again
         await page.wait_for_function(PAGE_SAYS_MOTION, timeout=20_000)
