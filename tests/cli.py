@@ -38,10 +38,18 @@ def lookout_in_process(*args: str) -> subprocess.CompletedProcess[str]:
 
     from device.cli import main
 
+    def no_hard_exit(code: int) -> None:
+        # A whole run ends with os._exit when threads linger: here that would end the
+        # test process itself, with exit status 0 and the remaining tests never run.
+        raise AssertionError("lookout_in_process ran a whole run: use lookout() instead")
+
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        hard_exit, os._exit = os._exit, no_hard_exit  # type: ignore[assignment]
         try:
             code = main(list(args))
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            os._exit = hard_exit
     return subprocess.CompletedProcess(["lookout", *args], code, out.getvalue(), err.getvalue())
