@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from device import kalman
-from models.detections import Detections
+from models.detections import Detections, pairwise_iou
 from tools.percept import Track, TrackState
 
 F64 = NDArray[np.float64]
@@ -323,18 +323,7 @@ class Tracker:
 
 def buffered_iou(a: F64, grow_a: F64, b: F64, grow_b: float) -> F64:
     """IoU of boxes ``a`` (each grown by its own fraction) against ``b`` (grown by one)."""
-    a = _grow(a, grow_a)
-    b = _grow(b, np.full(b.shape[0], grow_b))
-    x1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    union = area_a[:, None] + area_b[None, :] - inter
-    result: F64 = np.where(union > 0, inter / np.maximum(union, 1e-9), 0.0)
-    return result
+    return pairwise_iou(_grow(a, grow_a), _grow(b, np.full(b.shape[0], grow_b)))
 
 
 def _grow(boxes: F64, grow: F64) -> F64:

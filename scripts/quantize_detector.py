@@ -412,6 +412,7 @@ def check(fp32: Path, int8: Path, video: Path, image_path: Path) -> None:
     import cv2
     import numpy as np
 
+    from models.detections import box_iou
     from models.detector import PersonDetector
 
     counts = {
@@ -434,14 +435,7 @@ def check(fp32: Path, int8: Path, video: Path, image_path: Path) -> None:
     )
     image = cv2.imread(str(image_path))
     found = dets[int8].detect(image)
-    best = 0.0
-    for box in found.boxes.tolist():
-        iw = max(0.0, min(box[2], MESSI_BOX[2]) - max(box[0], MESSI_BOX[0]))
-        ih = max(0.0, min(box[3], MESSI_BOX[3]) - max(box[1], MESSI_BOX[1]))
-        inter = iw * ih
-        a = (box[2] - box[0]) * (box[3] - box[1])
-        b = (MESSI_BOX[2] - MESSI_BOX[0]) * (MESSI_BOX[3] - MESSI_BOX[1])
-        best = max(best, inter / (a + b - inter))
+    best = max((box_iou(box, MESSI_BOX) for box in found.boxes.tolist()), default=0.0)
     log(f"messi5.jpg: int8 finds {len(found)}, best IoU with the player {best:.2f}")
     if best < 0.7:
         raise SystemExit("int8 model does not find the player in messi5.jpg")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from models.detections import pairwise_iou
 from tools.percept import LineTotals, Track, ZoneState, people_seen
 
 Point = tuple[float, float]
@@ -74,7 +75,7 @@ def render_jpeg(frame: DisplayFrame, quality: int = 80) -> bytes:
     people = list(people_seen(frame.tracks))
     person_boxes = np.asarray([t.box for t in people], np.float64).reshape(-1, 4)
     boxes = np.asarray(frame.boxes, np.float64).reshape(-1, 4)
-    overlaps = _overlaps(boxes, person_boxes)
+    overlaps = pairwise_iou(boxes, person_boxes)
     taken: list[bool] = [bool((row >= SAME_PERSON_IOU).any()) for row in overlaps]
     for box, score, is_person in zip(boxes, frame.scores, taken, strict=True):
         if is_person:
@@ -96,22 +97,6 @@ def render_jpeg(frame: DisplayFrame, quality: int = 80) -> bytes:
     if not ok:
         raise ValueError("JPEG encoding failed")
     return bytes(data.tobytes())
-
-
-def _overlaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of every box in ``a`` (N, 4) with every box in ``b`` (M, 4): (N, M)."""
-    if not len(a) or not len(b):
-        return np.zeros((len(a), len(b)))
-    x1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    union = area_a[:, None] + area_b[None, :] - inter
-    result: np.ndarray = np.where(union > 0, inter / np.maximum(union, 1e-9), 0.0)
-    return result
 
 
 def _text_size(text: str, scale: float) -> tuple[int, int]:

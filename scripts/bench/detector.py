@@ -196,14 +196,6 @@ def run_nanodet(
 # ------------------------------------------------------------------------- accuracy
 
 
-def iou(a: list[float], b: list[float]) -> float:
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = iw * ih
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def closeup_images(frames: Frames, reference: Any) -> list[tuple[str, str, np.ndarray]]:
     """(group, name, image): messi5.jpg, the basketball photos if present, person crops and
     3x3 tiles of CLOSEUP_FRAMES. The crops are placed around the people the reference finds."""
@@ -234,6 +226,7 @@ def closeup_images(frames: Frames, reference: Any) -> list[tuple[str, str, np.nd
 def accuracy(
     frames: Frames, counts: dict[int, int], models: list[tuple[str, Path]], reference: Path
 ) -> None:
+    from models.detections import box_iou
     from models.detector import PersonDetector
 
     ref = PersonDetector(reference, threshold=THRESHOLD)
@@ -270,10 +263,10 @@ def accuracy(
         for group, name, img, target in wanted:
             got = det.detect(img).boxes.tolist()
             scores = low.detect(img)
-            extra += sum(all(iou(g, t) < 0.5 for t in target.boxes.tolist()) for g in got)
+            extra += sum(all(box_iou(g, t) < 0.5 for t in target.boxes.tolist()) for g in got)
             for box, score in zip(target.boxes.tolist(), target.scores.tolist(), strict=True):
                 total[group] += 1
-                hit = any(iou(box, g) >= 0.5 for g in got)
+                hit = any(box_iou(box, g) >= 0.5 for g in got)
                 if score >= THRESHOLD + MARGIN:
                     clear += 1
                     clear_found += hit
@@ -283,7 +276,7 @@ def accuracy(
                 near = [
                     s
                     for b, s in zip(scores.boxes.tolist(), scores.scores.tolist(), strict=True)
-                    if iou(box, b) >= 0.5
+                    if box_iou(box, b) >= 0.5
                 ]
                 misses.append(
                     f"  {label}: {name}: reference score {score:.3f}, this model's "

@@ -33,17 +33,10 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from device.app.run import sample_video  # noqa: E402
 from device.motion import MotionConfig, small_plane  # noqa: E402
+from models.detections import box_iou  # noqa: E402
 from models.detector import PersonDetector  # noqa: E402
 
 THRESHOLD = 0.45
-
-
-def iou(a: list[float], b: list[float]) -> float:
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = iw * ih
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 def motion_region(
@@ -129,10 +122,10 @@ def main() -> None:
             shares.append((region[2] - region[0]) * (region[3] - region[1]) / (w * h))
         whole_found += len(results["whole"])
         region_missed += sum(
-            all(iou(a, b) < 0.5 for b in results["region"]) for a in results["whole"]
+            all(box_iou(a, b) < 0.5 for b in results["region"]) for a in results["whole"]
         )
         region_extra += sum(
-            all(iou(a, b) < 0.5 for b in results["whole"]) for a in results["region"]
+            all(box_iou(a, b) < 0.5 for b in results["whole"]) for a in results["region"]
         )
         if index in counts:
             for how in ("whole", "region"):

@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
+from models.detections import box_iou
 from models.detector import (
     DEFAULT_MODEL_PATH,
     NANODET_BINS,
@@ -36,14 +37,6 @@ HAND_COUNTS: dict[int, int] = {
 MEDIAN_EVERY = 16  # 795 frames / 16 -> 50 frames spread over the whole video
 # Where the player is in messi5.jpg (x1, y1, x2, y2), read off the image by eye.
 MESSI_BOX = (68.0, 60.0, 458.0, 336.0)
-
-
-def iou(a: list[float], b: tuple[float, ...] | list[float]) -> float:
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = iw * ih
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +123,7 @@ def test_messi_found(detector: PersonDetector) -> None:
     assert image is not None
     dets = detector.detect(image)
     assert len(dets) >= 1
-    assert max(iou(box, MESSI_BOX) for box in dets.boxes.tolist()) >= 0.7
+    assert max(box_iou(box, MESSI_BOX) for box in dets.boxes.tolist()) >= 0.7
 
 
 def test_deterministic_and_timed(

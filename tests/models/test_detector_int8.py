@@ -13,6 +13,7 @@ import pytest
 
 from device.app.config import Config
 from device.app.run import detector_factory
+from models.detections import box_iou
 from models.detector import (
     DEFAULT_MODEL_PATH,
     INT8_MODEL_PATH,
@@ -35,13 +36,6 @@ MESSI_BOX = (68.0, 60.0, 458.0, 336.0)  # as in test_detector.py
 # 3x3 tiles (frame, tile 1..9) where fp32 finds a person near the threshold that int8 does
 # not (scripts/bench/detector.py lists them): they tell which model a command ran.
 DIFFERING_TILES = ((440, 5), (540, 1))
-
-
-def iou(a: list[float], b: tuple[float, ...]) -> float:
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = iw * ih
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
 
 
 def tile(frame: np.ndarray, k: int) -> np.ndarray:
@@ -96,7 +90,7 @@ def test_int8_loads_as_nanodet_416_and_is_quantised(int8: PersonDetector) -> Non
 
 def test_int8_finds_the_player_in_messi5(int8: PersonDetector) -> None:
     dets = int8.detect(cv2.imread(str(data_file("messi5.jpg"))))
-    assert max(iou(box, MESSI_BOX) for box in dets.boxes.tolist()) >= 0.7
+    assert max(box_iou(box, MESSI_BOX) for box in dets.boxes.tolist()) >= 0.7
 
 
 def test_int8_counts_vtest_like_fp32(
