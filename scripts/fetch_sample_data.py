@@ -58,6 +58,17 @@ def verified(path: Path, name: str) -> bool:
     return path.is_file() and sha256(path) == KNOWN[name]
 
 
+def find_data(name: str, explicit: Path | None = None) -> Path | None:
+    """Where a sample file already is: ``explicit``, ``$LOOKOUT_DATA_DIR``, ``data/``,
+    ``../shared/data`` (the first that has it), or None (for the scripts that read it)."""
+    candidates = [explicit] if explicit else []
+    env = os.environ.get("LOOKOUT_DATA_DIR")
+    if env:
+        candidates.append(Path(env) / name)
+    candidates += [ROOT / "data" / name, ROOT.parent / "shared" / "data" / name]
+    return next((c for c in candidates if c is not None and c.is_file()), None)
+
+
 def local_candidates() -> list[Path]:
     dirs = []
     if os.environ.get("LOOKOUT_DATA_DIR"):

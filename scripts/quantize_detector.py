@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -55,6 +54,12 @@ import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
+
+# The sibling scripts, standard library only like this driver.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from export_detector import make_venv as export_venv
+from export_detector import sha256_file
+from fetch_sample_data import find_data as find_sample
 
 QUANT_REQUIREMENTS = (
     "onnx==1.23.2",
@@ -75,14 +80,6 @@ MAX_MAE_DELTA = 0.25  # vs fp32 on the hand-counted frames (the bench gives the 
 MESSI_BOX = (68.0, 60.0, 458.0, 336.0)  # as in tests/models/test_detector.py
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def log(msg: str) -> None:
     print(f"[quantize] {msg}", flush=True)
 
@@ -98,15 +95,10 @@ def readme_sha(name: str) -> str | None:
 
 
 def find_data(name: str, explicit: Path | None) -> Path:
-    candidates = [explicit] if explicit else []
-    env = os.environ.get("LOOKOUT_DATA_DIR")
-    if env:
-        candidates.append(Path(env) / name)
-    candidates += [REPO_ROOT / "data" / name, REPO_ROOT.parent / "shared" / "data" / name]
-    for c in candidates:
-        if c is not None and c.is_file():
-            return c
-    sys.exit(f"{name} not found: run python3 scripts/fetch_sample_data.py or pass its path")
+    found = find_sample(name, explicit)
+    if found is None:
+        sys.exit(f"{name} not found: run python3 scripts/fetch_sample_data.py or pass its path")
+    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,9 +108,6 @@ def find_data(name: str, explicit: Path | None) -> Path:
 
 def make_venv(tmp: Path, existing: Path | None) -> Path:
     # The same throwaway-venv step as the fp32 export, with the quantisation tools.
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from export_detector import make_venv as export_venv
-
     return export_venv(tmp, existing, QUANT_REQUIREMENTS, "about a minute, ~200 MB")
 
 

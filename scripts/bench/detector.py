@@ -54,17 +54,8 @@ THRESHOLD = 0.45  # PersonDetector's and lookout's default
 MARGIN = 0.02  # "clearly found" by the reference: at least this far above the threshold
 TIMED = ("preprocess", "inference", "decode", "total", "cpu")
 
-
-def find_data(name: str, explicit: Path | None = None) -> Path | None:
-    candidates = [explicit] if explicit else []
-    env = os.environ.get("LOOKOUT_DATA_DIR")
-    if env:
-        candidates.append(Path(env) / name)
-    candidates += [REPO_ROOT / "data" / name, REPO_ROOT.parent / "shared" / "data" / name]
-    for c in candidates:
-        if c is not None and c.is_file():
-            return c
-    return None
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+from fetch_sample_data import find_data  # noqa: E402
 
 
 def find_video(explicit: Path | None) -> Path:
