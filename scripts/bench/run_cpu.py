@@ -34,25 +34,21 @@ from device.app.run import sample_video
 GOAL = 0.6
 
 
-def checkout_commit(path: Path) -> str:
+def git(path: Path, *args: str) -> str:
+    """The output of a git command in the checkout at ``path`` ("" if it fails)."""
     proc = subprocess.run(
-        ["git", "-C", str(path), "log", "-1", "--format=%h"],
-        capture_output=True,
-        text=True,
-        check=False,
+        ["git", "-C", str(path), *args], capture_output=True, text=True, check=False
     )
-    return proc.stdout.strip() or "?"
+    return proc.stdout.strip()
+
+
+def checkout_commit(path: Path) -> str:
+    return git(path, "log", "-1", "--format=%h") or "?"
 
 
 def dirty(path: Path) -> str:
     """ " + changes" when the checkout has uncommitted changes to tracked files."""
-    proc = subprocess.run(
-        ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return " + changes" if proc.stdout.strip() else ""
+    return " + changes" if git(path, "status", "--porcelain", "--untracked-files=no") else ""
 
 
 def main() -> None:
