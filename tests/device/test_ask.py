@@ -15,7 +15,7 @@ import pytest
 
 from device.app.ask import AskApp, AskOptions
 from device.app.config import build
-from live.events import ErrorEvent, Event, JobProgress, JobUpdate, ToolCall, ToolResult
+from live.events import ErrorEvent, JobProgress, JobUpdate, ToolCall, ToolResult
 from live.jobs import Job, JobState, SQLiteJobStore
 from live.turn_model import TurnReply, TurnRequest
 from live.turns import ToolModeError, TurnRunner
@@ -23,6 +23,7 @@ from models.detector import PersonDetector
 from models.local_turns import LocalTurnModel
 from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file
+from tests.recorder import Recorder
 from tools import FunctionTool
 from tools.count_people import CountPeople
 
@@ -39,17 +40,6 @@ class RecordingLocalModel(LocalTurnModel):
     async def generate(self, request: TurnRequest) -> TurnReply:
         self.requests.append(request)
         return await super().generate(request)
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def write(self, event: Event) -> None:
-        self.events.append(event)
-
-    def close(self) -> None:
-        pass
 
 
 def make_app(question: str, tmp_path: Path, **flags: Any) -> tuple[AskApp, Recorder]:

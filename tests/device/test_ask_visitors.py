@@ -39,6 +39,7 @@ from tests.fakelive import (
     get_field,
     text_response,
 )
+from tests.recorder import Recorder
 from tools.crossing_log import read_line_runs
 from tools.visitors import MAX_VISITORS_MINUTES, VisitorCounter
 from tools.visitors import VisitorsUnavailable as Unavailable
@@ -251,17 +252,6 @@ async def test_without_the_tool_the_local_model_does_not_pretend() -> None:
 
 
 # ------------------------------------------------------------------- lookout ask
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def write(self, event: Event) -> None:
-        self.events.append(event)
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.mark.slow

@@ -34,6 +34,7 @@ from live.frame import Frame
 from models.detections import Detections
 from models.detector import PersonDetector
 from tests.datafiles import data_file
+from tests.recorder import Recorder
 from tools.percept import Percept
 
 pytestmark = pytest.mark.anyio
@@ -362,17 +363,6 @@ class CachedDetector:
         if key not in self.cache:
             self.cache[key] = self.inner.detect(frame_bgr)
         return self.cache[key]
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def write(self, event: Event) -> None:
-        self.events.append(event)
-
-    def close(self) -> None:
-        pass
 
 
 POST = "post=0.5599,0.7292,0.5599,0.2083"
