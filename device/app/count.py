@@ -21,7 +21,7 @@ import sys
 from typing import Any, TextIO
 
 from device.sources import FrameSource, ImageFolderSource, SourceError, UnreadableFrame
-from device.tracker import Tracker, TrackerConfig
+from device.tracker import Tracker, TrackerConfig, can_follow
 from models.detections import Detector
 from tools.percept import people_seen
 from tools.smoothing import CountSmoother
@@ -49,7 +49,7 @@ def count_frames(
     tracker = Tracker(config)
     fps = getattr(source, "fps", None)
     spacing = every / fps if fps else None
-    apart = not folder and spacing is not None and spacing > config.max_lost_s
+    apart = not folder and spacing is not None and not can_follow(spacing, config)
     if apart:
         print(
             f"lookout: frames {spacing:g} s apart are too far apart to track people from one "
