@@ -27,6 +27,7 @@ import anyio
 import cv2
 import numpy as np
 
+from device.grid import SampleGrid
 from live.clock import Clock
 from live.frame import Frame
 from live.requests import LiveRequestQueue
@@ -131,7 +132,8 @@ class CaptureLoop:
 
     async def run(self) -> None:
         """Feed frames until the source ends (files) or the loop is cancelled."""
-        next_sample: float | None = None
+        grid = SampleGrid(self.interval)
+        next_sample: float | None = None  # from when the next frame is wanted
         replay_origin: tuple[float, float] | None = None  # (clock, media t) at the first frame
         fast = self.pace == "fast" and not self.live
         first_t: float | None = None
@@ -165,13 +167,10 @@ class CaptureLoop:
                 return  # the asked-for stretch of the recording is done
             self.stats.frames_read += 1
             self.stats.last_frame_t = t
-            if next_sample is not None and t < next_sample - 1e-6:
+            if not grid.take(t):
                 self.stats.dropped["rate"] += 1
                 continue
-            # Keep a fixed sampling grid so the rate does not drift with jitter.
-            if next_sample is None or t - next_sample > self.interval:
-                next_sample = t
-            next_sample += self.interval
+            next_sample = grid.next_point
             if not self.live and self.pace == "realtime":
                 if replay_origin is None or t < replay_origin[1]:
                     replay_origin = (self.clock.now(), t)
@@ -202,16 +201,42 @@ class CaptureLoop:
                 self.on_frame(frame)
 
     async def _prepare(self, frame: Frame) -> Frame:
-        image = check_image(frame.image)
-        if max(image.shape[:2]) <= self.max_side:
-            if frame.jpeg_quality != self.jpeg_quality:
-                return frame.with_image(image, jpeg_quality=self.jpeg_quality)
-            return frame
         start = time.perf_counter()
-        small = await anyio.to_thread.run_sync(resized, image, self.max_side, limiter=self._limiter)
-        self.stats.frames_resized += 1
-        self.stats.resize_ms_total += (time.perf_counter() - start) * 1000
-        return frame.with_image(small, jpeg_quality=self.jpeg_quality)
+        ready = await prepared(frame, self.max_side, self.jpeg_quality, limiter=self._limiter)
+        if ready.image is not frame.image:
+            self.stats.frames_resized += 1
+            self.stats.resize_ms_total += (time.perf_counter() - start) * 1000
+        return ready
 
 
-__all__ = ["CaptureLoop", "CaptureStats", "FrameFeed", "InputGate", "check_image", "resized"]
+async def prepared(
+    frame: Frame,
+    max_side: int,
+    jpeg_quality: int | None = None,
+    *,
+    limiter: anyio.CapacityLimiter | None = None,
+) -> Frame:
+    """``frame`` checked and resized to at most ``max_side`` pixels (in a worker thread).
+
+    What every command does to a frame before perception, so that ``lookout run``,
+    ``count`` and ``ask`` detect on the same pixels. Raises on an unusable image.
+    """
+    image = check_image(frame.image)
+    quality = frame.jpeg_quality if jpeg_quality is None else jpeg_quality
+    if max(image.shape[:2]) <= max_side:
+        if frame.jpeg_quality != quality:
+            return frame.with_image(image, jpeg_quality=quality)
+        return frame
+    small = await anyio.to_thread.run_sync(resized, image, max_side, limiter=limiter)
+    return frame.with_image(small, jpeg_quality=quality)
+
+
+__all__ = [
+    "CaptureLoop",
+    "CaptureStats",
+    "FrameFeed",
+    "InputGate",
+    "check_image",
+    "prepared",
+    "resized",
+]

@@ -7,6 +7,7 @@ The flags of run, ask and doctor are generated from the fields of device.config.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import sys
@@ -44,10 +45,16 @@ class _Parser(argparse.ArgumentParser):
 
 # The settings each command takes as flags; their types, defaults and help come from Config.
 RUN_SETTINGS: tuple[str, ...] = SETTINGS
-ASK_SETTINGS = (
-    "source", "model", "pace", "loop", "events", "db", "threshold", "detector", "precision",
-    "detector_threads", "folder_fps",
+# What perception is made of: ask and count take these as run does, so that the three
+# commands count a recording's frames the same way.
+PERCEPTION_SETTINGS = (
+    "threshold", "detector", "precision", "detector_threads", "detect_fps", "motion",
+    "motion_threshold", "motion_heartbeat", "motion_hangover", "motion_pixel_delta",
+    "max_side", "folder_fps", "max_image_pixels", "timelapse", "lines", "zones", "dwell",
+    "anchor",
 )  # fmt: skip
+ASK_SETTINGS = ("source", "model", "pace", "loop", "events", "db", *PERCEPTION_SETTINGS)
+COUNT_SETTINGS = PERCEPTION_SETTINGS
 DOCTOR_SETTINGS = ("source", "model", "detector", "precision")
 
 
@@ -56,8 +63,12 @@ class AskFlags(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    report_fps: float = Field(
-        default=1.0, gt=0, le=MAX_FPS, description="frames per second an occupancy report looks at"
+    report_fps: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_FPS,
+        description="frames per second an occupancy report looks at",
+        json_schema_extra={"unset": "the detection rate of lookout run (--detect-fps)"},
     )
     period: float = Field(
         default=60.0, gt=0, le=86400, description="seconds per row of a report's counts"
@@ -130,14 +141,21 @@ def _add_run(sub: Any) -> None:
 
 
 def _add_count(sub: Any) -> None:
-    p = sub.add_parser("count", help="run the person detector over a video, image or folder")
+    p = sub.add_parser(
+        "count", help="count people in a video, image or folder, frame by frame, as run does"
+    )
     p.add_argument("source", help="video file, image, or image folder")
-    p.add_argument("--every", type=int, default=1, help="process every Nth frame (default 1)")
-    p.add_argument("--threshold", type=float, default=0.45)
-    p.add_argument("--detector", type=Path, help="ONNX person detector path")
-    _add_fields(p, Config, ("precision",))
-    p.add_argument("--fps", type=float, default=1.0, help="frame rate of an image folder")
-    p.add_argument("--json", action="store_true", help="one JSON object per processed frame")
+    p.add_argument(
+        "--every",
+        type=int,
+        metavar="N",
+        help="look at every Nth frame (default: the frames lookout run looks at, --detect-fps)",
+    )
+    _add_fields(p, Config, COUNT_SETTINGS)
+    # Before --folder-fps was a setting, count called it --fps; old scripts keep working.
+    p.add_argument("--fps", type=str, dest="legacy_fps", metavar="N", help=argparse.SUPPRESS)
+    _add_config(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per frame looked at")
 
 
 def _add_ask(sub: Any) -> None:
@@ -346,29 +364,44 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_count(args: argparse.Namespace) -> int:
-    from device.app.count import count_frames
-    from device.sources import SourceError, open_source
-    from device.tracker import TrackerConfig
-    from models.detector import DetectorError, PersonDetector, shipped_model
-
-    TRACK_LOW = TrackerConfig.low
-
-    if args.every < 1:
+    if args.every is not None and args.every < 1:
         return _fail("--every must be at least 1")
-    if not 0 < args.threshold < 1:
-        return _fail("--threshold must be between 0 and 1")
+    flags = {name: getattr(args, name) for name in COUNT_SETTINGS}
+    if args.legacy_fps is not None and flags["folder_fps"] is None:
+        flags["folder_fps"] = args.legacy_fps
+    flags["source"] = args.source
     try:
-        source = open_source(args.source, clock_now=lambda: 0.0, folder_fps=args.fps)
-        # Down to the tracker's low score, as in lookout run: a video's count is of tracked
-        # people, and doubtful boxes keep a half-hidden person's track.
-        model = args.detector or shipped_model(args.precision or Config().precision)
-        detector = PersonDetector(model, threshold=min(args.threshold, TRACK_LOW))
-        source.open()
-    except (SourceError, DetectorError) as exc:
+        config = build(flags, config_path=args.config)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    import anyio
+
+    from device.app.count import count_frames
+    from device.app.run import configured_perception, configured_source, load_detector
+    from device.sources import SourceError, check_decodable
+    from live.clock import MonotonicClock
+
+    try:
+        source = configured_source(config, MonotonicClock())
+        check_decodable(source)  # a text file is not a video: said now, in one line
+        rate = config.detection_fps()
+        if args.every is not None and source.fps:
+            rate = source.fps / args.every  # the frames looked at are this far apart
+        perception = configured_perception(config, rate, source)
+        load_detector(perception)
+        source.open()  # from its first frame again
+    except (SourceError, ConfigError) as exc:
         return _fail(str(exc))
     try:
-        return count_frames(
-            source, detector, every=args.every, as_json=args.json, threshold=args.threshold
+        return anyio.run(
+            functools.partial(
+                count_frames,
+                source,
+                perception,
+                every=args.every,
+                max_side=config.max_side,
+                as_json=args.json,
+            )
         )
     finally:
         source.close()

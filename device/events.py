@@ -28,7 +28,8 @@ class SourceStateEvent(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class CountChanged(Event):
-    """The device's smoothed people count changed (``t_media``: the frame's time in its source).
+    """The device's people count changed at a frame (``t_media``: its time in its source,
+    ``frame``: its index there).
 
     ``count`` is null when the count became unknown (``reason`` says why).
     """
@@ -38,6 +39,7 @@ class CountChanged(Event):
     previous: int | None
     raw: int | None = None
     t_media: float | None = None
+    frame: int | None = None
     reason: str = ""
 
 

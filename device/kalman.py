@@ -24,6 +24,7 @@ _H = np.hstack([np.eye(4), np.zeros((4, 4))])  # we measure cx, cy, w, h
 MEASURE_STD = 0.05  # a detector's box jitters by ~5 % of its height
 START_VELOCITY_STD = 1.0  # people walk ~0.5-1 body heights per second
 ACCEL_STD = 1.5  # how fast a walker can change speed, heights per s^2
+_MOVES = np.array([1.0, 1.0, 0.0, 0.0])  # which measured values follow a velocity
 
 
 def boxes_to_z(boxes: NDArray[np.floating]) -> F64:
@@ -58,15 +59,20 @@ def predict(mean: F64, cov: F64, dt: NDArray[np.floating]) -> tuple[F64, F64]:
     if n == 0:
         return mean, cov
     dt = np.asarray(dt, np.float64).reshape(n)
+    # Only the centre moves with its velocity. A box's size is a random walk: at a few
+    # detections a second, a size trend (someone half hidden by a post, turning) carried
+    # on for a second of coasting shrinks the box to nothing, and nothing matches it.
+    step = dt[:, None] * _MOVES  # (N, 4): dt on cx, cy; 0 on w, h
     new_mean = mean.copy()
-    new_mean[:, :4] += dt[:, None] * mean[:, 4:]
-    # F P F^T by blocks (F = [[I, dt I], [0, I]]): no 8x8 products per track.
-    d = dt[:, None, None]
+    new_mean[:, :4] += step * mean[:, 4:]
+    # F P F^T by blocks (F = [[I, D], [0, I]], D diagonal): no 8x8 products per track.
+    dl = step[:, :, None]  # D on the left
+    dr = step[:, None, :]  # D on the right
     pp, pv, vp, vv = cov[:, :4, :4], cov[:, :4, 4:], cov[:, 4:, :4], cov[:, 4:, 4:]
     new_cov = np.empty_like(cov)
-    new_cov[:, :4, :4] = pp + d * (pv + vp) + d * d * vv
-    new_cov[:, :4, 4:] = pv + d * vv
-    new_cov[:, 4:, :4] = vp + d * vv
+    new_cov[:, :4, :4] = pp + pv * dr + dl * vp + dl * vv * dr
+    new_cov[:, :4, 4:] = pv + dl * vv
+    new_cov[:, 4:, :4] = vp + vv * dr
     new_cov[:, 4:, 4:] = vv
     h = np.maximum(mean[:, 3], 1.0)
     # Discrete white-noise acceleration, per axis (position and velocity blocks).

@@ -2,18 +2,30 @@
 
 While the source runs, every sampled frame on the detection grid goes through
 the person detector (in a worker thread, one inference at a time), the
-tracker (``device/tracker.py``: who is who from frame to frame), the lines and
-zones (``device/scene.py``) and the count smoothing here, whatever else is
-connected. With the motion gate (``device/motion.py``) a frame on which
-nothing moved is not detected: the last detections stand (a ``gated``
-percept), and a heartbeat detection every few seconds checks them. The
-count is the number of confirmed people the tracker sees in the frame,
-smoothed; the detector's own number stays in the percept (``raw``)
-for diagnosis. The result, a ``Percept``,
+tracker (``device/tracker.py``: who is who from frame to frame), the presence
+rule (``device/presence.py``: who counts as in view now) and the lines and
+zones (``device/scene.py``), whatever else is connected. With the motion gate
+(``device/motion.py``) a frame on which nothing moved is not detected: the
+last detections stand (a ``gated`` percept), and a heartbeat detection every
+few seconds checks them. The count is the number of people the presence rule
+counts in the frame, recomputed at every frame (nothing holds an old value);
+the detector's own number stays in the percept (``raw``) for diagnosis.
+The result, a ``Percept``,
 feeds the device's outputs directly (a ``count`` event on every change of the
-smoothed count, and the percept itself for the page and metrics) and rides
+count, and the percept itself for the page and metrics) and rides
 beside its frame into the session, where the model-facing tools consume it.
-No consumer of a frame runs the detector again.
+No consumer of a frame runs the detector again, and ``lookout run``,
+``lookout count`` and ``lookout ask`` all perceive through this class.
+
+Frames are *linked* when people can be followed from one to the next: a video
+or camera sampled closer together than a track survives unseen. Unrelated
+photos (an image folder that is not a time-lapse) and detections too far apart
+are not: each frame is then counted on its own (every box at the threshold),
+and nothing carries over from the frame before.
+
+This is also the one place that decides whether the count is known: it is
+unknown until the first usable frame, and again from ``forget(reason)`` (the
+source stopped running, or frames stopped coming) until the next usable frame.
 """
 
 from __future__ import annotations
@@ -28,14 +40,15 @@ import anyio
 import numpy as np
 
 from device.events import CountChanged
+from device.grid import SampleGrid
 from device.motion import MotionConfig, MotionGate
+from device.presence import PresenceRule, each_detection
 from device.scene import Scene, SceneSpec
 from device.tracker import Tracker, TrackerConfig, can_follow
 from live.events import ErrorEvent, Event
 from live.frame import Frame
 from models.detections import Detections, Detector
-from tools.percept import Percept, Track, people_seen
-from tools.smoothing import CountSmoother
+from tools.percept import CountUnknown, Percept, Track
 
 log = logging.getLogger("lookout.perception")
 
@@ -94,13 +107,13 @@ class PerceptionStats:
 
 
 class Perception:
-    """Detection and smoothing for one source, and whether its count is known right now.
+    """Detection, tracking and counting for one source, and whether its count is known now.
 
     The count is unknown until the first usable frame, and again whenever the
     source stops running or no frame has come for ``stale_after_s()``
     (``forget``): then a ``count`` event with a null count and the reason goes
-    out, the smoothing starts afresh, and the next usable frame is a new first
-    count.
+    out (and ``on_unknown`` tells the tools in-band), the tracks are dropped,
+    and the next usable frame is a new first count.
     """
 
     def __init__(
@@ -108,38 +121,38 @@ class Perception:
         detector: Detector | DetectorFactory,
         *,
         detect_fps: float,
-        k: int = 3,
-        min_hold_s: float = 1.0,
+        threshold: float = TrackerConfig.high,
         publish: Callable[[Event], None] = lambda event: None,
         on_percept: Callable[[Percept], None] = lambda percept: None,
+        on_unknown: Callable[[CountUnknown], None] = lambda unknown: None,
         now: Callable[[], float] = time.monotonic,
-        threshold: float | None = None,
         scene: SceneSpec | None = None,
-        tracker: TrackerConfig | None = None,
         motion: MotionConfig | None = None,
+        presence: PresenceRule | None = None,
+        photos: bool = False,
     ) -> None:
-        """``motion``: gate the detector on motion (None: detect every frame on the grid)."""
+        """``threshold``: boxes at or above it are people; a detector run with a lower
+        threshold also hands over doubtful ones, which only keep tracks going.
+        ``motion``: gate the detector on motion (None: detect every frame on the grid).
+        ``photos``: the frames are unrelated photos: each is counted on its own.
+        """
         if detect_fps <= 0:
             raise ValueError("detect_fps must be positive")
         self.shared = SharedDetector(detector)
-        # Boxes at ``threshold`` and above are people the device counts; a detector run
-        # with a lower threshold also hands over doubtful ones, which only keep tracks.
         self.threshold = threshold
-        if tracker is None:
-            high = threshold if threshold is not None else 1e-3
-            tracker = TrackerConfig(high=high, low=min(TrackerConfig.low, high))
+        tracker = tracker_config(threshold)
         self.tracker = Tracker(tracker)
-        self.scene = Scene(scene or SceneSpec(), k=k, min_hold_s=min_hold_s)
+        self.scene = Scene(scene or SceneSpec())
         self.interval = 1.0 / detect_fps
         # Detections further apart than a track survives unseen cannot be linked: nobody
         # would be seen twice in time to be confirmed, and a tracked count would say no
-        # one is there. Then the count is each detection's own people (still smoothed).
-        self.untracked = not can_follow(self.interval, tracker)
-        self.k = k
-        self.min_hold_s = min_hold_s
-        self.smoother = CountSmoother(k=k, min_hold_s=min_hold_s)
+        # one is there. Then, as for unrelated photos, each detection counts on its own.
+        self.photos = photos
+        self.linked = not photos and can_follow(self.interval, tracker)
+        self.presence = (presence or PresenceRule()).for_interval(self.interval)
         self.stats = PerceptionStats()
-        self.gate = MotionGate(motion) if motion is not None else None
+        # Unrelated frames: nothing moving between them means nothing.
+        self.gate = MotionGate(motion) if motion is not None and self.linked else None
         # The last detector output (at the user's threshold, as shown) and its raw number:
         # what a gated frame shows, since nothing moved since.
         self._shown: tuple[Detections, int] = (Detections.empty(), 0)
@@ -147,9 +160,11 @@ class Perception:
         self.last_at: float | None = None  # when the newest percept was made (``now`` clock)
         self._publish = publish
         self._on_percept = on_percept
+        self._on_unknown = on_unknown
         self._now = now
-        self._next_due: float | None = None
+        self.grid = SampleGrid(self.interval)
         self._latest: Percept | None = None
+        self._count: int | None = None  # the count last published
         self._seq = 0
         self._error_reported = False
         self._slowest_s = 0.0  # recent detector latency, so a slow device is not called stale
@@ -172,10 +187,11 @@ class Perception:
     def stale_after_s(self) -> float:
         """How long without a percept before the count is no longer current.
 
-        One detection period plus the hold, with room for a detector slower than
-        the period (a Pi 4 takes ~0.4 s a frame) and some scheduling slack.
+        One detection period plus the time a missed person still counts, with
+        room for a detector slower than the period (a Pi 4 takes ~0.4 s a frame)
+        and some scheduling slack.
         """
-        return max(self.interval, 2 * self._slowest_s) + self.min_hold_s + 0.5
+        return max(self.interval, 2 * self._slowest_s) + self.presence.coast_s + 0.5
 
     def forget(self, reason: str) -> bool:
         """The count no longer holds: say so once; the next count starts afresh.
@@ -183,13 +199,13 @@ class Perception:
         Returns whether this changed anything (False when already unknown).
         """
         was_known = self.known
-        previous = self.smoother.reported
+        previous = self._count
         self._epoch += 1
         self._forgot_wall = time.time()
         self.unknown_reason = reason
         self._latest = None
-        self._next_due = None
-        self.smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s)
+        self._count = None
+        self.grid.reset()
         self.tracker.reset()
         if self.gate is not None:
             self.gate.reset()  # the next frame is a fresh first count: detected
@@ -200,26 +216,18 @@ class Perception:
             self._publish(
                 CountChanged(count=None, previous=previous, reason=reason, t_media=self._seen_t)
             )
+            self._on_unknown(CountUnknown(reason))
         return was_known
 
     def due(self, frame: Frame) -> bool:
-        """Whether ``frame`` is on the detection grid (media time), advancing the grid if so.
+        """Whether ``frame`` is on the detection grid (``device/grid.py``), advancing it if so.
 
-        The grid is fixed, so the rate does not drift with jitter; a gap, or
-        time going back, starts it again at this frame.
+        Every unrelated photo is its own scene: each one offered is looked at.
         """
-        t = frame.t_media
-        due = self._next_due
-        if due is not None and due - 2 * self.interval < t < due - 1e-6:
-            return False
-        if due is None or abs(t - due) > self.interval:
-            self._next_due = t
-        assert self._next_due is not None
-        self._next_due += self.interval
-        return True
+        return self.grid.take(frame.t_media) or self.photos
 
     async def process(self, frame: Frame, *, force: bool = False) -> Percept | None:
-        """Detect and smooth ``frame`` if it is due (or ``force``); None when it is off the grid.
+        """Detect and count ``frame`` if it is due (or ``force``); None when it is off the grid.
 
         With the motion gate, a due frame on which nothing moved is not detected:
         its percept (``gated``) holds the last detections at this frame's time.
@@ -268,19 +276,28 @@ class Perception:
         self.stats.detect_ms_total += detect_ms
         self._slowest_s = max(detect_ms / 1000, 0.8 * self._slowest_s)  # decays, follows peaks
         self._error_reported = False
-        held = _people_keys(self._latest.tracks) if self._latest is not None else None
+        held = _keys(self._latest.people) if self._latest is not None else None
         track_start = time.perf_counter()
+        if not self.linked:
+            self.tracker.reset()  # nothing carries over from an unrelated frame
         tracks = self.tracker.update(detections, frame.t_media)
-        scene_events = self.scene.update(tracks, frame.shape, frame.t_media)
+        people = self._people(tracks, frame)
+        scene_events = self.scene.update(people, tracks, frame.shape, frame.t_media)
         self.stats.track_ms_total += (time.perf_counter() - track_start) * 1000
         if gate is not None:
             # Other people than the held ones (someone missed, or found): settle it at
             # the full rate, as motion would.
-            gate.ran(frame.t_media, changed=held is not None and held != _people_keys(tracks))
-        if self.threshold is not None:
-            detections = detections.at_least(self.threshold)
+            gate.ran(frame.t_media, changed=held is not None and held != _keys(people))
+        detections = detections.at_least(self.threshold)
         self._shown = (detections, len(detections))
-        return self._perceived(frame, tracks, scene_events, detect_ms=detect_ms, motion=share)
+        return self._perceived(
+            frame, tracks, people, scene_events, detect_ms=detect_ms, motion=share
+        )
+
+    def _people(self, tracks: tuple[Track, ...], frame: Frame) -> tuple[Track, ...]:
+        if not self.linked:
+            return each_detection(tracks, self.threshold)
+        return self.presence.people(tracks, frame.t_media, frame.shape)
 
     def _hold(self, frame: Frame, share: float | None) -> Percept:
         """Nothing moved: everyone the tracker saw last stands where they were, at this time.
@@ -299,9 +316,10 @@ class Perception:
         boxes = np.asarray([t.box for t in seen], np.float32).reshape(-1, 4)
         scores = np.asarray([t.score for t in seen], np.float32)
         tracks = self.tracker.update(Detections(boxes, scores), frame.t_media)
-        scene_events = self.scene.update(tracks, frame.shape, frame.t_media)
+        people = self._people(tracks, frame)
+        scene_events = self.scene.update(people, tracks, frame.shape, frame.t_media)
         percept = self._perceived(
-            frame, tracks, scene_events, detect_ms=0.0, motion=share, gated=True
+            frame, tracks, people, scene_events, detect_ms=0.0, motion=share, gated=True
         )
         self.stats.gate_ms_total += (time.perf_counter() - start) * 1000
         return percept
@@ -310,6 +328,7 @@ class Perception:
         self,
         frame: Frame,
         tracks: tuple[Track, ...],
+        people: tuple[Track, ...],
         scene_events: list[Event],
         *,
         detect_ms: float,
@@ -320,18 +339,17 @@ class Perception:
         # A gated frame is as fresh as a detected one: the device looked, nothing moved.
         self.last_at = self._now()
         detections, raw = self._shown
-        people = raw if self.untracked else len(people_seen(tracks))
-        before = self.smoother.reported
-        change = self.smoother.update(people, frame.t_media)
-        count = self.smoother.reported
+        previous, count = self._count, len(people)
+        changed = count != previous
+        self._count = count
         self._seq += 1
         percept = Percept(
             frame=frame,
             detections=detections,
             raw=raw,
             count=count,
-            previous=change.previous if change is not None else before,
-            changed=change is not None,
+            previous=previous,
+            changed=changed,
             detect_ms=detect_ms,
             seq=self._seq,
             tracks=tracks,
@@ -339,12 +357,17 @@ class Perception:
             zones=self.scene.zone_states(),
             gated=gated,
             motion=motion,
+            people=people,
         )
         self._latest = percept
-        if change is not None:
+        if changed:
             self._publish(
                 CountChanged(
-                    count=change.count, previous=change.previous, raw=raw, t_media=frame.t_media
+                    count=count,
+                    previous=previous,
+                    raw=raw,
+                    t_media=frame.t_media,
+                    frame=frame.index,
                 )
             )
         for event in scene_events:
@@ -371,7 +394,7 @@ class Perception:
             self.gate.ran(frame.t_media, changed=True)
         # Not fresher for it: a camera that only gives unusable frames must go stale.
         self._seq += 1
-        count = self.smoother.reported
+        count = self._count
         percept = Percept(
             frame=frame,
             detections=Detections.empty(),
@@ -395,9 +418,15 @@ class Perception:
             log.exception("a percept subscriber failed")
 
 
-def _people_keys(tracks: tuple[Track, ...]) -> frozenset[int]:
-    """The tracks the count counts (confirmed, seen in the frame)."""
-    return frozenset(t.key for t in people_seen(tracks))
+def tracker_config(threshold: float) -> TrackerConfig:
+    """The tracker for a detector threshold: boxes at it are people; boxes down to the
+    tracker's low score (or the threshold, when lower) only keep tracks going."""
+    return TrackerConfig(high=threshold, low=min(TrackerConfig.low, threshold))
 
 
-__all__ = ["Perception", "PerceptionStats", "SharedDetector"]
+def _keys(people: tuple[Track, ...]) -> frozenset[int]:
+    """The people the detector saw in the frame (not those the count carries over a miss)."""
+    return frozenset(t.key for t in people if t.seen)
+
+
+__all__ = ["Perception", "PerceptionStats", "SharedDetector", "tracker_config"]

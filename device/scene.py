@@ -34,7 +34,7 @@ class SceneSpec:
 
 
 class Scene:
-    def __init__(self, spec: SceneSpec, *, k: int = 3, min_hold_s: float = 1.0) -> None:
+    def __init__(self, spec: SceneSpec) -> None:
         self.spec = spec
         self.lines = {
             name: LineCounter(name, a, b, spec.anchor) for name, (a, b) in spec.lines.items()
@@ -45,8 +45,6 @@ class Scene:
                 tuple((float(x), float(y)) for x, y in points),
                 dwell_s,
                 spec.anchor,
-                k=k,
-                min_hold_s=min_hold_s,
             )
             for name, (points, dwell_s) in spec.zones.items()
         }
@@ -57,7 +55,14 @@ class Scene:
     def zone_states(self) -> dict[str, ZoneState]:
         return {name: zone.state for name, zone in self.zones.items()}
 
-    def update(self, tracks: tuple[Track, ...], shape: tuple[int, ...], t: float) -> list[Event]:
+    def update(
+        self,
+        people: tuple[Track, ...],
+        tracks: tuple[Track, ...],
+        shape: tuple[int, ...],
+        t: float,
+    ) -> list[Event]:
+        """``people``: who the device counts in this frame; ``tracks``: every live track."""
         events: list[Event] = []
         for line in self.lines.values():
             for c in line.update(tracks, shape, t):
@@ -72,7 +77,7 @@ class Scene:
                     )
                 )
         for zone in self.zones.values():
-            change, dwells = zone.update(tracks, shape, t)
+            change, dwells = zone.update(people, tracks, shape, t)
             for d in dwells:
                 events.append(
                     DwellPassed(zone=d.zone, track=d.track, seconds=d.seconds, t_media=round(t, 3))

@@ -87,6 +87,7 @@ class _State:
     id: int = 0  # 0 while tentative
     lost: bool = False
     moved: float = 0.0  # furthest the centre got from where it started (pixels)
+    confident_at: float = 0.0  # the last time a box at ``high`` or above matched
 
 
 @dataclass
@@ -205,6 +206,7 @@ class Tracker:
             seen=seen,
             since=state.since,
             last_seen=state.last_seen,
+            confident_at=state.confident_at,
         )
 
     def _predict(self, t: float) -> None:
@@ -288,6 +290,8 @@ class Tracker:
             state.score = float(scores[c])
             state.peak = max(state.peak, state.score)
             state.last_seen = t
+            if state.score >= self.config.high:
+                state.confident_at = t
             state.hits += 1
             dx, dy = centres[k] - state.origin
             state.moved = max(state.moved, float((dx * dx + dy * dy) ** 0.5))
@@ -302,6 +306,7 @@ class Tracker:
             peak=score,
             since=t,
             last_seen=t,
+            confident_at=t,
             origin=(box[0:2] + box[2:4]) / 2,
         )
 

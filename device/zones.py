@@ -1,12 +1,14 @@
 """Named zones: how many people are inside, and who has stayed longer than the dwell time.
 
-A person is inside when their anchor point (the feet, by default) is inside
-the polygon. The zone's count is smoothed like the device's count (median of
-the last ``k`` frames, held ``min_hold_s`` of media time), so a person on the
-edge does not make it flicker. Dwell is per tracked person, in media time, from
-the first frame they were seen inside; a short occlusion (the track coasting)
-does not reset it, leaving the zone does. Each visit that passes the dwell time
-is reported once.
+A zone counts the people the device counts (``device/presence.py``) whose
+anchor point (the feet, by default) is inside the polygon: a person seen in
+the frame by where they are now, a person the detector briefly missed (still
+counted) by where they were last seen. So a zone follows the scene as fast as
+the device's count, and never counts someone the device does not. Dwell is per
+tracked person, in media time, from the first frame they were seen inside; a
+short occlusion does not reset it, leaving the zone does. ``dwelling`` is
+counted among the people inside now, so it never exceeds ``people``. Each
+visit that passes the dwell time is reported once.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import numpy as np
 
 from tools.percept import Anchor, Track, ZoneState
 from tools.regions import inside
-from tools.smoothing import CountSmoother
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,9 @@ class ZoneWatcher:
     points: tuple[tuple[float, float], ...]
     dwell_s: float
     anchor: Anchor = "feet"
-    k: int = 3
-    min_hold_s: float = 1.0
 
     def __post_init__(self) -> None:
         self._polygon = np.asarray(self.points, np.float64)
-        self._smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s)
         self._entered: dict[int, float] = {}  # track key -> media time first seen inside
         self._ids: dict[int, int] = {}
         self._told: set[int] = set()  # visits already reported as dwelling
@@ -58,7 +56,6 @@ class ZoneWatcher:
         """The count no longer holds (the source went down): unknown, visits end."""
         self._entered.clear()
         self._told.clear()
-        self._smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s)
         previous = self.state.people
         self.state = ZoneState(self.name, None, dwell_s=self.dwell_s)
         if previous is None:
@@ -66,10 +63,14 @@ class ZoneWatcher:
         return ZoneChange(self.state, previous, 0.0)
 
     def update(
-        self, tracks: tuple[Track, ...], shape: tuple[int, ...], t: float
+        self,
+        people: tuple[Track, ...],
+        tracks: tuple[Track, ...],
+        shape: tuple[int, ...],
+        t: float,
     ) -> tuple[ZoneChange | None, list[Dwell]]:
+        """``people``: who the device counts in this frame; ``tracks``: every live track."""
         height, width = shape[:2]
-        people = [tr for tr in tracks if tr.confirmed]
         seen = [tr for tr in people if tr.seen]
         if seen:
             points = np.asarray([tr.anchor(self.anchor) for tr in seen], np.float64)
@@ -77,22 +78,24 @@ class ZoneWatcher:
             mask = inside(self._polygon, points)
         else:
             mask = np.zeros(0, bool)
-        here = {tr.key for tr, m in zip(seen, mask, strict=True) if m}
-        alive = {tr.key for tr in people}
-        for tr in seen:
-            if tr.key in here:
+        for tr, is_inside in zip(seen, mask, strict=True):
+            if is_inside:
                 self._entered.setdefault(tr.key, t)
                 self._ids[tr.key] = tr.id
             else:
                 self._leave(tr.key)  # seen outside: the visit is over
+        alive = {tr.key for tr in tracks}
         for key in [k for k in self._entered if k not in alive]:
             self._leave(key)  # the track was removed
+        # Inside now: counted people whose visit goes on (seen inside, or missed by the
+        # detector for a moment after being seen inside).
+        here = [tr.key for tr in people if tr.key in self._entered]
         dwells: list[Dwell] = []
         longest = 0.0
         dwelling = 0
         stays = []
-        for key, since in self._entered.items():
-            stayed = t - since
+        for key in here:
+            stayed = t - self._entered[key]
             stays.append(round(stayed, 1))
             longest = max(longest, stayed)
             if stayed >= self.dwell_s:
@@ -101,17 +104,15 @@ class ZoneWatcher:
                     self._told.add(key)
                     dwells.append(Dwell(self.name, self._ids.get(key, 0), round(stayed, 1), t))
         before = self.state
-        self._smoother.update(len(here), t)
-        people_now = self._smoother.reported
         self.state = ZoneState(
             self.name,
-            people_now,
+            len(here),
             dwelling,
             round(longest, 1),
             dwell_s=self.dwell_s,
             stays=tuple(sorted(stays, reverse=True)),
         )
-        if people_now != before.people or dwelling != before.dwelling:
+        if self.state.people != before.people or dwelling != before.dwelling:
             return ZoneChange(self.state, before.people, t), dwells
         return None, dwells
 

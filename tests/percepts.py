@@ -23,6 +23,7 @@ def people_tracks(boxes: Sequence[Sequence[float]], t: float = 0.0) -> tuple[Tra
             seen=True,
             since=t,
             last_seen=t,
+            confident_at=t,
         )
         for i, b in enumerate(boxes)
     )
@@ -45,9 +46,9 @@ def make_percept(
 ) -> Percept:
     """A percept of ``image`` (a blank 100x200 frame by default) with these person boxes.
 
-    ``count`` (the smoothed count) defaults to the number of boxes; ``tracks`` to
-    each box as a confirmed person (``people_tracks``); ``lines`` and ``zones``
-    (the scene after this frame) to none.
+    ``count`` defaults to the number of boxes; ``tracks`` to each box as a confirmed
+    person (``people_tracks``), all of them counted (``people``: the confirmed ones seen);
+    ``lines`` and ``zones`` (the scene after this frame) to none.
     """
     if image is None:
         image = np.zeros((100, 200, 3), np.uint8)
@@ -55,6 +56,7 @@ def make_percept(
         np.asarray([list(b) for b in boxes], np.float32).reshape(-1, 4),
         np.full(len(boxes), 0.9, np.float32),
     )
+    tracks = people_tracks(boxes, t) if tracks is None else tuple(tracks)
     return Percept(
         frame=Frame(image, t_media=t, index=seq, source=source),
         detections=detections,
@@ -65,9 +67,10 @@ def make_percept(
         detect_ms=detect_ms,
         seq=seq,
         error=error,
-        tracks=people_tracks(boxes, t) if tracks is None else tuple(tracks),
+        tracks=tracks,
         lines=dict(lines or {}),
         zones=dict(zones or {}),
+        people=tuple(t for t in tracks if t.state == "confirmed" and t.seen),
     )
 
 

@@ -1,15 +1,15 @@
 """``count_people``: the people count for the model, as changes, from the device's perception.
 
-The device runs the detector and the smoothing once per sampled frame
+The device runs the detector and the tracker once per sampled frame
 (``device/perception.py``); what it made of each frame (a ``Percept``) rides
 beside the frame into the session's fan-out. This streaming tool consumes its
 call's input stream of those percepts and yields only *changes*; it runs no
 detector of its own, so any number of calls cost next to nothing and every
 consumer of a frame sees the same numbers.
 
-Without a region a call reports the device's own smoothed count — the number
-the page, the metrics and MQTT show. With a region it counts the tracked
-people whose feet are inside, smoothed the same way, for that call alone.
+Without a region a call reports the device's own count — the number the page,
+the metrics and MQTT show. With a region it counts, of the same people, those
+whose feet are inside, for that call alone: no second rule of who is there.
 ``count_people_now`` answers once, from the newest percept.
 """
 
@@ -27,7 +27,6 @@ from live import InputStream, ToolArgumentError, ToolContext
 from live.tool import coalesce_updates
 from tools.percept import CountUnknown, CurrentPercept, Percept
 from tools.regions import count_people_in_region, parse_region
-from tools.smoothing import CountSmoother
 
 TOOL = "count_people"
 
@@ -75,31 +74,21 @@ class _Watch:
 
     polygon: np.ndarray | None
     min_change: int
-    smoother: CountSmoother | None
     reported: int | None = None
 
     def forget(self, reason: str) -> dict[str, Any] | None:
         """The count no longer holds: what the consumer must be told (if it had one)."""
         previous, self.reported = self.reported, None
-        if self.smoother is not None:
-            self.smoother = CountSmoother(
-                k=self.smoother.k, min_hold_s=self.smoother.min_hold_s, min_change=self.min_change
-            )
         if previous is None:
             return None
         return {"people": None, "previous": previous, "reason": reason}
 
     def update(self, percept: Percept) -> dict[str, Any] | None:
-        if self.smoother is not None:
-            raw = count_people_in_region(percept.people, percept.frame.shape, self.polygon)
-            change = self.smoother.update(raw, percept.t_media)
-            if change is None:
-                return None
-            self.reported = change.count
-            return {"people": change.count, "previous": change.previous}
         value = percept.count
         if value is None:
             return None
+        if self.polygon is not None:
+            value = count_people_in_region(percept.people, percept.frame.shape, self.polygon)
         if self.reported is not None and abs(value - self.reported) < self.min_change:
             return None
         previous, self.reported = self.reported, value
@@ -112,17 +101,11 @@ class CountPeople:
 
     current: CurrentPercept = field(default=_no_percept)
     why_unknown: Callable[[], str] = field(default=_no_reason)
-    k: int = 3
-    min_hold_s: float = 1.0
     # Consecutive unusable frames before the model is told (once) that input is broken.
     failure_alarm: int = 10
 
     def _watch(self, min_change: int, region: list[list[float]] | None) -> _Watch:
-        polygon = parse_region(region, tool=TOOL)
-        smoother = None
-        if polygon is not None:
-            smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s, min_change=min_change)
-        return _Watch(polygon, min_change, smoother)
+        return _Watch(parse_region(region, tool=TOOL), min_change)
 
     async def __call__(
         self,

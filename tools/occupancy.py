@@ -1,13 +1,17 @@
 """Request-response tools on the camera: count now, an occupancy report, its pages.
 
-* ``count_people_now()``: one detector pass on the newest frame.
-* ``start_occupancy_report(minutes)``: long-running; samples the source for that
+* ``count_people_now()``: the device's count at the newest frame.
+* ``start_occupancy_report(minutes)``: long-running; perceives the source for that
   long and summarises min/max/mean occupancy and the number of changes. Its
   progress goes to people, never to the model; its per-minute counts are kept
   in an ``OccupancyLog`` (``tools/occupancy_log.py``: memory, or SQLite beside the
   event log).
 * ``fetch_counts(job_id, cursor)``: one page of a report's per-minute counts and
   the cursor of the next page.
+
+Every number is the count perception made of a frame (``Percept.count``), the
+same number ``lookout run`` reports for that frame: no second rule of who is
+there.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from tools.arguments import WholeRange
 from tools.function_tool import FunctionTool
 from tools.occupancy_log import MemoryOccupancyLog, OccupancyLog, SQLiteOccupancyLog
 from tools.percept import Percept
-from tools.smoothing import CountSmoother
 
 MAX_REPORT_MINUTES = 24 * 60
 
@@ -41,8 +44,8 @@ class PerceptProvider(Protocol):
         """Perception of the newest frame."""
         ...
 
-    def samples(self, fps: float, duration_s: float) -> AsyncIterator[Percept]:
-        """Perception of frames ``1/fps`` apart in media time, for ``duration_s``."""
+    def samples(self, duration_s: float) -> AsyncIterator[Percept]:
+        """Perception of the frames of the next ``duration_s`` of media time, at its rate."""
         ...
 
 
@@ -83,15 +86,13 @@ class OccupancyTools:
 
     frames: PerceptProvider
     log: OccupancyLog = field(default_factory=MemoryOccupancyLog)
-    sample_fps: float = 1.0
+    sample_fps: float = 2.0  # how many percepts a second the provider gives (for the span)
     bucket_s: float = 60.0
     page_size: int = 10
-    k: int = 3
-    min_hold_s: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.sample_fps <= 0 or self.bucket_s <= 0 or self.page_size < 1:
-            raise ValueError("sample_fps and bucket_s must be positive, page_size at least 1")
+        if self.bucket_s <= 0 or self.page_size < 1:
+            raise ValueError("bucket_s must be positive, page_size at least 1")
         # What the model is told of the source: a file's name, not where it lives on disk.
         name = self.frames.name
         self._source = Path(name).name if Path(name).is_file() else name
@@ -104,13 +105,15 @@ class OccupancyTools:
         ]
 
     async def count_people_now(self) -> dict[str, Any]:
-        """Count the people in view right now (one detector pass on the newest frame).
+        """Count the people in view right now (the camera's newest frame).
 
-        Returns {"people": n, "frame": index, "t": seconds into the source, "source": name}.
+        Returns {"people": n, "in_last_frame": boxes the detector found, "frame": index,
+        "t": seconds into the source, "source": name}.
         """
         percept = await self.frames.newest()
         return {
-            "people": percept.raw,
+            "people": percept.count,
+            "in_last_frame": percept.raw,
             "frame": percept.frame.index,
             "t": round(percept.t_media, 2),
             "source": self._source,
@@ -137,22 +140,20 @@ class OccupancyTools:
         """
         job_id = context.job_id or context.call_id
         duration = minutes * 60.0
-        smoother = CountSmoother(k=self.k, min_hold_s=self.min_hold_s)
         buckets: dict[int, Bucket] = {}
         counts: list[int] = []
         changes = 0
         start_t: float | None = None
         last_t = 0.0
-        async for percept in self.frames.samples(self.sample_fps, duration):
-            raw = percept.raw
+        async for percept in self.frames.samples(duration):
+            count = percept.count
+            if count is None:
+                continue  # a frame the detector could not use: no number, not a zero
             if start_t is None:
                 start_t = percept.t_media
             last_t = percept.t_media - start_t
-            change = smoother.update(raw, percept.t_media)
-            if change is not None and change.previous is not None:
+            if counts and count != counts[-1]:
                 changes += 1
-            current = smoother.current  # the median of the window, computed once per sample
-            count = current if current is not None else raw
             counts.append(count)
             index = int(last_t // self.bucket_s)
             for done in [i for i in buckets if i < index]:

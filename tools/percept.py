@@ -1,6 +1,6 @@
 """What perception made of one frame, as every consumer of that frame receives it.
 
-The device runs the detector (and the smoothing) once per sampled frame; the
+The device runs the detector and the tracker once per sampled frame; the
 result travels beside the frame into the session's fan-out, so the status
 page, the metrics, MQTT and every model-facing tool read the same numbers and
 no consumer runs the detector again.
@@ -36,6 +36,7 @@ class Track:
     seen: bool
     since: float
     last_seen: float
+    confident_at: float  # the last time a box at the detector threshold matched
 
     @property
     def confirmed(self) -> bool:
@@ -59,10 +60,13 @@ class LineTotals:
 
 @dataclass(frozen=True)
 class ZoneState:
-    """People in a named zone now, and how many of them stayed longer than its dwell time."""
+    """People in a named zone now, and how many of them stayed longer than its dwell time.
+
+    ``dwelling`` is always among ``people``: those inside now who stayed that long.
+    """
 
     name: str
-    people: int | None  # smoothed like the count; None before the first frame
+    people: int | None  # counted like the device's count; None before the first frame
     dwelling: int = 0
     longest_s: float = 0.0
     dwell_s: float | None = None
@@ -74,11 +78,12 @@ class Percept:
     """Perception's result for one frame.
 
     ``raw`` is how many people the detector found in this frame; ``count`` is
-    the device's smoothed count after it (what every output reports), and
-    ``changed`` says this frame changed that count (from ``previous``).
+    the device's count after it (what every output reports): the number of
+    ``people``, the tracks that count as in view now (``device/presence.py``),
+    and ``changed`` says this frame changed that count (from ``previous``).
     ``error`` is set (and the detections are empty) when the frame could not be
-    used; the smoothed count then stands as it was. ``tracks`` are the
-    tracker's people after this frame; ``lines`` and ``zones`` the configured
+    used; the count then stands as it was. ``tracks`` are all the tracker's
+    tracks after this frame; ``lines`` and ``zones`` the configured
     lines' totals and zones' states after it. ``gated``: the motion gate saw
     nothing move, so the detector did not run on this frame: the detections
     (and ``raw``) are the last detector run's, held at this frame's time, and
@@ -100,15 +105,11 @@ class Percept:
     zones: Mapping[str, ZoneState] = field(default_factory=dict)
     gated: bool = False
     motion: float | None = None
+    people: tuple[Track, ...] = ()  # who the count counts (``device/presence.py``)
 
     @property
     def t_media(self) -> float:
         return self.frame.t_media
-
-    @property
-    def people(self) -> tuple[Track, ...]:
-        """The confirmed people seen in this frame (what the count counts)."""
-        return people_seen(self.tracks)
 
 
 @dataclass(frozen=True)
@@ -123,11 +124,6 @@ class CountUnknown:
     reason: str
 
 
-def people_seen(tracks: tuple[Track, ...]) -> tuple[Track, ...]:
-    """The confirmed people seen in the frame: what every count counts."""
-    return tuple(t for t in tracks if t.state == "confirmed" and t.seen)
-
-
 # The newest percept of a running source, or None (nothing yet, or the source is down).
 CurrentPercept = Callable[[], Percept | None]
 
@@ -140,5 +136,4 @@ __all__ = [
     "Track",
     "TrackState",
     "ZoneState",
-    "people_seen",
 ]

@@ -35,6 +35,7 @@ from device.app.run import (
     preflight,
     run_started,
 )
+from device.capture import prepared
 from device.events import SourceStateEvent
 from device.feeds.runner import StateChange
 from device.feeds.sampler import FrameSampler
@@ -98,7 +99,7 @@ def build_turn_model(config: Config) -> TurnModel:
 class AskOptions:
     question: str
     wait: bool = True
-    sample_fps: float = 1.0  # report samples per second of source time
+    sample_fps: float | None = None  # frames perceived per second of source time (None: as run)
     period_s: float = 60.0  # span of one row of fetch_counts ("per minute")
     page_size: int = 10
 
@@ -167,27 +168,34 @@ class AskConsole:
 
 
 class PerceivedFrames:
-    """The sampler's frames through the device's perception: one detector pass each."""
+    """The sampler's frames through the device's perception, prepared as ``lookout run``
+    prepares them: the same frames of a recording get the same counts."""
 
-    def __init__(self, sampler: FrameSampler, perception: Perception) -> None:
+    def __init__(self, sampler: FrameSampler, perception: Perception, max_side: int) -> None:
         self.sampler = sampler
         self.perception = perception
+        self.max_side = max_side
         self.name = sampler.name
 
-    async def _perceive(self, frame: Frame) -> Percept:
-        percept = await self.perception.process(frame, force=True)
-        assert percept is not None  # forced: every frame is looked at
-        if percept.error is not None:
+    async def _perceive(self, frame: Frame, *, force: bool) -> Percept | None:
+        frame = await prepared(frame, self.max_side)
+        percept = await self.perception.process(frame, force=force)
+        if percept is not None and percept.error is not None:
             # A count the detector could not make is an error, never a zero.
             raise RuntimeError(f"the detector failed on frame {frame.index}: {percept.error}")
         return percept
 
     async def newest(self) -> Percept:
-        return await self._perceive(await self.sampler.newest())
+        percept = await self._perceive(await self.sampler.newest(), force=True)
+        assert percept is not None  # forced: the frame is looked at
+        return percept
 
-    async def samples(self, fps: float, duration_s: float) -> AsyncIterator[Percept]:
-        async for frame in self.sampler.samples(fps, duration_s):
-            yield await self._perceive(frame)
+    async def samples(self, duration_s: float) -> AsyncIterator[Percept]:
+        # The sampler takes frames on the detection grid, and perception takes the same.
+        async for frame in self.sampler.samples(1.0 / self.perception.interval, duration_s):
+            percept = await self._perceive(frame, force=False)
+            if percept is not None:
+                yield percept
 
 
 @dataclass
@@ -232,15 +240,14 @@ class AskApp:
             self.config, self.source, self.clock, self._on_source_state, first_open_attempts=2
         )
         self.sampler = FrameSampler(self.source_runner, clock=self.clock, pace=self.config.pace)
-        self.perception = configured_perception(self.config, self.options.sample_fps)
+        report_fps = self.options.sample_fps or self.config.detection_fps()
+        self.perception = configured_perception(self.config, report_fps, self.source)
         self.tools = OccupancyTools(
-            PerceivedFrames(self.sampler, self.perception),
+            PerceivedFrames(self.sampler, self.perception, self.config.max_side),
             self.occupancy,
-            sample_fps=self.options.sample_fps,
+            sample_fps=report_fps,
             bucket_s=self.options.period_s,
             page_size=self.options.page_size,
-            k=self.config.smoothing,
-            min_hold_s=self.config.min_hold,
         )
         self.visitors = VisitorCounter(self.config.db, tuple(self.config.lines))
         self.errors = 0

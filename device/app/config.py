@@ -14,6 +14,7 @@ key and the file otherwise. The CLI prints it and exits 2.
 from __future__ import annotations
 
 import difflib
+import logging
 import math
 import os
 import re
@@ -34,6 +35,8 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
+
+log = logging.getLogger("lookout.config")
 
 SYSTEM_CONFIG = Path("/etc/lookout/lookout.toml")
 DEFAULT_GEMINI_MODEL = "gemini-3.8-live"
@@ -452,15 +455,6 @@ class Config(BaseModel):
     scheduling: Scheduling = Field(
         default="when_idle", description="when the model reacts to a count change"
     )
-    min_hold: float = Field(
-        default=1.0,
-        ge=0,
-        le=3600,
-        description="seconds a new count must hold before it is reported",
-    )
-    smoothing: int = Field(
-        default=3, ge=1, le=99, description="the count is the median of this many raw counts"
-    )
     system_instruction: str | None = Field(
         default=None,
         description="system instruction given to the model",
@@ -509,6 +503,11 @@ class Config(BaseModel):
     )
     folder_fps: float = Field(
         default=1.0, gt=0, le=MAX_FPS, description="frame rate given to an image folder source"
+    )
+    timelapse: bool = Field(
+        default=False,
+        description="an image folder is a time-lapse of one scene: follow people from image "
+        "to image (otherwise each image is counted on its own)",
     )
     max_image_pixels: int = Field(
         default=50_000_000,
@@ -715,11 +714,25 @@ def _closest(key: str, known: tuple[str, ...]) -> str:
     return "did you mean " + " or ".join(close) + "?"
 
 
+# Settings that no longer do anything: a config file that still has one is read (a
+# device must not stop starting after an upgrade), and the key is said once, with why.
+RETIRED = {
+    "smoothing": "the count follows the tracker at every frame, with no median over frames",
+    "min_hold": "the count follows the tracker at every frame, with no hold before a change",
+}
+
+
 def _keys(values: Mapping[str, Any], origin: str) -> dict[str, str]:
-    """Setting name -> the key as the source wrote it; refuses unknown or repeated keys."""
+    """Setting name -> the key as the source wrote it; refuses unknown or repeated keys.
+
+    A retired key is left out, with a warning naming it.
+    """
     spelled: dict[str, str] = {}
     for raw in values:
         name = raw.replace("-", "_")
+        if name in RETIRED:
+            log.warning("%s: %r is no longer used (%s): remove it", origin, raw, RETIRED[name])
+            continue
         if name in ENV_ONLY:
             raise ConfigError(
                 f"{origin}: {name} does not belong in a config file or on the command line; "

@@ -1,16 +1,18 @@
-"""``lookout count``: the detector over a video, an image or a folder of images.
+"""``lookout count``: perception over a video, an image or a folder of images, frame by frame.
 
-A video's frames follow each other, so its people are tracked and counted as
-the device counts them (``count``: the smoothed number of confirmed people;
-``raw``: the detector's boxes in the frame); the images of a folder are
-unrelated photos, so each is counted on its own (its boxes) and named in its
-result. An image that cannot be read is said (and
+It perceives exactly as ``lookout run`` does (``device/perception.py``: the same
+detection grid, motion gate, tracker and presence rule, on frames prepared the
+same way), so a recording's per-frame counts here are the ones ``lookout run``
+reports for the same frames: one JSON object (``--json``) or line per frame
+perception looked at, with ``count`` (the device's count) and ``raw`` (the
+detector's boxes at the threshold in that frame).
+
+The images of a folder are unrelated photos unless the user says the folder is
+a time-lapse (``--timelapse``): each is counted on its own and named in its
+result. Frames further apart than a track survives unseen (``--every`` large
+for the video's rate) cannot be linked either; then each is counted on its own
+too, and that is said once. An image or frame that cannot be read is said (and
 makes the exit code 1), never skipped silently.
-
-Frames further apart than a track survives unseen (``--every`` large for the
-video's rate) cannot be linked: the tracked count would report nobody, since no
-one is seen twice in time to be confirmed. Then each frame is counted on its
-own, like a folder's images, and that is said once.
 """
 
 from __future__ import annotations
@@ -20,50 +22,46 @@ import os
 import sys
 from typing import Any, TextIO
 
+import anyio
+
+from device.capture import prepared
+from device.perception import Perception
 from device.sources import FrameSource, ImageFolderSource, SourceError, UnreadableFrame
-from device.tracker import Tracker, TrackerConfig, can_follow
-from models.detections import Detector
-from tools.percept import people_seen
-from tools.smoothing import CountSmoother
+from device.tracker import TrackerConfig
+from tools.percept import Percept
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1
 
 
-def count_frames(
+async def count_frames(
     source: FrameSource,
-    detector: Detector,
+    perception: Perception,
     *,
-    every: int = 1,
+    every: int | None = None,
+    max_side: int = 768,
     as_json: bool = False,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
-    threshold: float | None = None,
 ) -> int:
-    """Print one result per processed frame or image; returns the exit code.
+    """Print one result per frame perceived; returns the exit code.
 
-    ``threshold``: boxes below it (the detector may report lower ones) only keep tracks.
+    ``every``: perceive every Nth frame instead of the frames on the detection grid.
     """
     folder = isinstance(source, ImageFolderSource)
-    high = threshold if threshold is not None else 1e-3
-    config = TrackerConfig(high=high, low=min(TrackerConfig.low, high))
-    tracker = Tracker(config)
-    fps = getattr(source, "fps", None)
-    spacing = every / fps if fps else None
-    apart = not folder and spacing is not None and not can_follow(spacing, config)
-    if apart:
+    if not perception.linked and not folder:
+        spacing = perception.interval
         print(
             f"lookout: frames {spacing:g} s apart are too far apart to track people from one "
-            f"to the next (at most {config.max_lost_s:g} s): each is counted on its own",
+            f"to the next (at most {TrackerConfig.max_lost_s:g} s): each is counted on its own",
             file=err,
         )
-    smoother = None if folder or apart else CountSmoother()
     failed = 0
     seen = 0
     index = 0
     try:
         while True:
             try:
-                frame = source.read()
+                frame = await anyio.to_thread.run_sync(source.read)
             except UnreadableFrame as exc:
                 failed += 1
                 seen += 1
@@ -78,33 +76,27 @@ def count_frames(
             if frame is None:
                 break
             index = frame.index + 1
-            if frame.index % every:
+            if every is not None and frame.index % every:
                 continue
+            try:
+                ready = await prepared(frame, max_side)
+            except ValueError as exc:  # not an image (the capture loop drops such frames too)
+                failed += 1
+                seen += 1
+                print(f"lookout: frame {frame.index}: {exc}", file=err)
+                continue
+            percept = await perception.process(ready, force=every is not None)
+            if percept is None:
+                continue  # off the detection grid, as in lookout run
             seen += 1
-            found = detector.detect(frame.image)
-            detections = found.at_least(threshold) if threshold is not None else found
-            raw = len(detections)
-            record: dict[str, Any] = {
-                "frame": frame.index,
-                "t": round(frame.t_media, 3),
-                "raw": raw,
-            }
-            if smoother is not None:
-                tracks = tracker.update(found, frame.t_media)
-                people = len(people_seen(tracks))
-                smoother.update(people, frame.t_media)
-                record["count"] = smoother.reported
-            elif apart:
-                record["count"] = raw  # nothing to link it to: the frame on its own
-            else:
-                assert isinstance(source, ImageFolderSource)
-                record["file"] = source.path_of(frame.index).name
-                record["count"] = raw  # one photo: nothing to smooth against
-            record["boxes"] = [
-                [round(float(v), 1) for v in box] + [round(float(score), 3)]
-                for box, score in zip(detections.boxes, detections.scores, strict=True)
-            ]
-            out.write(_line(record, as_json) + "\n")
+            if percept.error is not None:
+                failed += 1
+                print(f"lookout: frame {frame.index}: {percept.error}", file=err)
+                continue
+            name = (
+                source.path_of(frame.index).name if isinstance(source, ImageFolderSource) else None
+            )
+            out.write(_line(record(percept, name), as_json) + "\n")
             out.flush()
     except BrokenPipeError:
         # The reader left (``| head``): stop like any Unix tool, and no flush at exit may
@@ -120,16 +112,43 @@ def count_frames(
     return EXIT_OK
 
 
-def _line(record: dict[str, Any], as_json: bool) -> str:
+def record(percept: Percept, file: str | None = None) -> dict[str, Any]:
+    """What ``lookout count --json`` prints for a frame (``file``: the photo's name)."""
+    detections = percept.detections
+    data: dict[str, Any] = {
+        "frame": percept.frame.index,
+        "t": round(percept.t_media, 3),
+        "raw": percept.raw,
+        "count": percept.count,
+    }
+    if file is not None:
+        data["file"] = file
+    if percept.gated:
+        data["gated"] = True  # nothing moved: the last detections stand (motion gate)
+    if percept.zones:
+        data["zones"] = {name: zone.people for name, zone in percept.zones.items()}
+    if percept.lines:
+        data["lines"] = {
+            name: {"in": totals.entered, "out": totals.exited}
+            for name, totals in percept.lines.items()
+        }
+    data["boxes"] = [
+        [round(float(v), 1) for v in box] + [round(float(score), 3)]
+        for box, score in zip(detections.boxes, detections.scores, strict=True)
+    ]
+    return data
+
+
+def _line(data: dict[str, Any], as_json: bool) -> str:
     if as_json:
-        return json.dumps(record, separators=(",", ":"))
-    if "file" in record:
-        people = "person" if record["raw"] == 1 else "people"
-        return f"{record['file']}: {record['raw']} {people}"
+        return json.dumps(data, separators=(",", ":"))
+    if "file" in data:
+        people = "person" if data["count"] == 1 else "people"
+        return f"{data['file']}: {data['count']} {people}"
     return (
-        f"frame {record['frame']:6d}  t={record['t']:8.2f}s  raw={record['raw']:3d}  "
-        f"count={record['count']}"
+        f"frame {data['frame']:6d}  t={data['t']:8.2f}s  raw={data['raw']:3d}  "
+        f"count={data['count']}"
     )
 
 
-__all__ = ["count_frames"]
+__all__ = ["count_frames", "record"]

@@ -38,10 +38,15 @@ from device.feeds.runner import SourceRunner, SourceState, StateChange
 from device.motion import MotionConfig
 from device.outputs.console import ConsoleSink
 from device.outputs.sinks import JsonlSink
-from device.perception import Perception
+from device.perception import Perception, tracker_config
 from device.scene import SceneSpec
-from device.sources import FrameSource, SourceError, check_decodable, open_source
-from device.tracker import TrackerConfig
+from device.sources import (
+    FrameSource,
+    ImageFolderSource,
+    SourceError,
+    check_decodable,
+    open_source,
+)
 from live import (
     EmitMode,
     LiveRequestQueue,
@@ -121,7 +126,7 @@ def detector_factory(config: Config) -> Callable[[], PersonDetector]:
     It reports boxes down to the tracker's low score: those below the user's
     threshold are never counted, they only keep a half-hidden person's track.
     """
-    low = min(config.threshold, TrackerConfig.low)
+    low = tracker_config(config.threshold).low
     path = config.detector or shipped_model(config.precision)  # an explicit file wins
     threads = config.detector_threads or None  # 0: onnxruntime's own choice
     return functools.partial(PersonDetector, path, threshold=low, threads=threads)
@@ -161,24 +166,47 @@ def configured_runner(
 def configured_perception(
     config: Config,
     detect_fps: float,
+    source: FrameSource,
     publish: Callable[[Event], None] = lambda event: None,
     on_percept: Callable[[Percept], None] = lambda percept: None,
+    on_unknown: Callable[[CountUnknown], None] = lambda unknown: None,
     now: Callable[[], float] = time.monotonic,
 ) -> Perception:
-    """Perception with the configured detector and smoothing (run and ask)."""
-    return Perception(
+    """Perception with the configured detector, scene and gate (run, count and ask).
+
+    Raises ConfigError for lines on frames that cannot be linked (unrelated photos).
+    """
+    perception = Perception(
         detector_factory(config),
         detect_fps=detect_fps,
-        k=config.smoothing,
-        min_hold_s=config.min_hold,
+        threshold=config.threshold,
         publish=publish,
         on_percept=on_percept,
+        on_unknown=on_unknown,
         now=now,
-        threshold=config.threshold,
         scene=scene_spec(config),
-        tracker=TrackerConfig(high=config.threshold, low=min(config.threshold, TrackerConfig.low)),
         motion=motion_config(config),
+        photos=unrelated_photos(config, source),
     )
+    if config.lines and not perception.linked:
+        raise ConfigError(unlinked_lines(source))
+    return perception
+
+
+def unlinked_lines(source: FrameSource) -> str:
+    """Why lines cannot be counted on ``source`` (its frames are not linked)."""
+    if isinstance(source, ImageFolderSource):
+        return (
+            "lines need people followed from frame to frame, and the images of a folder are "
+            "counted each on its own (give --timelapse if they are a time-lapse of one scene)"
+        )
+    return "lines need people followed from frame to frame: detect more often (--detect-fps)"
+
+
+def unrelated_photos(config: Config, source: FrameSource) -> bool:
+    """Whether the frames are unrelated photos (people cannot be followed from one to the
+    next): an image folder, unless the user says it is a time-lapse of one scene."""
+    return isinstance(source, ImageFolderSource) and not config.timelapse
 
 
 def motion_config(config: Config) -> MotionConfig | None:
@@ -200,16 +228,21 @@ def preflight(perception: Perception, source: FrameSource) -> None:
     not a run that counts nothing), and a file source must decode its first frame
     (a text file is not a camera to keep reconnecting to).
     """
+    load_detector(perception)
+    try:
+        check_decodable(source)
+    except SourceError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def load_detector(perception: Perception) -> None:
+    """The detector must load: a file that is not a model is a ConfigError (one line)."""
     from models.detector import DetectorError
 
     try:
         perception.shared.get()
     except DetectorError as exc:
         raise ConfigError(f"detector: {exc}") from None
-    try:
-        check_decodable(source)
-    except SourceError as exc:
-        raise ConfigError(str(exc)) from None
 
 
 def scene_tools(config: Config, current: Callable[[], Percept | None]) -> list[Tool]:
@@ -303,15 +336,16 @@ class App:
         )
         self.model = self.model_override or build_model(self.config)
         self.perception = configured_perception(
-            self.config, self.config.detection_fps(), bus.publish, bus.percept, self.clock.now
+            self.config,
+            self.config.detection_fps(),
+            self.source,
+            bus.publish,
+            bus.percept,
+            self._tell_tools,
+            self.clock.now,
         )
         self._down_since: float | None = None
-        self.counter = CountPeople(
-            current=self.current_percept,
-            why_unknown=self.why_unknown,
-            k=self.config.smoothing,
-            min_hold_s=self.config.min_hold,
-        )
+        self.counter = CountPeople(current=self.current_percept, why_unknown=self.why_unknown)
         self.tools: list[Tool] = [
             FunctionTool(
                 self.counter, name="count_people", check=check_count_args, coalesce=coalesce_counts
@@ -381,8 +415,6 @@ class App:
 
     def current_percept(self) -> Percept | None:
         """Perception's newest result while the count is known; None otherwise."""
-        if self.source_runner.state is not SourceState.RUNNING:
-            return None
         return self.perception.current()
 
     def why_unknown(self) -> str:
@@ -456,9 +488,14 @@ class App:
         )
 
     def _count_unknown(self, reason: str) -> None:
-        """Tell every consumer the count no longer holds: outputs by event, tools in-band."""
-        if self.perception.forget(reason) and not self.queue.closed:
-            self.queue.send_realtime(percept=CountUnknown(reason))
+        """The count no longer holds: perception says so (an event for the outputs, and
+        ``_tell_tools`` for the tools)."""
+        self.perception.forget(reason)
+
+    def _tell_tools(self, unknown: CountUnknown) -> None:
+        """The tools hear it in-band, in order with the percepts they consume."""
+        if not self.queue.closed:
+            self.queue.send_realtime(percept=unknown)
 
     async def _watch_freshness(self) -> None:
         """A live count goes unknown when no usable frame came for a detection period and

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 import anyio
 
 from device.feeds.runner import SourceRunner
+from device.grid import SampleGrid
 from device.sources import SourceError
 from live.clock import Clock
 from live.frame import Frame
@@ -80,9 +81,8 @@ class FrameSampler:
         """
         if fps <= 0 or duration_s <= 0:
             raise ValueError("fps and duration_s must be positive")
-        interval = 1.0 / fps
+        grid = SampleGrid(1.0 / fps)
         start: float | None = None
-        next_sample = 0.0
         while True:
             async with self._lock:
                 frame = await self._read()
@@ -93,15 +93,12 @@ class FrameSampler:
             if frame is None:
                 return
             if start is None or frame.t_media < start:
-                start, next_sample = frame.t_media, frame.t_media
+                start = frame.t_media  # the first frame, or a looped file started again
+                grid.reset()
             if frame.t_media - start >= duration_s:
                 return
-            if frame.t_media + 1e-6 < next_sample:
-                continue
-            # A fixed grid, so the rate does not drift with jitter or late frames.
-            while next_sample <= frame.t_media + 1e-6:
-                next_sample += interval
-            yield frame
+            if grid.take(frame.t_media):
+                yield frame
 
 
 __all__ = ["FrameSampler", "SourceEnded"]

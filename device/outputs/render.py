@@ -2,15 +2,22 @@
 
 What is drawn, and why it looks the way it does:
 
-- a confirmed person (what the count counts) is a thick green box with the
-  track's id (``#7``): the same person keeps the same number frame to frame;
-- a detector box that is not a confirmed person (a track still tentative, or
+- a person the count counts is a thick green box with the track's id (``#7``):
+  the same person keeps the same number frame to frame; one the detector
+  missed in this frame but still counted (hidden behind the post for a moment)
+  is a thin green box where they are expected, ``#7?``; someone counted on
+  sight before their track is confirmed is ``new``;
+- a detector box that is not a counted person (a track still tentative, or
   a box the tracker did not take) is a thin grey box with its score, so one
   can see what the detector found without mistaking it for the count;
 - a line is drawn from A to B with an arrow to its ``in`` side (the side a
   crossing counted as ``in`` goes to) and its ``N in / M out`` totals beside it;
 - a zone is a tinted polygon with its count and how many are dwelling
   (``?`` while unknown).
+
+The count itself is not drawn: the page shows it beside the image from the
+same state as its big number, so the two can never disagree. The banner says
+which frame this is.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from models.detections import pairwise_iou
-from tools.percept import LineTotals, Track, ZoneState, people_seen
+from tools.percept import LineTotals, Track, ZoneState
 
 Point = tuple[float, float]
 
@@ -50,10 +57,13 @@ class DisplayFrame:
     image: np.ndarray  # BGR, never modified (the pipeline may still hold it)
     boxes: np.ndarray  # (N, 4) x1, y1, x2, y2 in image pixels
     scores: np.ndarray
-    count: int | None  # the device's smoothed count after this frame
+    count: int | None  # the device's count after this frame
     raw: int  # people the detector found in this frame
     at: float  # telemetry's monotonic time of arrival
     tracks: tuple[Track, ...] = ()
+    people: tuple[Track, ...] = ()  # the tracks the count counts
+    frame_index: int = 0  # the frame's index in its source
+    t_media: float = 0.0
     lines: Mapping[str, LineTotals] = field(default_factory=dict)
     zones: Mapping[str, ZoneState] = field(default_factory=dict)
     geometry: SceneGeometry = field(default_factory=SceneGeometry)
@@ -72,8 +82,8 @@ def render_jpeg(frame: DisplayFrame, quality: int = 80) -> bytes:
         _draw_zone(image, name, polygon, frame.zones.get(name), thickness, scale)
     for name, (a, b) in frame.geometry.lines.items():
         _draw_line(image, name, a, b, frame.lines.get(name), thickness, scale)
-    people = list(people_seen(frame.tracks))
-    person_boxes = np.asarray([t.box for t in people], np.float64).reshape(-1, 4)
+    people = list(frame.people)
+    person_boxes = np.asarray([t.box for t in people if t.seen], np.float64).reshape(-1, 4)
     boxes = np.asarray(frame.boxes, np.float64).reshape(-1, 4)
     overlaps = pairwise_iou(boxes, person_boxes)
     taken: list[bool] = [bool((row >= SAME_PERSON_IOU).any()) for row in overlaps]
@@ -85,10 +95,10 @@ def render_jpeg(frame: DisplayFrame, quality: int = 80) -> bytes:
         _label(image, f"{float(score):.2f}", (x1 + 2, max(12, y1 - 4)), DETECTION_COLOR, scale)
     for track in people:
         x1, y1, x2, y2 = (round(v) for v in track.box)
-        cv2.rectangle(image, (x1, y1), (x2, y2), BOX_COLOR, thickness + 1)
-        _label(image, f"#{track.id}", (x1 + 2, max(12, y1 - 4)), BOX_COLOR, scale)
-    shown = "-" if frame.count is None else str(frame.count)
-    text = f"{shown} people (smoothed) - {frame.raw} in this frame"
+        cv2.rectangle(image, (x1, y1), (x2, y2), BOX_COLOR, thickness + 1 if track.seen else 1)
+        name = "new" if not track.id else f"#{track.id}" + ("" if track.seen else "?")
+        _label(image, name, (x1 + 2, max(12, y1 - 4)), BOX_COLOR, scale)
+    text = f"frame {frame.frame_index} - {frame.t_media:.1f} s"
     cv2.rectangle(image, (0, 0), (min(width, 8 + 8 * len(text)), 22), (0, 0, 0), -1)
     cv2.putText(
         image, text, (6, 16), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1, cv2.LINE_AA

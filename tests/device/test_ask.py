@@ -128,7 +128,8 @@ async def test_report_ticket_at_once_progress_only_for_people_result_with_the_sa
     ]
     assert finals and finals[0].name == "start_occupancy_report"
     final = answers[1].response
-    assert final["samples"] == 30 and final["periods"] == 3 and final["pages"] == 2
+    # 30 s at the detection rate of lookout run (2 a second): its frames, its counts.
+    assert final["samples"] == 60 and final["periods"] == 3 and final["pages"] == 2
     assert final["min"] <= final["mean"] <= final["max"]
 
 

@@ -21,8 +21,6 @@ BOUNDS: list[tuple[str, str, str]] = [
     ("threshold", "0", "1"),
     ("max_side", "63", "4097"),
     ("jpeg_quality", "0", "101"),
-    ("min_hold", "-1", "3601"),
-    ("smoothing", "0", "100"),
     ("duration", "0", "10000001"),
     ("stall_timeout", "0", "1e9"),
     ("model_attempts", "0", "1001"),
@@ -262,3 +260,22 @@ def test_the_api_key_stays_out_of_dumps_and_copies() -> None:
     config = make(environ={"GEMINI_API_KEY": "AIza-secret-test-key"})
     assert "AIza" not in repr(config) and "AIza" not in str(config.model_dump())
     assert config.model_copy(update={"fps": 2}).api_key == "AIza-secret-test-key"
+
+
+def test_a_retired_setting_in_a_config_file_is_said_once_and_the_device_still_starts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # smoothing and min_hold tuned a median and a hold the count no longer has: a device
+    # whose file still sets them must not stop starting after an upgrade.
+    path = tmp_path / "lookout.toml"
+    path.write_text("smoothing = 5\nmin_hold = 2.0\nthreshold = 0.5\n")
+    with caplog.at_level("WARNING", logger="lookout.config"):
+        config = make(config_path=path)
+    assert config.threshold == 0.5
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and all("no longer used" in line for line in said), said
+    assert any("'smoothing'" in line for line in said) and str(path) in said[0]
+
+
+def test_a_retired_setting_as_a_flag_is_refused_in_one_line() -> None:
+    assert "--min-hold" in one_line_refusal(lookout_in_process("run", "--min-hold", "1"))

@@ -8,6 +8,7 @@ call, a text or an error. Waiting is on the subprocess (with a deadline), never 
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import subprocess
@@ -19,10 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import cv2
 import pytest
 
 from device.app.ask import ASK_INSTRUCTION
+from device.perception import Perception
+from live.frame import Frame
 from models.detector import PersonDetector
 from tests.datafiles import REPO_ROOT, data_file
 from tests.fakelive import (
@@ -159,9 +163,10 @@ def assert_clean(result: subprocess.CompletedProcess[str]) -> None:
 # ----------------------------------------------------------------- count now
 
 
-def people_on_frame(video: Path, index: int) -> int:
-    """What the real detector counts on frame ``index`` of the file (read in order, as the
-    source does: seeking is not frame exact in every container)."""
+def people_on_frame(video: Path, index: int) -> tuple[int, int]:
+    """The device's count and the detector's boxes on frame ``index`` of the file, when it
+    is the first frame looked at (read in order, as the source does: seeking is not frame
+    exact in every container)."""
     capture = cv2.VideoCapture(str(video))
     try:
         for _ in range(index):
@@ -170,7 +175,11 @@ def people_on_frame(video: Path, index: int) -> int:
         assert ok, f"{video} has no frame {index}"
     finally:
         capture.release()
-    return len(PersonDetector().detect(image))
+    perception = Perception(PersonDetector(threshold=0.2), detect_fps=2.0)
+    frame = Frame(image, t_media=index / 10.0, index=index)
+    percept = anyio.run(functools.partial(perception.process, frame, force=True))
+    assert percept is not None and percept.count is not None
+    return percept.count, percept.raw
 
 
 def test_count_people_now_round_trip(server: ThreadedFakeGenerateServer, video: Path) -> None:
@@ -232,9 +241,10 @@ def test_count_people_now_round_trip(server: ThreadedFakeGenerateServer, video: 
     (response,) = second.function_responses()
     assert (response.id, response.name) == ("fc-1", "count_people_now")
     body = response.response
-    assert set(body) == {"people", "frame", "t", "source"}
+    assert set(body) == {"people", "in_last_frame", "frame", "t", "source"}
     assert body["source"] == video.name  # not where it lives on disk
-    assert body["people"] == people_on_frame(video, int(body["frame"]))
+    # The device's count of that frame, as lookout run would say it, and its boxes.
+    assert (body["people"], body["in_last_frame"]) == people_on_frame(video, int(body["frame"]))
     # The history carries the model's own call back, as it was.
     (call,) = second.function_calls()
     assert (call.id, call.name) == ("fc-1", "count_people_now")
@@ -332,7 +342,7 @@ def test_occupancy_report_result_comes_back_on_the_ticket_call_and_pages_once(
     ((final_id, final_name, final),) = final_turn.responses
     assert (final_id, final_name) == ("fc-r", "start_occupancy_report")
     assert final["job_id"] == job_id
-    assert final["samples"] == 30 and final["periods"] == 3 and final["pages"] == 2
+    assert final["samples"] == 60 and final["periods"] == 3 and final["pages"] == 2
     assert {"min", "max", "mean", "changes"} <= set(final)
     # Both answers to fc-r are in the history, the ticket first.
     answers = [r.response["status"] for r in requests[-1].function_responses() if r.id == "fc-r"]
@@ -412,7 +422,7 @@ def test_a_report_survives_the_model_failing_on_its_result(
     assert job["state"] == "succeeded"
     data = job["data"]
     assert data["state"] == "succeeded" and data["delivered"] is False
-    assert data["result"] is not None and data["result"]["samples"] == 30
+    assert data["result"] is not None and data["result"]["samples"] == 60
     assert {"min", "max", "mean", "changes"} <= set(data["result"])
 
 

@@ -151,8 +151,8 @@ def test_detections_too_far_apart_to_track_count_each_frame_and_refuse_lines(
     def unused() -> Any:  # never loaded: only the rate is looked at
         raise AssertionError("no detection here")
 
-    assert Perception(unused, detect_fps=0.3).untracked
-    assert not Perception(unused, detect_fps=2.0).untracked
+    assert not Perception(unused, detect_fps=0.3).linked
+    assert Perception(unused, detect_fps=2.0).linked
     with pytest.raises(ConfigError, match=r"^lines and zones need more than 0.5 detections"):
         config(tmp_path, detect_fps="0.4", lines=["door=0.5,0,0.5,1"])
     assert config(tmp_path, detect_fps="0.4").detection_fps() == 0.4  # a count alone is fine

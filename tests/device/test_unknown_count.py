@@ -54,8 +54,9 @@ class Now:
 async def test_forgetting_says_unknown_once_and_the_next_frame_is_a_new_first_count() -> None:
     events: list[Event] = []
     detector, now = Boxes(), Now()
+    told: list[CountUnknown] = []
     perception = Perception(
-        detector, detect_fps=2.0, k=1, min_hold_s=0.0, publish=events.append, now=now
+        detector, detect_fps=2.0, publish=events.append, on_unknown=told.append, now=now
     )
     assert not perception.known and perception.unknown_reason == "no frame yet"
     detector.people = 3
@@ -68,6 +69,8 @@ async def test_forgetting_says_unknown_once_and_the_next_frame_is_a_new_first_co
     unknown = [e for e in events if isinstance(e, CountChanged) and e.count is None]
     assert unknown == [unknown[0]] and unknown[0].previous == 3
     assert unknown[0].reason == "camera reconnecting since 12:03:10 (unplugged)"
+    # The tools are told in-band, once, with the same reason.
+    assert [u.reason for u in told] == [unknown[0].reason]
     assert perception.current() is None and not perception.known
     assert perception.unknown_reason == "camera failed since 12:03:10"
 
@@ -79,16 +82,17 @@ async def test_forgetting_says_unknown_once_and_the_next_frame_is_a_new_first_co
     assert perception.last_at == 130.0
 
 
-async def test_how_long_a_count_stays_current_follows_rate_hold_and_detector() -> None:
+async def test_how_long_a_count_stays_current_follows_rate_coasting_and_detector() -> None:
     detector = Boxes()
-    fast = Perception(detector, detect_fps=10.0, min_hold_s=0.0)
-    held = Perception(detector, detect_fps=2.0, min_hold_s=1.0)
-    assert fast.stale_after_s() == pytest.approx(0.1 + 0.5)
-    assert held.stale_after_s() == pytest.approx(0.5 + 1.0 + 0.5)
+    fast = Perception(detector, detect_fps=10.0)
+    sparse = Perception(detector, detect_fps=0.8)
+    # One period, plus how long a missed person still counts, plus slack.
+    assert fast.stale_after_s() == pytest.approx(0.1 + 1.0 + 0.5)
+    assert sparse.stale_after_s() == pytest.approx(1.25 + 1.25 + 0.5)
     # A detector slower than the period (a Pi at 10 fps) is not taken for a dead camera.
-    slow = Perception(_Slow(0.4), detect_fps=10.0, min_hold_s=0.0)
+    slow = Perception(_Slow(0.4), detect_fps=10.0)
     await slow.process(frame(0.0, 0))
-    assert slow.stale_after_s() >= 0.8 + 0.5
+    assert slow.stale_after_s() >= 0.8 + 1.0 + 0.5
 
 
 class _Slow(Boxes):

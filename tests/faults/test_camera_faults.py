@@ -75,7 +75,6 @@ async def test_every_camera_fault_is_survived_and_the_count_resumes(tmp_path: Pa
             "model": "local",
             "http": "",
             "detect_fps": 10.0,
-            "min_hold": 0.0,
             "stall_timeout": 0.5,
             "events": tmp_path / "events.jsonl",
         },
@@ -166,7 +165,7 @@ async def test_a_camera_that_goes_quiet_makes_the_count_unknown_before_its_watch
     camera = VtestCamera(vtest_frames())
     probe = Probe()
     config = build(
-        {"model": "local", "http": "", "detect_fps": 10.0, "min_hold": 0.0,
+        {"model": "local", "http": "", "detect_fps": 10.0,
          "stall_timeout": 60.0},
         environ={},
         system_config=Path("/nonexistent"),

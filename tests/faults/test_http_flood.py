@@ -78,7 +78,7 @@ def test_a_thousand_idle_connections_do_not_stop_counting_or_the_camera(tmp_path
         proc = subprocess.Popen(
             [*LOOKOUT, "run", "--config", str(tmp_path / "empty.toml"), "--source", camera.url,
              "--model", "local", "--http", f"127.0.0.1:{port}", "--events", str(log),
-             "--stall-timeout", "2", "--detect-fps", "5", "--min-hold", "0"],
+             "--stall-timeout", "2", "--detect-fps", "5"],
             cwd=REPO_ROOT, env=offline_env(), stdout=out, stderr=err,
             stdin=subprocess.DEVNULL, preexec_fn=_systemd_default_limit,
         )  # fmt: skip

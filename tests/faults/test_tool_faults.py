@@ -48,7 +48,7 @@ def frame_with(n: int) -> np.ndarray:
 async def test_a_detector_raising_every_third_frame_does_not_end_the_count() -> None:
     detector = FlakyDetector(every=3)
     said: list[Event] = []
-    perception = Perception(detector, detect_fps=100, k=1, min_hold_s=0.0, publish=said.append)
+    perception = Perception(detector, detect_fps=100, publish=said.append)
     tool = FunctionTool(
         CountPeople(current=perception.current), name="count_people", check=check_count_args
     )

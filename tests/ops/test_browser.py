@@ -186,7 +186,7 @@ async def test_the_page_says_unknown_and_why_while_the_camera_is_gone_then_count
     chromium: Path, tmp_path: Path
 ) -> None:
     camera = VtestCamera(vtest_frames())
-    flags = {"detect_fps": 10.0, "min_hold": 0.0}
+    flags = {"detect_fps": 10.0}
     async with running_app(tmp_path, source=camera, **flags) as run, browser_page(chromium) as page:
         run.app.source_runner.initial_backoff_s = 0.2
         run.app.source_runner.max_backoff_s = 0.5
@@ -262,7 +262,7 @@ async def test_the_page_says_when_the_motion_gate_holds_a_still_scene_and_what_i
 ) -> None:
     moving = vtest_frames(40)
     camera = VtestCamera([moving[0]])  # one frame over and over: nothing moves
-    flags = {"detect_fps": 5.0, "min_hold": 0.0}
+    flags = {"detect_fps": 5.0}
     async with running_app(tmp_path, source=camera, **flags) as run, browser_page(chromium) as page:
         await page.goto(run.url)
         await page.wait_for_function(COUNT_IS_NUMBER, timeout=20_000)

@@ -128,9 +128,7 @@ async def test_zones_go_unknown_and_lines_stop_counting_while_the_camera_is_gone
     chromium: Path, tmp_path: Path
 ) -> None:
     camera = VtestCamera(vtest_frames(60))
-    scene = running_app(
-        tmp_path, source=camera, detect_fps=10.0, min_hold=0.0, lines=[LINE], zones=[ZONE]
-    )
+    scene = running_app(tmp_path, source=camera, detect_fps=10.0, lines=[LINE], zones=[ZONE])
     async with scene as run, async_playwright() as pw:
         run.app.source_runner.initial_backoff_s = 0.2
         run.app.source_runner.max_backoff_s = 0.5

@@ -47,7 +47,7 @@ async def test_camera_down_makes_the_sensors_unavailable_and_back_brings_a_fresh
     camera = VtestCamera(vtest_frames())
     config = build(
         {"model": "local", "http": "", "mqtt": broker.url, "device_id": "porch",
-         "detect_fps": 10.0, "min_hold": 0.0},
+         "detect_fps": 10.0},
         environ={},
         system_config=tmp_path / "none.toml",
     )  # fmt: skip

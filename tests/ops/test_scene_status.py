@@ -61,6 +61,7 @@ def track(id: int, box: tuple[float, float, float, float], state: str = "confirm
         seen=state != "lost",
         since=0.0,
         last_seen=1.0,
+        confident_at=1.0,
     )
 
 

@@ -50,7 +50,7 @@ def counted(n: int = 1) -> CountChanged:
 
 def frame(n: int = 1) -> Percept:
     image = np.full((96, 128, 3), 60, np.uint8)
-    return make_percept([[10, 10, 50, 80]] * n, image=image, detect_ms=9.0)
+    return make_percept([[10, 10, 50, 80]] * n, image=image, detect_ms=9.0, seq=n)
 
 
 async def next_sse(response: aiohttp.ClientResponse) -> dict[str, Any]:

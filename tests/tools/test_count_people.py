@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,56 +18,6 @@ from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
 from tools.percept import Percept
 from tools.regions import count_in_region
-from tools.smoothing import CountSmoother
-
-# ------------------------------------------------------------------ smoothing
-
-
-def feed(
-    smoother: CountSmoother, counts: list[int], fps: float = 2.0
-) -> list[tuple[int, int | None]]:
-    changes = []
-    for i, raw in enumerate(counts):
-        change = smoother.update(raw, i / fps)
-        if change is not None:
-            changes.append((change.count, change.previous))
-    return changes
-
-
-def test_single_frame_flicker_is_not_reported() -> None:
-    counts = [3, 3, 3, 4, 3, 3, 2, 3, 3, 3, 3]
-    assert feed(CountSmoother(k=3, min_hold_s=1.0), counts) == [(3, None)]
-
-
-def test_a_real_change_is_reported_once_after_it_held() -> None:
-    counts = [3, 3, 3, 5, 5, 5, 5, 5, 5, 5, 5]
-    assert feed(CountSmoother(k=3, min_hold_s=1.0), counts) == [(3, None), (5, 3)]
-
-
-def test_min_change_ignores_small_steps() -> None:
-    counts = [4, 4, 5, 5, 5, 5, 5, 5, 7, 7, 7, 7, 7, 7]
-    assert feed(CountSmoother(min_change=2), counts) == [(4, None), (7, 4)]
-
-
-def test_the_hold_is_in_media_time_not_in_samples() -> None:
-    # The same scene (2 people, then 4 from t=5 s) sampled at 2 and at 8 frames per second:
-    # the change is confirmed after the same 1 s of media time, not after N samples.
-    def scene(t: float) -> int:
-        return 2 if t < 5.0 else 4
-
-    def changes_at(fps: float) -> list[tuple[int, float]]:
-        smoother = CountSmoother(k=1, min_hold_s=1.0)
-        out = []
-        for i in range(int(10 * fps)):
-            change = smoother.update(scene(i / fps), i / fps)
-            if change is not None:
-                out.append((change.count, change.t))
-        return out
-
-    slow, fast = changes_at(2.0), changes_at(8.0)
-    assert [c for c, _ in slow] == [c for c, _ in fast] == [2, 4]
-    assert slow[1][1] == pytest.approx(6.0) and fast[1][1] == pytest.approx(6.0)
-
 
 # ------------------------------------------------------------- percepts in
 
@@ -99,6 +50,7 @@ def percept(
         seq=seq,
         error=error,
         tracks=people_tracks(boxes, t),
+        people=people_tracks(boxes, t),
     )
 
 
@@ -163,19 +115,23 @@ async def test_min_change_reports_only_steps_that_big() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_region_counts_only_the_feet_inside_it_smoothed_per_call() -> None:
+async def test_a_region_counts_only_the_feet_inside_it_of_the_people_counted() -> None:
     left, right = box(10, 20), box(150, 20)
     scenes = [[left, right]] * 4 + [[left, right, box(30, 20)]] * 6
     percepts = [percept(i, i * 0.5, len(s), s) for i, s in enumerate(scenes)]
     left_half = [[0.0, 0.0], [0.5, 0.0], [0.5, 1.0], [0.0, 1.0]]
-    model, call_id = await run_percepts(
-        CountPeople(k=1, min_hold_s=1.0), percepts, {"region": left_half}
-    )
-    # One person on the left, then two once the newcomer held for a second.
+    model, call_id = await run_percepts(CountPeople(), percepts, {"region": left_half})
+    # One person on the left, then two from the frame the device counts the newcomer.
     assert people(model, call_id) == [
         {"people": 1, "previous": None},
         {"people": 2, "previous": 1},
     ]
+    # A box the device does not count as a person (here: no track) is not in the region's
+    # count either: one rule of who is there.
+    uncounted = percept(20, 10.0, 1, [left, box(40, 20)])
+    uncounted = dataclasses.replace(uncounted, people=uncounted.people[:1])
+    model, call_id = await run_percepts(CountPeople(), [uncounted], {"region": left_half})
+    assert people(model, call_id) == [{"people": 1, "previous": None}]
 
 
 @pytest.mark.anyio
