@@ -274,14 +274,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             if name in effective and effective[name] != value
         ]
         print(why + (f" (set explicitly instead: {', '.join(kept)})" if kept else ""))
-    from device.tracker import TrackerConfig, can_follow
-
-    if not can_follow(1 / config.detection_fps()):
-        print(
-            f"at {config.detection_fps():g} detections a second people cannot be followed "
-            f"from one to the next (at most {TrackerConfig.max_lost_s:g} s apart): the count "
-            "is each detection's own"
-        )
     # Imported once the settings are known good: a typo is refused at once, not after
     # a second of loading OpenCV, onnxruntime and the Gemini SDK.
     import anyio
@@ -307,6 +299,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         # Everything the user caused is found now, before the first frame: one line, exit 2.
         app.preflight()
         attach_operations(app)
+        if not app.perception.linked:
+            print(unlinked_note(app.perception.photos, config.detection_fps()))
     except (ConfigError, SourceError) as exc:
         return _fail(str(exc))
     except OSError as exc:
@@ -316,6 +310,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         code = EXIT_OK
     return _exit_now_if_threads_linger(code)
+
+
+def unlinked_note(photos: bool, detect_fps: float) -> str:
+    """The run's first word on a count that cannot follow people from frame to frame."""
+    if photos:
+        return "an image folder: each photo is counted on its own (--timelapse for one scene)"
+    from device.tracker import TrackerConfig
+
+    return (
+        f"at {detect_fps:g} detections a second people cannot be followed from one to the "
+        f"next (at most {TrackerConfig.max_lost_s:g} s apart): the count is each detection's own"
+    )
 
 
 def cmd_ask(args: argparse.Namespace) -> int:

@@ -43,8 +43,8 @@ def describe_count(response: dict[str, object]) -> str:
         return f"count: unknown ({response.get('reason', 'no current count')})"
     raw = response.get("in_last_frame")
     noun = "person" if people == 1 else "people"
-    detail = f" · {raw} in the last frame" if raw is not None and raw != people else ""
-    return f"count: {people} {noun} in view (smoothed){detail}"
+    detail = f" · {raw} boxes in the last frame" if raw is not None and raw != people else ""
+    return f"count: {people} {noun} in view{detail}"
 
 
 async def run_command(

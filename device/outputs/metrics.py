@@ -107,7 +107,7 @@ class AppCollector(Collector):
         streams = len(tel.running_streams())
         connected = float(tel.model_connected())
         gauges: list[tuple[str, str, float | None]] = [
-            ("lookout_people", "People in view (smoothed count)", tel.count),
+            ("lookout_people", "People in view (the device's count)", tel.count),
             ("lookout_people_raw", "People the detector saw in the last frame", tel.raw),
             ("lookout_running_streams", "Streaming calls running now", streams),
             ("lookout_healthy", "1 when /healthz answers 200 (it counts)", float(health.ok)),
@@ -192,7 +192,7 @@ def _scene_metrics(tel: Telemetry) -> Iterable[Metric]:
         return  # every zone unknown (or none configured): left out, like lookout_people
     families = (
         GaugeMetricFamily(
-            "lookout_zone_people", "People in a named zone (smoothed)", labels=["zone"]
+            "lookout_zone_people", "People in a named zone", labels=["zone"]
         ),
         GaugeMetricFamily(
             "lookout_zone_dwelling",

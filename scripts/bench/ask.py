@@ -30,6 +30,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from machine import describe_cpu
+
 from device.app.ask import AskApp, AskOptions
 from device.app.config import build
 from device.app.run import sample_video
@@ -165,6 +167,7 @@ async def main() -> None:
     parser.add_argument("--questions", type=int, default=30)
     parser.add_argument("--report-minutes", type=float, default=2.0)
     args = parser.parse_args()
+    print(describe_cpu())
     video = sample_video()
     if video is None:
         sys.exit("sample video missing: run python3 scripts/fetch_sample_data.py")

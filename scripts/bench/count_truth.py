@@ -121,8 +121,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         end = truth.end_t
+        before_zones: dict[str, Series] = {}
         if args.before is not None:
-            before, _ = run_counts(video, args.flags, args.before.resolve(), work)
+            before, before_zones = run_counts(video, args.flags, args.before.resolve(), work)
             print(row("count, before (lookout run)", score(before, truth.counts, end), n))
         count, zones = run_counts(video, args.flags, None, work)
         print(row("count (lookout run)", score(count, truth.counts, end), n))
@@ -133,6 +134,9 @@ def main() -> None:
         print(row("raw (detector, newest frame)", score(raw, truth.counts, end), n))
         same = sum(1 for r in records if count.at(float(r["t"])) == r["count"])
         for name, zone_truth in truth.zones.items():
+            if name in before_zones:
+                zone_score = score(before_zones[name], zone_truth, end)
+                print(row(f"zone {name}, before", zone_score, len(zone_truth)))
             if name in zones:
                 zone_score = score(zones[name], zone_truth, end)
                 print(row(f"zone {name} (lookout run)", zone_score, len(zone_truth)))

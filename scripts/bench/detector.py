@@ -55,7 +55,9 @@ MARGIN = 0.02  # "clearly found" by the reference: at least this far above the t
 TIMED = ("preprocess", "inference", "decode", "total", "cpu")
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
+
 from fetch_sample_data import find_data  # noqa: E402
+from machine import describe_cpu  # noqa: E402
 
 
 def find_video(explicit: Path | None) -> Path:
@@ -346,6 +348,7 @@ def main() -> None:
     ap.add_argument("--skip-hog", action="store_true")
     ap.add_argument("--hog-worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    print(describe_cpu())
     args.video = find_video(args.video)
     if args.hog_worker is not None:
         hog_worker(args)

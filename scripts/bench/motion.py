@@ -35,6 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from machine import describe_cpu
+
 from device.app.run import sample_video
 
 GOAL = 0.35
@@ -183,6 +185,7 @@ def main() -> None:
     parser.add_argument("--motion", default="off,on")
     parser.add_argument("--detect-fps", type=float, default=None)
     args = parser.parse_args()
+    print(describe_cpu())
     video = sample_video()
     if video is None:
         sys.exit("sample video not found: run python3 scripts/fetch_sample_data.py")

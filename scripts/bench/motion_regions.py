@@ -31,6 +31,8 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
+from machine import describe_cpu  # noqa: E402
+
 from device.app.run import sample_video  # noqa: E402
 from device.motion import MotionConfig, small_plane  # noqa: E402
 from models.detections import box_iou  # noqa: E402
@@ -62,6 +64,7 @@ def main() -> None:
     ap.add_argument("--margin", type=float, default=0.1, help="region growth, share of frame")
     ap.add_argument("--every", type=int, default=5, help="sample every Nth frame (10 fps video)")
     args = ap.parse_args()
+    print(describe_cpu())
     video = sample_video()
     if video is None:
         sys.exit("sample video not found: run python3 scripts/fetch_sample_data.py")

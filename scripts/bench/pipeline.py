@@ -11,8 +11,8 @@ latency, and how often the detector ran for how many consumers of each frame.
 Stages: read = source read() in its thread; detect = pre + inference + decode;
 emit = the count event -> the emission reaching the model. Latency counts from
 the frame entering the pipeline when due to the count event, for the frame that
-confirmed the change (the smoothing's hold time, 1 s by default, comes on top by design and
-is not included). ``--extra-streams N`` starts N more count_people streams as
+made the change (the count follows the tracker at that frame: no hold comes on top).
+``--extra-streams N`` starts N more count_people streams as
 device calls beside the model's own: every one of them consumes every percept,
 and the detector must still run once per sampled frame. ``--scene line+zone``
 adds the lamp-post line and a zone (``SCENE``): the local model then also
@@ -37,6 +37,8 @@ import anyio
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from machine import describe_cpu
 
 from device.app.config import build
 from device.app.run import App, sample_video
@@ -249,6 +251,7 @@ def main() -> None:
     parser.add_argument("--source", default=None)
     parser.add_argument("--scene", default="none", help="comma list of none, line+zone")
     args = parser.parse_args()
+    print(describe_cpu())
     video = args.source or str(sample_video() or "")
     if not video:
         sys.exit("sample video not found: run python3 scripts/fetch_sample_data.py")

@@ -28,6 +28,7 @@ from google.genai import types
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import anyio.lowlevel
+from machine import describe_cpu
 
 from live import InputStream, LiveRequestQueue, Runner, SessionConfig
 from live.testing import ScriptedModel, Sent
@@ -192,7 +193,9 @@ def main() -> None:
     parser.add_argument("--fps", type=float, default=30.0)
     parser.add_argument("--delays", default="0,10,50")
     parser.add_argument("--burst", type=int, default=5000)
-    anyio.run(main_async, parser.parse_args())
+    args = parser.parse_args()
+    print(describe_cpu())
+    anyio.run(main_async, args)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from machine import describe_cpu
+
 from tests.mjpeg_camera import MjpegCamera, vtest_jpegs
 from tests.ops.support import Broker, Subscriber, free_port, mosquitto_path
 
@@ -135,6 +137,7 @@ def main() -> int:
     parser.add_argument("--outage", type=float, default=20.0, help="seconds each camera outage")
     parser.add_argument("--every", type=float, default=60.0, help="seconds between samples")
     args = parser.parse_args()
+    print(describe_cpu())
     total_s = args.minutes * 60
     work = Path(tempfile.mkdtemp(prefix="lookout-soak-"))
     camera = MjpegCamera(vtest_jpegs(300)).start()

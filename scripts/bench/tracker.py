@@ -23,6 +23,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from machine import describe_cpu
+
+from device.presence import PresenceRule
 from device.scene import Scene, SceneSpec
 from device.tracker import Tracker
 from models.detections import Detections
@@ -93,6 +96,7 @@ def video_detections(step: int = 2) -> list[Detections]:
 
 def measure(frames: list[Detections]) -> dict[str, float]:
     tracker = Tracker()
+    presence = PresenceRule()
     scene = Scene(SPEC)
     track_ms: list[float] = []
     scene_ms: list[float] = []
@@ -101,12 +105,13 @@ def measure(frames: list[Detections]) -> dict[str, float]:
         t = i / FPS
         start = time.perf_counter()
         tracks = tracker.update(dets, t)
+        people = presence.people(tracks, t, (HEIGHT, WIDTH, 3))
         mid = time.perf_counter()
-        scene.update(tracks, (HEIGHT, WIDTH, 3), t)
+        scene.update(people, tracks, (HEIGHT, WIDTH, 3), t)
         end = time.perf_counter()
         track_ms.append((mid - start) * 1000)
         scene_ms.append((end - mid) * 1000)
-        confirmed.append(sum(1 for tr in tracks if tr.state == "confirmed" and tr.seen))
+        confirmed.append(len(people))
     warm = slice(min(10, len(frames) // 5), None)  # ids settle in the first frames
     return {
         "boxes": statistics.fmean(len(d) for d in frames),
@@ -124,6 +129,7 @@ def main() -> None:
     parser.add_argument("--people", default="5,20,50")
     parser.add_argument("--video", action="store_true")
     args = parser.parse_args()
+    print(describe_cpu())
     rows = []
     for n in [int(x) for x in args.people.split(",")]:
         rows.append((f"synthetic {n}", n, measure(synthetic(n, args.frames))))

@@ -54,6 +54,7 @@ from adk_side import (
     percentile,
     system_busy_s,
 )
+from machine import describe_cpu
 
 if TYPE_CHECKING:
     import numpy as np
@@ -486,11 +487,11 @@ growth during the case; CPU s/1k: process CPU per 1,000 frames sent; others: cor
 processes on the machine kept busy meanwhile (contention)."""
 
 E2E_LEGEND = """\
-detected: frames NanoDet ran on; changes: count changes sent on (Lookout: smoothed, median
-of 3 + 1 s hold; naive: every raw change); CPU ms/det: process CPU per detection, CPU
-ms/frame: per video frame fed; chg p50/p95/max: enqueue of the frame that produced a change
--> the change reaching the model (Lookout) / being emitted (naive); the smoothing's hold is
-by design and not included; others: cores other processes kept busy meanwhile."""
+detected: frames NanoDet ran on; changes: count changes sent on (Lookout: the device's
+count, read off the tracker; naive: every raw change); CPU ms/det: process CPU per detection,
+CPU ms/frame: per video frame fed; chg p50/p95/max: enqueue of the frame that produced a
+change -> the change reaching the model (Lookout) / being emitted (naive); others: cores
+other processes kept busy meanwhile."""
 
 
 def micro_table(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
@@ -706,6 +707,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--detect-fps", type=float, default=2.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    print(describe_cpu())
     if args.worker:
         if args.e2e_seconds is None:
             args.e2e_seconds = 0.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -117,4 +118,43 @@ def test_frames_too_far_apart_to_track_are_counted_each_on_its_own_and_that_is_s
     dense = lookout("count", video, "--every", "10", "--json", timeout=120)
     assert dense.returncode == 0 and dense.stderr == ""
     tracked = [json.loads(line) for line in dense.stdout.splitlines()]
-    assert any(f["count"] != f["raw"] for f in tracked)  # 1 s apart: tracked and smoothed
+    assert any(f["count"] != f["raw"] for f in tracked)  # 1 s apart: tracked
+
+
+def test_lookout_run_on_a_folder_of_photos_counts_each_photo_as_count_does(
+    tmp_path: Path,
+) -> None:
+    """Unrelated photos are not a scene: a photo with many people right after one with few
+    is said at once, as lookout count says it, not held back or smoothed away."""
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name, index in (("a.jpg", 0), ("b.jpg", 420), ("c.jpg", 150), ("d.jpg", 420)):
+        cv2.imwrite(str(folder / name), vtest_frame(index))
+    counted = lookout("count", str(folder), "--json")
+    assert counted.returncode == 0, counted.stderr
+    per_photo = [json.loads(line)["count"] for line in counted.stdout.splitlines()]
+    assert len(per_photo) == 4 and per_photo[0] != per_photo[1] != per_photo[2]
+
+    events = tmp_path / "events.jsonl"
+    ran = lookout(
+        "run", "--source", str(folder), "--pace", "fast", "--no-http", "--model", "local",
+        "--events", str(events),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    said = [e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "count"]
+    # Each photo's count, in order, the moment it is shown (a repeat is no change).
+    changes = [per_photo[0]] + [b for a, b in itertools.pairwise(per_photo) if b != a]
+    assert [e["count"] for e in said if e["count"] is not None] == changes
+    assert [e["frame"] for e in said if e["count"] is not None][:3] == [0, 1, 2]
+
+    # Lines need people followed from photo to photo: refused, unless it is a time-lapse.
+    refused = lookout("run", "--source", str(folder), "--line", "door=0.5,0,0.5,1", "--no-http")
+    assert refused.returncode == 2 and "--timelapse" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    lapse = lookout(
+        "count", str(folder), "--timelapse", "--folder-fps", "10", "--detect-fps", "10", "--json"
+    )
+    assert lapse.returncode == 0, lapse.stderr
+    records = [json.loads(line) for line in lapse.stdout.splitlines()]
+    # Frames of one scene: followed, so someone missed in one image still counts.
+    assert len(records) == 4 and any(r["count"] != r["raw"] for r in records)

@@ -311,6 +311,16 @@ function renderPerception(p) {
   el.dataset.gated = p.gated ? "true" : "false";
 }
 
+function renderBanner(text, known, state) {
+  // The count over the image comes from the same state as the big number, at the same
+  // moment: the two can never say different things.
+  const banner = $("frame-banner");
+  banner.textContent = text;
+  banner.dataset.count = known ? String(state.count) : "";
+  banner.classList.toggle("unknown", !known);
+  banner.hidden = state.privacy || $("frame").hidden;
+}
+
 function render(state) {
   $("device-id").textContent = state.device_id;
   $("model-name").textContent = `model: ${state.model}`;
@@ -320,10 +330,12 @@ function render(state) {
   count.textContent = known ? String(state.count) : "–";
   count.dataset.count = known ? String(state.count) : "";
   count.classList.toggle("unknown", !known);
-  $("count-label").textContent = known ? (state.count === 1 ? "person in view (smoothed)" : "people in view (smoothed)") : "count unknown";
+  const noun = state.count === 1 ? "person in view" : "people in view";
+  $("count-label").textContent = known ? noun : "count unknown";
+  const boxes = state.raw === 1 ? "1 box in this frame" : `${state.raw} boxes in this frame`;
   const detail = [];
   if (!known) detail.push(state.count_reason || "unknown");
-  else if (state.raw !== null) detail.push(`${state.raw} in the last frame`);
+  else if (state.raw !== null) detail.push(boxes);
   if (known && state.detect_ms !== null) detail.push(`${state.detect_ms} ms per frame`);
   detail.push(`${state.count_changes} ${state.count_changes === 1 ? "change" : "changes"}`);
   $("count-detail").textContent = detail.join(" · ");
@@ -343,6 +355,7 @@ function render(state) {
   setBadge($("health"), healthText, { ok: "ok", degraded: "warn" }[status] || "bad");
   $("health").title = state.health.reason;
   renderImage(state);
+  renderBanner(known ? `${state.count} ${noun}` + (state.raw !== null ? ` · ${boxes}` : "") : "count unknown", known, state);
   renderScene(state);
   renderStreams(state.streams);
   renderStart(state.startable || [], state.streams);
