@@ -11,6 +11,30 @@ from models.detections import Detections
 from tools.percept import LineTotals, Percept, Track, ZoneState
 
 
+def a_track(
+    box: Sequence[float],
+    *,
+    id: int = 1,
+    key: int | None = None,
+    state: str = "confirmed",
+    seen: bool = True,
+    score: float = 0.9,
+    t: float = 0.0,
+) -> Track:
+    """One track as the tracker hands it over (``t``: when it was last seen, and sure of)."""
+    return Track(
+        id=id,
+        key=key if key is not None else id,
+        box=(float(box[0]), float(box[1]), float(box[2]), float(box[3])),
+        score=score,
+        state=state,  # type: ignore[arg-type]
+        seen=seen,
+        since=0.0,
+        last_seen=t,
+        confident_at=t,
+    )
+
+
 def people_tracks(boxes: Sequence[Sequence[float]], t: float = 0.0) -> tuple[Track, ...]:
     """Each box as a confirmed person seen in this frame (ids 1, 2, ...)."""
     return tuple(
@@ -74,4 +98,4 @@ def make_percept(
     )
 
 
-__all__ = ["make_percept", "people_tracks"]
+__all__ = ["a_track", "make_percept", "people_tracks"]

@@ -13,6 +13,7 @@ from device.lines import LineCounter
 from device.presence import PresenceRule
 from device.scene import Scene, SceneSpec
 from device.zones import Dwell, ZoneWatcher
+from tests.percepts import a_track
 from tools.percept import Track
 
 SHAPE = (100, 100, 3)  # 100x100 px: normalised x 0.5 is pixel 50
@@ -30,17 +31,8 @@ def track(
     t: float = 0.0,
     score: float = 0.9,
 ) -> Track:
-    return Track(
-        id=id,
-        key=key if key is not None else id,
-        box=(feet_x - 4, feet_y - h, feet_x + 4, feet_y),
-        score=score,
-        state=state,  # type: ignore[arg-type]
-        seen=seen,
-        since=0.0,
-        last_seen=t,
-        confident_at=t,
-    )
+    box = (feet_x - 4, feet_y - h, feet_x + 4, feet_y)
+    return a_track(box, id=id, key=key, state=state, seen=seen, score=score, t=t)
 
 
 def walk(counter: LineCounter, xs: Sequence[float], y: float = 50.0, **kw: object) -> list[str]:

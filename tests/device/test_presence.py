@@ -19,6 +19,7 @@ from device.presence import PresenceRule
 from live.events import Event
 from live.frame import Frame
 from models.detections import Detections
+from tests.percepts import a_track
 from tools.percept import Percept, Track
 
 pytestmark = pytest.mark.anyio
@@ -150,16 +151,8 @@ async def test_a_track_only_doubtful_boxes_keep_alive_stops_counting() -> None:
 
 
 def track(state: str, *, seen: bool, score: float, t: float, box: tuple[float, ...]) -> Track:
-    return Track(
-        id=0 if state == "tentative" else 1,
-        key=1,
-        box=(box[0], box[1], box[2], box[3]),
-        score=score,
-        state=state,  # type: ignore[arg-type]
-        seen=seen,
-        since=0.0,
-        last_seen=t,
-        confident_at=t,
+    return a_track(
+        box, id=0 if state == "tentative" else 1, key=1, state=state, seen=seen, score=score, t=t
     )
 
 
