@@ -98,10 +98,12 @@ def render_jpeg(frame: DisplayFrame, quality: int = 80) -> bytes:
         cv2.rectangle(image, (x1, y1), (x2, y2), BOX_COLOR, thickness + 1 if track.seen else 1)
         name = "new" if not track.id else f"#{track.id}" + ("" if track.seen else "?")
         _label(image, name, (x1 + 2, max(12, y1 - 4)), BOX_COLOR, scale)
+    # Which frame this is, bottom left: the page puts the count top left, over the image.
     text = f"frame {frame.frame_index} - {frame.t_media:.1f} s"
-    cv2.rectangle(image, (0, 0), (min(width, 8 + 8 * len(text)), 22), (0, 0, 0), -1)
+    top = max(0, height - 22)
+    cv2.rectangle(image, (0, top), (min(width, 8 + 8 * len(text)), height), (0, 0, 0), -1)
     cv2.putText(
-        image, text, (6, 16), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1, cv2.LINE_AA
+        image, text, (6, top + 16), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1, cv2.LINE_AA
     )
     ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
     if not ok:
