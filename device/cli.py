@@ -48,7 +48,7 @@ RUN_SETTINGS: tuple[str, ...] = SETTINGS
 # What perception is made of: ask and count take these as run does, so that the three
 # commands count a recording's frames the same way.
 PERCEPTION_SETTINGS = (
-    "threshold", "detector", "precision", "detector_threads", "detect_fps", "motion",
+    "threshold", "detector", "precision", "profile", "detector_threads", "detect_fps", "motion",
     "motion_threshold", "motion_heartbeat", "motion_hangover", "motion_pixel_delta",
     "max_side", "folder_fps", "max_image_pixels", "timelapse", "lines", "zones", "dwell",
     "anchor",
