@@ -124,7 +124,9 @@ SCENE_DETECT_FPS = 5.0  # lines and zones: people move ~1.5 m/s, a crossing need
 
 # --- named lines and zones -------------------------------------------------------------
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
+# Matched whole (fullmatch): "$" alone also matches before a final newline, which let
+# "door\n" through as a second line called door on the console.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 MAX_DWELL_S = 86400.0
 
 
@@ -160,7 +162,7 @@ def _point(value: object, where: str) -> tuple[float, float]:
 
 
 def _name(name: object, kind: str) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(
             f"name {_shown(name)} must be 1-40 letters, digits, - or _ "
             "(it names MQTT topics and sensors)"
@@ -845,7 +847,9 @@ def validate(config: Config) -> Config:
 def read_token(path: Path) -> str:
     """The first line of a token file (``--http-token-file``), checked like a flag's."""
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: an editor's byte-order mark is not part of the token (with it,
+        # every client was refused 401 and nothing said why).
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not UTF-8 text"
         raise ConfigError(f"--http-token-file {path}: {reason}") from None

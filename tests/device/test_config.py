@@ -279,3 +279,32 @@ def test_a_retired_setting_in_a_config_file_is_said_once_and_the_device_still_st
 
 def test_a_retired_setting_as_a_flag_is_refused_in_one_line() -> None:
     assert "--min-hold" in one_line_refusal(lookout_in_process("run", "--min-hold", "1"))
+
+
+@pytest.mark.parametrize("name", ["door\n", "door\r", "door ", "\ndoor", "do\nor", "door\t"])
+def test_a_line_or_zone_name_with_a_line_break_or_space_is_refused(
+    tmp_path: Path, name: str
+) -> None:
+    # A name ending in a newline used to pass ("$" matches before it): two lines called
+    # "door" on the console, and a broken MQTT topic.
+    path = tmp_path / "lookout.toml"
+    quoted = name.encode("unicode_escape").decode()
+    path.write_text(f'[lines."{quoted}"]\npoints = [[0.1, 0.1], [0.9, 0.9]]\n')
+    with pytest.raises(ConfigError, match="must be 1-40 letters, digits"):
+        make(config_path=path)
+    # On the command line the spaces around a name are the shell's, not the name's.
+    inside = name.strip() or name
+    if inside != name.strip() or any(c.isspace() for c in name.strip()):
+        with pytest.raises(ConfigError, match="must be 1-40 letters, digits"):
+            make({"zones": [f"{name}=0,0,1,0,1,1"]})
+    else:
+        assert list(make({"zones": [f"{name}=0,0,1,0,1,1"]}).zones) == ["door"]
+
+
+def test_a_token_file_saved_with_a_byte_order_mark_gives_the_token_without_it(
+    tmp_path: Path,
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_bytes("\ufeffs3cret-token\n".encode())
+    config = make({"http_token_file": token_file})
+    assert config.http_token == "s3cret-token"
