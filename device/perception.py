@@ -53,6 +53,9 @@ from tools.percept import CountUnknown, Percept, Track
 log = logging.getLogger("lookout.perception")
 
 DetectorFactory = Callable[[], Detector]
+# How long the source may be down (a camera glitch and its reconnect) and everyone still
+# be picked up where they were when frames come back, as after an occlusion.
+OUTAGE_GRACE_S = 10.0
 
 
 class SharedDetector:
@@ -193,10 +196,15 @@ class Perception:
         """
         return max(self.interval, 2 * self._slowest_s) + self.presence.coast_s + 0.5
 
-    def forget(self, reason: str) -> bool:
+    def forget(self, reason: str, *, outage: bool = False) -> bool:
         """The count no longer holds: say so once; the next count starts afresh.
 
-        Returns whether this changed anything (False when already unknown).
+        ``outage``: the source is reconnecting or stalled, and may be back in a moment.
+        Then the tracks (and with them zone stays and dwell times) are kept: frames
+        back within ``OUTAGE_GRACE_S`` pick everyone up where they were, as after an
+        occlusion, instead of starting every visit again. The count is unknown
+        meanwhile all the same. Returns whether this changed anything (False when
+        already unknown).
         """
         was_known = self.known
         previous = self._count
@@ -206,10 +214,12 @@ class Perception:
         self._latest = None
         self._count = None
         self.grid.reset()
-        self.tracker.reset()
+        keep = outage and self.linked
+        if not keep:
+            self.tracker.reset()
         if self.gate is not None:
             self.gate.reset()  # the next frame is a fresh first count: detected
-        for event in self.scene.forget(self._seen_t):
+        for event in self.scene.forget(self._seen_t, keep_tracks=keep):
             self._publish(event)
         if was_known:
             # At the newest frame seen: the count held that long, in the source's time.
@@ -272,6 +282,8 @@ class Perception:
             # The count was given up while this frame was in the detector.
             self.stats.skipped_stale += 1
             return None
+        if self._latest is None:
+            self._resume(frame.t_media)
         self.stats.detected += 1
         self.stats.detect_ms_total += detect_ms
         self._slowest_s = max(detect_ms / 1000, 0.8 * self._slowest_s)  # decays, follows peaks
@@ -298,6 +310,19 @@ class Perception:
         if not self.linked:
             return each_detection(tracks, self.threshold)
         return self.presence.people(tracks, frame.t_media, frame.shape)
+
+    def _resume(self, t: float) -> None:
+        """The first frame since the count was given up: after a short outage the tracks
+        go on, the time the source was down not counted; after a longer one, afresh."""
+        last = self.tracker.last_t
+        if last is None:
+            return
+        gap = t - last
+        if 0 <= gap <= OUTAGE_GRACE_S:
+            self.tracker.skip(max(0.0, gap - self.interval))
+            return
+        self.tracker.reset()
+        self.scene.forget(None)  # visits end: the zones were unknown already
 
     def _hold(self, frame: Frame, share: float | None) -> Percept:
         """Nothing moved: everyone the tracker saw last stands where they were, at this time.

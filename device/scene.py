@@ -86,13 +86,16 @@ class Scene:
                 events.append(_zone_event(change.state, change.previous, t))
         return events
 
-    def forget(self, t: float | None) -> list[Event]:
-        """The source went down: tracks are gone, zone counts unknown; line totals stay."""
+    def forget(self, t: float | None, *, keep_tracks: bool = False) -> list[Event]:
+        """The source went down: zone counts unknown; line totals stay. The tracks are
+        gone, unless ``keep_tracks`` (a short outage): then who was where, and each
+        visit to a zone, go on when frames come back."""
         events: list[Event] = []
         for line in self.lines.values():
-            line.forget()
+            if not keep_tracks:
+                line.forget()
         for zone in self.zones.values():
-            change = zone.forget()
+            change = zone.forget(keep_visits=keep_tracks)
             if change is not None:
                 events.append(_zone_event(change.state, change.previous, t))
         return events

@@ -124,6 +124,25 @@ class Tracker:
     def tracks(self) -> tuple[Track, ...]:
         return self._views()
 
+    @property
+    def last_t(self) -> float | None:
+        """The media time of the last update (None: nothing yet, or reset since)."""
+        return self._last_t
+
+    def skip(self, seconds: float) -> None:
+        """Let ``seconds`` of media time pass as if they had not: the source was down.
+
+        A short outage of the camera must not end everyone's track (and with it their
+        stay in a zone): they are picked up where they were, as after an occlusion.
+        """
+        if self._last_t is None or seconds <= 0:
+            return
+        self._last_t += seconds
+        for state in self._tracks:
+            state.since += seconds
+            state.last_seen += seconds
+            state.confident_at += seconds
+
     def update(self, detections: Detections, t: float) -> tuple[Track, ...]:
         """Match this frame's boxes (any score >= ``low``) at media time ``t``.
 

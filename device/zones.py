@@ -52,10 +52,12 @@ class ZoneWatcher:
         self._told: set[int] = set()  # visits already reported as dwelling
         self.state = ZoneState(self.name, None, dwell_s=self.dwell_s)
 
-    def forget(self) -> ZoneChange | None:
-        """The count no longer holds (the source went down): unknown, visits end."""
-        self._entered.clear()
-        self._told.clear()
+    def forget(self, *, keep_visits: bool = False) -> ZoneChange | None:
+        """The count no longer holds (the source went down): unknown; the visits end,
+        unless ``keep_visits`` (a short outage: they go on when frames come back)."""
+        if not keep_visits:
+            self._entered.clear()
+            self._told.clear()
         previous = self.state.people
         self.state = ZoneState(self.name, None, dwell_s=self.dwell_s)
         if previous is None:

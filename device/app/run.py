@@ -484,13 +484,14 @@ class App:
         why = RETRY_SUFFIX.sub("", change.reason)
         detail = f" ({why})" if why else ""
         self._count_unknown(
-            f"{kind} {change.state.value} {'at' if done else 'since'} {when}{detail}"
+            f"{kind} {change.state.value} {'at' if done else 'since'} {when}{detail}",
+            outage=not done,
         )
 
-    def _count_unknown(self, reason: str) -> None:
+    def _count_unknown(self, reason: str, *, outage: bool = False) -> None:
         """The count no longer holds: perception says so (an event for the outputs, and
-        ``_tell_tools`` for the tools)."""
-        self.perception.forget(reason)
+        ``_tell_tools`` for the tools). ``outage``: the source may be back in a moment."""
+        self.perception.forget(reason, outage=outage)
 
     def _tell_tools(self, unknown: CountUnknown) -> None:
         """The tools hear it in-band, in order with the percepts they consume."""
@@ -512,7 +513,8 @@ class App:
                 await self.clock.sleep(overdue)
                 continue
             self._count_unknown(
-                f"no usable frame from {self.source.name} for {self.clock.now() - last:.0f} s"
+                f"no usable frame from {self.source.name} for {self.clock.now() - last:.0f} s",
+                outage=True,
             )
 
     # ------------------------------------------------------------------- run

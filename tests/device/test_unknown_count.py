@@ -180,3 +180,24 @@ async def test_asking_while_unknown_gives_the_reason() -> None:
     counter = CountPeople(current=lambda: None, why_unknown=lambda: "camera failed since 09:00:00")
     answer = await counter.count_people_now()
     assert answer == {"people": None, "reason": "camera failed since 09:00:00"}
+
+
+@pytest.mark.parametrize(("down_s", "same_people"), [(1.5, True), (9.0, True), (12.0, False)])
+async def test_after_a_short_outage_the_same_people_go_on_after_a_long_one_afresh(
+    down_s: float, same_people: bool
+) -> None:
+    detector = Boxes()
+    detector.people = 2
+    perception = Perception(detector, detect_fps=2.0)
+    for k in range(4):
+        await perception.process(frame(k / 2, k))
+    before = {t.id for t in perception.current().people}  # type: ignore[union-attr]
+    assert len(before) == 2
+    assert perception.forget("camera reconnecting since 12:03:10", outage=True)
+    back = await perception.process(frame(1.5 + down_s, 99))
+    assert back is not None and back.count == 2  # a fresh first count, said as such
+    assert back.previous is None and back.changed
+    assert ({t.id for t in back.people} == before) is same_people
+    # A source that ended (not an outage) starts afresh whatever the gap.
+    perception.forget("camera ended")
+    assert {t.id for t in (await perception.process(frame(3.0 + down_s, 100))).people} != before  # type: ignore[union-attr]

@@ -191,3 +191,48 @@ async def test_a_camera_that_goes_quiet_makes_the_count_unknown_before_its_watch
         await probe.wait(lambda: probe.counts()[-1].count is not None)
         assert probe.results[-1].seq > last.seq
         app.request_stop()
+
+
+async def test_short_camera_glitches_do_not_restart_anyone_s_visit(tmp_path: Path) -> None:
+    """People standing in a zone while the camera drops a read every few seconds (and is
+    reopened at once): each person is one visit, said dwelling once, with one track id;
+    the count is unknown during each glitch all the same. A long outage starts afresh."""
+    still = vtest_frames(1)  # frame 0: three people; shown still, they stand there
+    camera = VtestCamera(still)
+    probe = Probe()
+    config = build(
+        {"model": "local", "http": "", "detect_fps": 5.0, "zones": ["all=0,0,1,0,1,1,0,1"],
+         "dwell": 2.0, "motion": "off"},
+        environ={},
+        system_config=Path("/nonexistent"),
+    )  # fmt: skip
+    clock = MonotonicClock()
+    bus = EventBus(clock)
+    bus.subscribe(probe)
+    bus.on_percept(probe.on_result)
+    app = App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=camera)
+    app.source_runner.initial_backoff_s = 0.05
+    app.source_runner.max_backoff_s = 0.1
+
+    def dwells() -> list[dict[str, Any]]:
+        return [e.to_dict() for e in probe.events if e.type == "dwell"]
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(app.run)
+        await probe.wait(lambda: len(dwells()) >= 3)  # the three have stayed 2 s
+        people = {d["track"] for d in dwells()}
+        for _ in range(4):
+            before = len(probe.states())
+            camera.read_failures = 1
+            await probe.wait(lambda b=before: "reconnecting" in probe.states()[b:])
+            await probe.wait(lambda: probe.states()[-1] == "running")
+            await probe.processed_more(len(probe.results))
+        # Each glitch made the count unknown, and it came back ...
+        unknown = [c for c in probe.counts() if c.count is None]
+        assert len(unknown) >= 4 and probe.counts()[-1].count is not None
+        # ... but nobody's visit started again: still one dwell each, the same ids.
+        assert len(dwells()) == len(people) >= 3, dwells()
+        assert {t.id for t in probe.results[-1].people} == people
+        zone = probe.results[-1].zones["all"]
+        assert zone.people == len(people) and zone.dwelling == len(people)
+        app.request_stop()
