@@ -96,6 +96,18 @@ class CaptureStatsEvent(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ClockStep(Event):
+    """The system's wall clock stepped by ``step_s`` seconds (NTP after a boot without a
+    real-time clock, a manual change): an event's wall time is its run's start plus its
+    ``t`` plus the steps the run logged, the newest clock being the true one for the
+    whole run (``live/walltime.py``). ``wall`` is the wall-clock time now, after the step."""
+
+    type: ClassVar[str] = "clock_step"
+    step_s: float
+    wall: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class LogProblem(Event):
     """Writing an event log (SQLite, JSON lines) started or stopped failing.
 

@@ -123,7 +123,10 @@ unit() {
 Description=Lookout edge vision agent
 Documentation=file://$repo/docs/operations.md
 Wants=network-online.target
-After=network-online.target
+# A Pi has no real-time clock: start once the clock is set where something sets it
+# (systemd-timesyncd pulls time-sync.target in; enable systemd-time-wait-sync.service
+# to wait for the first synchronisation). A later step is followed and said anyway.
+After=network-online.target time-sync.target
 # A crash loop (bad config, broken camera) gives up after 10 starts in 5 minutes.
 StartLimitIntervalSec=300
 StartLimitBurst=10

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from live.store import SQLiteStore, read_only
+from live.walltime import wall_time
 
 
 class CrossingLogError(Exception):
@@ -21,7 +22,8 @@ class CrossingLogError(Exception):
 
 
 _LINE_EVENTS = (
-    "SELECT session, type, data FROM events WHERE type IN ('run', 'crossing') ORDER BY id"
+    "SELECT session, type, data FROM events WHERE type IN ('run', 'crossing', 'clock_step') "
+    "ORDER BY id"
 )
 # A recording's end in its own media time: the newest frame time its perception logged.
 # (Over the type index: a long-lived camera log is not read whole for a question.)
@@ -39,6 +41,7 @@ class LineRun:
     lines: list[str]
     crossings: list[dict[str, Any]]
     end_media: float | None = None  # the newest media time it logged
+    clock_steps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def live(self) -> bool:
@@ -49,11 +52,9 @@ class LineRun:
         return str(self.info.get("source", ""))
 
     def wall(self, event: dict[str, Any]) -> float | None:
-        """Wall-clock time of ``event``: the run's start plus the session time since it."""
-        started = self.info.get("started_wall")
-        if not isinstance(started, int | float):
-            return None
-        return float(started) + float(event["t"]) - float(self.info.get("t", 0.0))
+        """Wall-clock time of ``event``: the run's start plus the session time since it,
+        on the clock as the run's logged steps of the system clock left it."""
+        return wall_time(float(event["t"]), self.info, self.clock_steps)
 
 
 def read_line_runs(path: Path) -> list[LineRun]:
@@ -71,11 +72,16 @@ def read_line_runs(path: Path) -> list[LineRun]:
         raise CrossingLogError(f"{path}: not a Lookout event database ({exc})") from None
     infos: dict[str, dict[str, Any]] = {}
     crossings: dict[str, list[dict[str, Any]]] = {}
+    steps: dict[str, list[dict[str, Any]]] = {}
     for session, kind, data in rows:
         event = json.loads(data)
         if kind == "run":
             infos.setdefault(session, event)
-        elif isinstance(event.get("t"), int | float):
+        elif not isinstance(event.get("t"), int | float):
+            continue
+        elif kind == "clock_step":
+            steps.setdefault(session, []).append(event)
+        else:
             crossings.setdefault(session, []).append(event)
     runs: list[LineRun] = []
     # Crossings of a session without a run event cannot be placed on any clock: left out
@@ -93,7 +99,7 @@ def read_line_runs(path: Path) -> list[LineRun]:
         if names:
             end = ends.get(session)
             media_end = float(end) if isinstance(end, int | float) else None
-            runs.append(LineRun(info, names, found, media_end))
+            runs.append(LineRun(info, names, found, media_end, steps.get(session, [])))
     return runs
 
 

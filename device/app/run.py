@@ -33,7 +33,13 @@ from device.app.config import Config, ConfigError
 from device.app.paths import check_writable_file, open_output
 from device.bus import EventBus
 from device.capture import CaptureLoop
-from device.events import CaptureStatsEvent, LogProblem, RunStarted, SourceStateEvent
+from device.events import (
+    CaptureStatsEvent,
+    ClockStep,
+    LogProblem,
+    RunStarted,
+    SourceStateEvent,
+)
 from device.feeds.runner import SourceRunner, SourceState, StateChange
 from device.motion import MotionConfig
 from device.outputs.console import ConsoleSink
@@ -61,6 +67,7 @@ from live.events import ErrorEvent, Event
 from live.model import LiveModel
 from live.redact import strip_credentials
 from live.tool import Tool
+from live.walltime import StepWatch
 from models.detector import PersonDetector, shipped_model
 from models.local import LocalModel
 from tools import FunctionTool
@@ -73,6 +80,7 @@ log = logging.getLogger("lookout.app")
 RETRY_SUFFIX = re.compile(r";? *retry in [^;)]*$")
 EXIT_FAILURE = 1  # the run failed (a required model, a source that failed for good)
 EXIT_LOG_INCOMPLETE = 3  # the run ended, but its event log misses events (said why)
+CLOCK_CHECK_S = 1.0  # how often the wall clock is compared with the monotonic one
 
 SYSTEM_INSTRUCTION = (
     "You are Lookout, a camera agent. Call count_people once at the start and keep it "
@@ -325,6 +333,7 @@ class App:
     read_stdin: bool = False
     services: list[Service] = field(default_factory=list)
     source_override: FrameSource | None = None  # tests inject faulty sources here
+    wall_steps: StepWatch = field(default_factory=StepWatch)  # tests step a fake clock
     model_override: LiveModel | None = None  # tests and benchmarks inject a recording model
 
     def __post_init__(self) -> None:
@@ -517,6 +526,15 @@ class App:
                 outage=True,
             )
 
+    async def _watch_wall_clock(self) -> None:
+        """Say each step of the system clock: what is stored as wall time follows it."""
+        while True:
+            await self.clock.sleep(CLOCK_CHECK_S)
+            step = self.wall_steps.check()
+            if step is not None:
+                assert self.bus is not None
+                self.bus.publish(ClockStep(step_s=round(step, 3), wall=self.wall_steps.wall()))
+
     # ------------------------------------------------------------------- run
 
     def request_stop(self) -> None:
@@ -529,7 +547,11 @@ class App:
         self._loop = asyncio.get_running_loop()
         described = describe_config(self.config)
         log.info("effective configuration: %s", described)
-        self.bus.publish(run_started(self.run_id, self.source, self.config, described))
+        self.bus.publish(
+            run_started(
+                self.run_id, self.source, self.config, described, wall=self.wall_steps.wall()
+            )
+        )
         runner = Runner(
             self.model,
             self.tools,
@@ -558,6 +580,7 @@ class App:
                     if self.source.live or self.config.pace == "realtime":
                         # A fast replay waits for its consumers: a pause there is not staleness.
                         tg.start_soon(self._watch_freshness)
+                    tg.start_soon(self._watch_wall_clock)
                     async for _ in session:
                         pass  # every event already went to the bus (the session's event log)
                     # The source's last states (and the count going unknown) are said while
@@ -703,8 +726,10 @@ def run_started(
     config: Config,
     described: dict[str, Any],
     command: str = "run",
+    wall: float | None = None,
 ) -> RunStarted:
-    wall = time.time()
+    """The ``run`` event; ``wall``: the wall-clock time now (the system's by default)."""
+    wall = time.time() if wall is None else wall
     return RunStarted(
         run_id=run_id,
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(wall)),

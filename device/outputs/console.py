@@ -13,10 +13,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from device.events import CountChanged, DwellPassed, LineCrossed, LogProblem, ZoneCount
+from device.events import (
+    ClockStep,
+    CountChanged,
+    DwellPassed,
+    LineCrossed,
+    LogProblem,
+    ZoneCount,
+)
 from live.events import (
     ConnectionState,
     Emission,
@@ -165,6 +173,12 @@ class ConsoleSink:
             return f"error{where}: {event.message}"
         if isinstance(event, LogProblem):
             return event.message if event.kind == "recovered" else f"warning: {event.message}"
+        if isinstance(event, ClockStep):
+            now = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.wall))
+            return (
+                f"the system clock stepped {_duration(event.step_s)} (now {now}): "
+                "times from here on are on the new clock"
+            )
         if isinstance(event, ConnectionState):
             return self._connection(event)
         if isinstance(event, StreamStarted):
@@ -219,6 +233,22 @@ class ConsoleSink:
     def close(self) -> None:
         if self._progress_shown:
             self._write("\n")
+
+
+def _duration(seconds: float) -> str:
+    """``+3 d 0 h 12 min`` or ``-40 s``: how far a clock stepped."""
+    sign = "+" if seconds >= 0 else "-"
+    left = round(abs(seconds))
+    days, left = divmod(left, 86400)
+    hours, left = divmod(left, 3600)
+    minutes, secs = divmod(left, 60)
+    if days:
+        return f"{sign}{days} d {hours} h {minutes} min"
+    if hours:
+        return f"{sign}{hours} h {minutes} min"
+    if minutes:
+        return f"{sign}{minutes} min {secs} s"
+    return f"{sign}{secs} s"
 
 
 __all__ = ["ConsoleSink", "count_sentence", "people"]

@@ -23,7 +23,7 @@ from google.genai import types
 from device.app.ask import AskApp, AskOptions
 from device.app.config import build
 from device.app.report_data import load_events
-from device.events import CountChanged, LineCrossed, RunStarted
+from device.events import ClockStep, CountChanged, LineCrossed, RunStarted
 from live.eventlog import SQLiteEventLog
 from live.events import ErrorEvent, Event, ToolCall, ToolResult
 from live.tool import ToolArgumentError
@@ -395,3 +395,26 @@ def test_visitors_after_a_real_run_equals_its_crossings_in_the_window(tmp_path: 
         }
     }
     assert answer["crossings"] == len(window)
+
+
+@pytest.mark.anyio
+async def test_visitors_follow_a_step_of_the_system_clock_during_the_run(tmp_path: Path) -> None:
+    """A Pi without a real-time clock boots three days behind; NTP steps the clock 60 s
+    into the run. The run's start is on the old clock, the crossings after the step
+    happened *now*: "the last 10 minutes" counts them, as the device logged the step."""
+    behind = 3 * 86400.0
+    now = W + 3600.0
+    started = now - 300 - behind  # the run started 5 min ago, on the clock then
+    events: list[Event] = [
+        run_event("cam", 0.5, started, live=True, lines=DOOR),
+        *crossings("door", [(10, "in"), (30, "out")], t0=0.5),  # before the step
+        ClockStep(t=60.5, step_s=behind, wall=started + 60 + behind),
+        *crossings("door", [(100, "in"), (200, "in"), (250, "out")], t0=0.5),
+    ]
+    db = write_log(tmp_path / "x.db", [("cam", events)])
+    counter = VisitorCounter(db, wall=lambda: now)
+    answer = await ask_visitors(counter, 10.0)
+    # All five happened within the last 10 minutes of the real clock.
+    assert answer["lines"] == {"door": {"in": 3, "out": 2}}
+    answer = await ask_visitors(counter, 2.0)  # the last two: at now - 100 s and - 50 s
+    assert answer["lines"] == {"door": {"in": 1, "out": 1}}

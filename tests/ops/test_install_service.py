@@ -41,6 +41,7 @@ def test_dry_run_prints_the_unit_and_changes_nothing(tmp_path: Path) -> None:
     assert service["NoNewPrivileges"] == "yes" and service["StateDirectory"] == "lookout"
     assert unit["Install"]["WantedBy"] == "multi-user.target"
     assert "network-online.target" in unit["Unit"]["After"]
+    assert "time-sync.target" in unit["Unit"]["After"]  # the clock is set before it starts
     assert "GEMINI_API_KEY=" not in result.stdout  # secrets never go into the unit
 
 
