@@ -14,6 +14,7 @@ import pytest
 
 from device.app.config import build
 from device.app.run import App
+from live.events import Event
 from live.walltime import StepWatch, wall_time
 from tests.cameras import VtestCamera, vtest_frames
 
@@ -67,14 +68,26 @@ async def test_the_device_says_a_clock_step_and_logs_it(tmp_path: Path) -> None:
     out = io.StringIO()
     camera = VtestCamera(vtest_frames(20))
     app = App(config, out=out, source_override=camera, wall_steps=StepWatch(wall=wall))
+    counted, stepped = anyio.Event(), anyio.Event()
+
+    class Watch:
+        def write(self, event: Event) -> None:
+            if event.type == "count":
+                counted.set()
+            elif event.type == "clock_step":
+                stepped.set()
+
+        def close(self) -> None:
+            pass
+
+    assert app.bus is not None
+    app.bus.subscribe(Watch())
     async with anyio.create_task_group() as tg:
         tg.start_soon(app.run)
         with anyio.fail_after(20):
-            while "count: " not in out.getvalue():
-                await anyio.sleep(0.05)
+            await counted.wait()
             wall.synced = True  # NTP sets the clock
-            while "clock stepped" not in out.getvalue():
-                await anyio.sleep(0.05)
+            await stepped.wait()
         app.request_stop()
     logged = [json.loads(line) for line in events.read_text().splitlines()]
     (run,) = [e for e in logged if e["type"] == "run"]
