@@ -153,6 +153,7 @@ class StatusServer:
         max_connections: int = 200,
         max_viewers: int = 50,
         head_timeout_s: float = 5.0,
+        body_timeout_s: float = 5.0,
         keepalive_s: float = 15.0,
     ) -> None:
         self.telemetry = telemetry
@@ -161,6 +162,7 @@ class StatusServer:
         self.max_connections = max_connections
         self.max_viewers = max_viewers
         self.head_timeout_s = head_timeout_s
+        self.body_timeout_s = body_timeout_s
         self.keepalive_s = keepalive_s
         self.mjpeg_idle_s = mjpeg_idle_s
         self.connections = GuardStats()
@@ -255,6 +257,10 @@ class StatusServer:
             handle_signals=False,
             shutdown_timeout=1.0,
             keepalive_timeout=self.keepalive_s,
+            # After an answer to a request whose body was not read (too slow, too big),
+            # aiohttp reads on for up to 10 s before closing: a trickling peer keeps its
+            # connection that long. A second is enough for an honest client.
+            lingering_time=1.0,
             logger=requests_log,
         )
         await runner.setup()
@@ -488,8 +494,16 @@ class StatusServer:
     async def _json_body(self, request: web.Request) -> dict[str, Any] | web.Response:
         if request.content_type != "application/json":
             return self._json({"error": "send a JSON body"}, 415)
+        # A whole body within the time a head gets: a peer trickling a byte now and then
+        # would otherwise hold its connection (and, a few hundred of them, the server).
+        with anyio.move_on_after(self.body_timeout_s) as waited:
+            raw = await request.read()
+        if waited.cancelled_caught:
+            response = self._json({"error": "the request body came too slowly"}, 408)
+            response.force_close()
+            return response
         try:
-            body = await request.json()
+            body = json.loads(raw)
         except (ValueError, RecursionError):
             return self._json({"error": "body is not valid JSON"}, 400)
         if not isinstance(body, dict):

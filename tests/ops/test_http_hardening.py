@@ -109,6 +109,25 @@ async def test_a_socket_that_sends_no_request_is_closed_after_the_head_timeout()
         await wait_for(server, lambda: server.connections.open == 0)
 
 
+async def test_a_request_body_that_trickles_in_is_answered_408_and_closed() -> None:
+    """A slow POST: the head in time, then the body a byte now and then. Without a token
+    the body is read (with one, 401 comes first): it must not hold the connection."""
+    async with serving(body_timeout_s=0.4, max_connections=8) as (server, _, port):
+        with idle_sockets(port, 6) as sockets:
+            for sock in sockets:
+                sock.sendall(
+                    b"POST /api/streams/stop HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+                )
+            started = time.monotonic()
+            answers = [await anyio.to_thread.run_sync(read_all, s) for s in sockets]
+            assert all(status_of(a) == 408 for a in answers), answers
+            assert b"too slowly" in answers[0]
+            assert time.monotonic() - started < 5
+        await wait_for(server, lambda: server.connections.open == 0)
+        assert status_of(await anyio.to_thread.run_sync(get, port)) == 200
+
+
 async def test_the_cap_leaves_descriptors_for_the_camera_and_the_logs() -> None:
     assert cap_for_limit(200, soft_limit=1024) == 200
     assert cap_for_limit(1000, soft_limit=1024) == (1024 - 128) // 2
