@@ -237,7 +237,12 @@ class AskApp:
             self.occupancy = MemoryOccupancyLog()
         # A question is answered now: a camera that cannot be opened is said in seconds.
         self.source_runner = configured_runner(
-            self.config, self.source, self.clock, self._on_source_state, first_open_attempts=2
+            self.config,
+            self.source,
+            self.clock,
+            self._on_source_state,
+            on_skipped=lambda message: self._write(ErrorEvent(message=message, where="source")),
+            first_open_attempts=2,
         )
         self.sampler = FrameSampler(self.source_runner, clock=self.clock, pace=self.config.pace)
         report_fps = self.options.sample_fps or self.config.detection_fps()

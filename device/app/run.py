@@ -158,6 +158,7 @@ def configured_runner(
     clock: Clock,
     on_state: Callable[[StateChange], None],
     *,
+    on_skipped: Callable[[str], None] = lambda message: None,
     first_open_attempts: int | None = None,
 ) -> SourceRunner:
     """The source's runner with the configured loop and stall watchdog (run and ask)."""
@@ -165,6 +166,7 @@ def configured_runner(
         source,
         clock=clock,
         on_state=on_state,
+        on_skipped=on_skipped,
         loop=config.loop,
         stall_timeout_s=config.stall_timeout,
         first_open_attempts=first_open_attempts,
@@ -391,7 +393,11 @@ class App:
             )
             bus.subscribe(_LogSink(self.event_log))
         self.source_runner = configured_runner(
-            self.config, self.source, self.clock, self._on_source_state
+            self.config,
+            self.source,
+            self.clock,
+            self._on_source_state,
+            on_skipped=lambda message: bus.publish(ErrorEvent(message=message, where="source")),
         )
         sample_fps = self.config.detection_fps()
         if self.config.send_frames and not self.config.privacy:

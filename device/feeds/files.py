@@ -94,7 +94,8 @@ class FileReading:
                 # One bad image is the file's fault, not the source's: skip it, counted.
                 runner.stats.skipped_unreadable += 1
                 self._next_index = exc.index + 1
-                log.warning("skipped: %s", exc)
+                log.info("skipped: %s", exc)
+                runner.on_skipped(f"skipped: {exc}")
                 continue
             except Exception as exc:
                 if runner.closed:

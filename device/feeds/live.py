@@ -23,7 +23,7 @@ import anyio
 import anyio.to_thread
 
 from device.feeds.runner import SourceState, describe
-from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable
+from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable, UnreadableFrame
 from live.buffer import LatestWins
 from live.frame import Frame
 
@@ -146,6 +146,14 @@ class LiveReading:
                 runner.stats.stalls += 1
                 stall = f"no frame within {self.stall_timeout_s:g} s (read stalled)"
                 return f"{self.source.name}: {stall}", delivered
+            if isinstance(outcome, UnreadableFrame):
+                # One frame the camera could not give usably (too big to use): left out
+                # and said, at 1, 10, 100, ... of them; the camera itself goes on.
+                runner.stats.skipped_unreadable += 1
+                skipped = runner.stats.skipped_unreadable
+                if skipped in _SAID_AT or skipped % 10_000 == 0:
+                    runner.on_skipped(f"skipped ({skipped} so far): {outcome}")
+                continue
             if isinstance(outcome, BaseException):
                 runner.stats.read_errors += 1
                 if not isinstance(outcome, SourceError):
@@ -186,6 +194,9 @@ class LiveReading:
         if result is _UNSET:
             return _STALLED if stalled else SourceError(f"{self.source.name}: read cancelled")
         return result
+
+
+_SAID_AT = frozenset({1, 10, 100, 1000})
 
 
 __all__ = ["LiveReading"]

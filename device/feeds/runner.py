@@ -92,6 +92,10 @@ class Reading(Protocol):
     def stop(self) -> None: ...
 
 
+def _ignore_skipped(message: str) -> None:
+    pass
+
+
 class SourceRunner:
     """Drives one FrameSource; ``next_frame()`` is what the capture loop reads."""
 
@@ -101,6 +105,7 @@ class SourceRunner:
         *,
         clock: Clock,
         on_state: Callable[[StateChange], None] = _ignore_state,
+        on_skipped: Callable[[str], None] = _ignore_skipped,
         loop: bool = False,
         stall_timeout_s: float = 5.0,
         max_backoff_s: float = 30.0,
@@ -127,6 +132,7 @@ class SourceRunner:
         self.closing = threading.Event()
         self.opened_before = False
         self._on_state = on_state
+        self.on_skipped = on_skipped  # a frame or image left out (said, never silently)
         self._last_shape: tuple[int, ...] | None = None
         self._reading: Reading
         if source.live:

@@ -61,12 +61,14 @@ def open_source(
         if scheme == "file":
             text = urlsplit(text).path
         elif scheme in STREAM_SCHEMES:
-            return OpenCVSource(
+            stream = OpenCVSource(
                 text,
                 clock_now=clock_now,
                 open_timeout_s=open_timeout_s,
                 read_timeout_s=read_timeout_s,
             )
+            stream.max_pixels = max_image_pixels
+            return stream
         else:
             raise SourceError(f"unsupported source URL scheme {scheme}:// in {safe_url(text)}")
     path = Path(text).expanduser()
@@ -75,7 +77,9 @@ def open_source(
     if path.is_file():
         if path.suffix.lower() in IMAGE_EXTENSIONS:
             return ImageFolderSource(path, fps=folder_fps, max_pixels=max_image_pixels)
-        return OpenCVSource(str(path), clock_now=clock_now)
+        video = OpenCVSource(str(path), clock_now=clock_now)
+        video.max_pixels = max_image_pixels
+        return video
     if path.exists():  # a device node such as /dev/video0
         return OpenCVSource(str(path), clock_now=clock_now)
     raise SourceError(f"file not found: {text}")

@@ -213,6 +213,9 @@ class CaptureSource(Generic[C]):
         self.wanted_fps: float | None = None
         self.fixed_camera_fps: float | None = None  # the user's --camera-fps, when given
         self.fps_note: str | None = None  # what was asked of the camera and what it gave
+        # Frames bigger than this are not passed on (--max-image-pixels): a stream that
+        # sends a 16000x16000 frame would otherwise cost a resize of 768 MB on top.
+        self.max_pixels: int | None = None
         self._clock_now = clock_now
         self._lock = threading.Lock()
         self._held: _Held[C] | None = None
@@ -308,6 +311,14 @@ class CaptureSource(Generic[C]):
                 raise SourceError(f"{self.name}: a frame could not be decoded")
             raise UnreadableFrame(
                 f"{self.name}: frame {pending.index} could not be decoded", index=pending.index
+            )
+        pixels = image.shape[0] * image.shape[1]
+        if self.max_pixels is not None and pixels > self.max_pixels:
+            raise UnreadableFrame(
+                f"{self.name}: frame {pending.index} is {image.shape[1]}x{image.shape[0]}, "
+                f"{pixels / 1e6:.1f} megapixels, over the limit of "
+                f"{self.max_pixels / 1e6:g} (--max-image-pixels): not used",
+                index=pending.index,
             )
         return Frame(
             as_bgr(image),

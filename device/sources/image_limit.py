@@ -5,7 +5,10 @@ has 1 to 8 GB. The size is read from the file's header first (Pillow reads
 only the header until asked for pixels). A JPEG over the limit is decoded at
 1/2, 1/4 or 1/8 of its size by libjpeg itself (OpenCV's ``IMREAD_REDUCED_*``),
 which never holds the full image; any other format over the limit is refused
-with its size, as an unreadable frame (said, and the folder goes on).
+with its size, as an unreadable frame (said, and the folder goes on). A file whose
+size cannot be read first (a format Pillow does not know, such as Radiance HDR,
+which OpenCV decodes by its content whatever the file is called) is refused the
+same way: a 100-megapixel HDR named ``.png`` took 1.65 GB to decode.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ class TooLarge(ValueError):
     """An image over the pixel limit that cannot be decoded smaller."""
 
 
+class UnknownSize(TooLarge):
+    """An image whose size cannot be read before decoding it: it could be any size."""
+
+
 def header_size(path: Path) -> tuple[int, int, str] | None:
     """(width, height, format) from the header, or None when Pillow does not know the file."""
     from PIL import Image, UnidentifiedImageError
@@ -50,29 +57,35 @@ def decode_file(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray 
     and OSError when the file cannot be read.
     """
     size = header_size(path)
-    if size is not None:
-        width, height, kind = size
-        pixels = width * height
-        if pixels > max_pixels:
-            if kind != "JPEG":
-                raise TooLarge(
-                    f"{width}x{height} is {pixels / 1e6:.0f} megapixels, over the limit of "
-                    f"{max_pixels / 1e6:.0f} (--max-image-pixels)"
-                )
-            # The smallest reduction that fits, or the largest there is.
-            factor, flag = next(
-                ((f, flag) for f, flag in _REDUCED if pixels / f**2 <= max_pixels), _REDUCED[-1]
-            )
-            image = cv2.imread(str(path), flag)
-            if image is not None:
-                log.info("%s: %dx%d decoded at 1/%d size", path, width, height, factor)
-                if image.shape[0] * image.shape[1] <= max_pixels:
-                    return np.asarray(image)
+    if size is None:
+        if not cv2.haveImageReader(str(path)):
+            return None  # no decoder knows it either: not an image (said by the caller)
+        raise UnknownSize(
+            "its size cannot be read before decoding it (not a JPEG, PNG, BMP, TIFF, WebP "
+            "or other format Pillow knows), so it is not decoded: convert it to JPEG or PNG"
+        )
+    width, height, kind = size
+    pixels = width * height
+    if pixels > max_pixels:
+        if kind != "JPEG":
             raise TooLarge(
-                f"{width}x{height} is {pixels / 1e6:.0f} megapixels, too large even at 1/8 "
-                f"size for the limit of {max_pixels / 1e6:.0f} (--max-image-pixels)"
+                f"{width}x{height} is {pixels / 1e6:.0f} megapixels, over the limit of "
+                f"{max_pixels / 1e6:.0f} (--max-image-pixels)"
             )
+        # The smallest reduction that fits, or the largest there is.
+        factor, flag = next(
+            ((f, flag) for f, flag in _REDUCED if pixels / f**2 <= max_pixels), _REDUCED[-1]
+        )
+        image = cv2.imread(str(path), flag)
+        if image is not None:
+            log.info("%s: %dx%d decoded at 1/%d size", path, width, height, factor)
+            if image.shape[0] * image.shape[1] <= max_pixels:
+                return np.asarray(image)
+        raise TooLarge(
+            f"{width}x{height} is {pixels / 1e6:.0f} megapixels, too large even at 1/8 "
+            f"size for the limit of {max_pixels / 1e6:.0f} (--max-image-pixels)"
+        )
     return decode_image(np.fromfile(path, dtype=np.uint8).tobytes())
 
 
-__all__ = ["DEFAULT_MAX_PIXELS", "TooLarge", "decode_file", "header_size"]
+__all__ = ["DEFAULT_MAX_PIXELS", "TooLarge", "UnknownSize", "decode_file", "header_size"]

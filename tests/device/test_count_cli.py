@@ -158,3 +158,37 @@ def test_lookout_run_on_a_folder_of_photos_counts_each_photo_as_count_does(
     records = [json.loads(line) for line in lapse.stdout.splitlines()]
     # Frames of one scene: followed, so someone missed in one image still counts.
     assert len(records) == 4 and any(r["count"] != r["raw"] for r in records)
+
+
+def test_an_image_whose_size_cannot_be_read_first_is_not_decoded_and_that_is_said(
+    tmp_path: Path,
+) -> None:
+    """OpenCV decodes by content, whatever the name: a Radiance HDR named .png slipped past
+    the size check (Pillow does not know HDR) and was decoded whole. Now it is refused, and
+    every image left out is said, by count and by run alike (run printed nothing)."""
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    hdr = np.random.default_rng(1).random((1200, 1000, 3)).astype(np.float32)  # 1.2 MP
+    assert cv2.imwrite(str(tmp_path / "x.hdr"), hdr)
+    shutil.copy(tmp_path / "x.hdr", folder / "a_radiance.png")
+    cv2.imwrite(str(folder / "b_big.png"), np.full((1500, 1000, 3), 90, np.uint8))  # 1.5 MP
+    cv2.imwrite(str(folder / "c_people.jpg"), vtest_frame(0))
+    limit = ["--max-image-pixels", "1000000"]
+
+    counted = lookout("count", str(folder), *limit)
+    assert counted.returncode == 1 and counted.stdout.startswith("c_people.jpg: ")
+    said = counted.stderr
+    assert "a_radiance.png" in said and "size cannot be read before decoding" in said
+    assert "b_big.png" in said and "over the limit" in said
+
+    events = tmp_path / "events.jsonl"
+    ran = lookout(
+        "run", "--source", str(folder), "--pace", "fast", "--no-http", "--model", "local",
+        "--events", str(events), *limit,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    for name in ("a_radiance.png", "b_big.png"):
+        assert any(name in line and "skipped" in line for line in ran.stdout.splitlines())
+    logged = [json.loads(line) for line in events.read_text().splitlines()]
+    errors = [e["message"] for e in logged if e["type"] == "error"]
+    assert len(errors) == 2 and all("skipped" in m for m in errors)

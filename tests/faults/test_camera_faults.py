@@ -236,3 +236,42 @@ async def test_short_camera_glitches_do_not_restart_anyone_s_visit(tmp_path: Pat
         zone = probe.results[-1].zones["all"]
         assert zone.people == len(people) and zone.dwelling == len(people)
         app.request_stop()
+
+
+async def test_a_camera_frame_over_the_pixel_limit_is_left_out_and_said() -> None:
+    """A stream that sends a huge frame now and then: that frame is not used (nor resized,
+    which would cost its size again), it is said, and the camera goes on without a
+    reconnect."""
+    import numpy as np
+
+    frames = vtest_frames(5)
+    camera = VtestCamera([*frames, np.full((1500, 1000, 3), 90, np.uint8)])
+    camera.max_pixels = 1_000_000
+    probe = Probe()
+    config = build(
+        {"model": "local", "http": "", "detect_fps": 10.0},
+        environ={},
+        system_config=Path("/nonexistent"),
+    )
+    clock = MonotonicClock()
+    bus = EventBus(clock)
+    bus.subscribe(probe)
+    bus.on_percept(probe.on_result)
+    app = App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=camera)
+
+    def said() -> list[str]:
+        return [e.to_dict()["message"] for e in probe.events if e.type == "error"]
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(app.run)
+        await probe.wait(lambda: app.source_runner.stats.skipped_unreadable >= 12)
+        await probe.processed_more(len(probe.results))
+        app.request_stop()
+    first, tenth = said()  # at 1 and 10, not at every frame
+    assert first.startswith("skipped (1 so far): fake vtest camera: frame ")
+    assert first.endswith(
+        " is 1000x1500, 1.5 megapixels, over the limit of 1 (--max-image-pixels): not used"
+    )
+    assert tenth.startswith("skipped (10 so far): ")
+    assert probe.states().count("reconnecting") == 0
+    assert all(p.frame.shape[:2] == (576, 768) for p in probe.results)
