@@ -10,8 +10,10 @@ The work is split by job: ``live.store_file`` checks, opens and writes the
 file; ``live.store_writer`` queues writes and commits them on its thread,
 retrying with backoff and keeping a bounded backlog; ``live.store_health``
 counts what was written and dropped (recorded in ``store_gaps``) and tells of
-a problem once when it starts and once when it ends. This module is the
-facade the views use, and the registry of open stores.
+a problem once when it starts and once when it ends; ``live.store_identity``
+tells whether the path still names the open file (renamed, deleted: the writer
+opens a new database there). This module is the facade the views use, and the
+registry of open stores.
 """
 
 from __future__ import annotations
