@@ -10,8 +10,10 @@ The work is split by job: ``live.store_file`` checks, opens and writes the
 file; ``live.store_writer`` queues writes and commits them on its thread,
 retrying with backoff and keeping a bounded backlog; ``live.store_health``
 counts what was written and dropped (recorded in ``store_gaps``) and tells of
-a problem once when it starts and once when it ends. This module is the
-facade the views use, and the registry of open stores.
+a problem once when it starts and once when it ends; ``live.store_identity``
+tells whether the path still names the open file (renamed, deleted: the writer
+opens a new database there). This module is the facade the views use, and the
+registry of open stores.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from live.store_health import (
     DATA_LOST,
     PROBLEM_ENDED,
     PROBLEM_STARTED,
+    REOPENED,
     ProblemCallback,
     StoreHealth,
 )
@@ -81,10 +84,13 @@ class SQLiteStore(StoreWriter):
         backoff = Backoff(retry_initial_s, retry_max_s)
         self._read_wait_s = read_wait_s
         self._refs = 0
+        self._busy_slice_s = min(busy_timeout_s, BUSY_SLICE_S)
+        self._schemas: list[str] = []  # every view's, made again in a new file
         check_path(path)
         super().__init__(
             path,
-            connect(path, min(busy_timeout_s, BUSY_SLICE_S)),
+            connect(path, self._busy_slice_s),
+            reconnect=self._reopen,
             backlog=backlog,
             batch_size=batch_size,
             busy_timeout_s=busy_timeout_s,
@@ -162,6 +168,10 @@ class SQLiteStore(StoreWriter):
         ``StoreError``.
         """
         with self._conn_lock:
+            if script not in self._schemas:
+                self._schemas.append(script)
+            if self._conn is None:
+                return  # between files: the next one is made with it
             try:
                 create(self._conn, script)
                 return
@@ -197,7 +207,23 @@ class SQLiteStore(StoreWriter):
         with self._conn_lock:
             if self._conn_closed:
                 raise StoreError(f"{self.path}: the store is closed")
+            if self._conn is None:
+                raise StoreError(f"{self.path}: no database open (it left its name)")
             return query(self._conn)
+
+    def _reopen(self) -> sqlite3.Connection:
+        """A new database at the path (the old one left it), every view's tables in it."""
+        check_path(self.path)
+        conn = connect(self.path, self._busy_slice_s)
+        try:
+            with self._conn_lock:
+                schemas = list(self._schemas)
+            for script in schemas:
+                create(conn, script)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     # ------------------------------------------------------------ health
 
@@ -255,6 +281,7 @@ __all__ = [
     "DEFAULT_BACKLOG",
     "PROBLEM_ENDED",
     "PROBLEM_STARTED",
+    "REOPENED",
     "SQLITE_MAGIC",
     "ProblemCallback",
     "SQLiteStore",

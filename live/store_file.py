@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from live.backoff import Backoff
+from live.store_identity import SQLITE_LOG, claimed_by, file_key
 
 T = TypeVar("T")
 
@@ -37,6 +39,8 @@ CREATE TABLE IF NOT EXISTS store_gaps (
     detail TEXT NOT NULL
 )
 """
+# The tables of Lookout's databases from before every one of them had store_gaps.
+LOOKOUT_TABLES = frozenset({"events", "jobs", "occupancy_jobs", "occupancy_periods"})
 _INSERT_GAP = "INSERT INTO store_gaps(t, since, kind, dropped, reason, detail) VALUES (?,?,?,?,?,?)"
 # No cap: ``attempts`` bounds the waits.
 _READ_BACKOFF = Backoff(initial_s=0.05, max_s=math.inf)
@@ -117,6 +121,9 @@ def check_path(path: Path) -> None:
             raise StoreError(f"{path}: cannot read it ({exc.strerror or exc})") from None
         if head and head != SQLITE_MAGIC:
             raise StoreError(f"{path}: not a SQLite database")
+        if claimed_by(file_key(path.stat())) not in (None, SQLITE_LOG):
+            # An empty file the JSON-lines log of this process has just made.
+            raise StoreError(f"{path}: this process writes JSON lines to it, not a database")
         if not os.access(path, os.W_OK):
             raise StoreError(f"{path}: not writable")
     # WAL mode creates -wal and -shm files beside the database.
@@ -125,7 +132,11 @@ def check_path(path: Path) -> None:
 
 
 def connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
-    """The store's one connection, in WAL mode, with the gap table in place."""
+    """The store's one connection, in WAL mode, with the gap table in place.
+
+    Refuses (``StoreError``) another application's database before anything is
+    written to it: not its journal mode, not a table.
+    """
     try:
         # Autocommit: the writer brackets its batches with BEGIN IMMEDIATE/COMMIT.
         conn = sqlite3.connect(
@@ -134,6 +145,7 @@ def connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: cannot open ({one_line(exc)})") from None
     try:
+        check_ours(conn, path)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
         except sqlite3.OperationalError as exc:
@@ -147,7 +159,64 @@ def connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(f"{path}: not a SQLite database ({one_line(exc)})") from None
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def check_database(path: Path) -> None:
+    """Raise ``StoreError`` if ``path`` names a file that is not a Lookout event database.
+
+    Reads only (a missing or empty file is fine): what ``connect`` refuses, found
+    before anything else of a run opens its files.
+    """
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+            return
+        with path.open("rb") as file:
+            if file.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+                raise StoreError(f"{path}: not a SQLite database")
+    except FileNotFoundError:
+        return
+    except StoreError:
+        raise
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        conn = sqlite3.connect(path, timeout=BUSY_SLICE_S)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open ({one_line(exc)})") from None
+    try:
+        check_ours(conn, path)
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"{path}: cannot use it ({one_line(exc)})") from None
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not a SQLite database ({one_line(exc)})") from None
+    finally:
+        conn.close()
+
+
+def check_ours(conn: sqlite3.Connection, path: Path) -> None:
+    """Raise ``StoreError`` unless the database is empty or Lookout's; reads only.
+
+    Lookout's: it has the gap table every store makes when it opens, or (a log from
+    before there was one) nothing but tables Lookout made. A table of another name
+    is another application's, whose file is never written to.
+    """
+    tables = {
+        name
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not name.startswith("sqlite_")
+    }
+    if not tables or "store_gaps" in tables or tables <= LOOKOUT_TABLES:
+        return
+    named = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+    raise StoreError(
+        f"{path}: a SQLite database of another application (tables: {named}), "
+        "not a Lookout event log; not writing to it"
+    )
 
 
 def statements(script: str) -> list[str]:
@@ -238,6 +307,8 @@ __all__ = [
     "GapRow",
     "StoreError",
     "Write",
+    "check_database",
+    "check_ours",
     "check_path",
     "commit_batch",
     "connect",

@@ -30,6 +30,7 @@ PROBLEM_STARTED = "degraded"  # writing fails; what is queued is kept in memory
 PROBLEM_ENDED = "recovered"  # writing works again and the backlog has caught up
 DATA_DROPPED = "dropped"  # the backlog overflowed: the oldest writes are being dropped
 DATA_LOST = "lost"  # the store closed with writes it could not make
+REOPENED = "reopened"  # the file left its name (renamed, moved, deleted): a new one is open
 
 OVERFLOW = "backlog full"
 
@@ -121,6 +122,10 @@ class StoreLedger:
         self._clock = clock
         self._wall = wall
         self.written: Counter[str] = Counter()
+        # Per (kind, label), all along and when the open file was opened: what this store
+        # wrote into the file open now, which a deletion takes with it.
+        self.written_labels: Counter[tuple[str, str]] = Counter()
+        self.file_base: Counter[tuple[str, str]] = Counter()
         self.waiting: Counter[str] = Counter()  # pending + in flight, per kind
         self.dropped: Counter[str] = Counter()
         self.gaps: dict[GapKey, _Gap] = {}
@@ -226,6 +231,7 @@ class StoreLedger:
         """A batch and the gap records with it are written; a problem may be over."""
         for op in batch:
             self.written[op.kind] += 1
+            self.written_labels[op.kind, op.label] += 1
             self.waiting[op.kind] -= 1
         for key, row in gaps.items():
             gap = self.gaps.get(key)
@@ -318,6 +324,65 @@ class StoreLedger:
             )
         )
 
+    def new_file(self) -> None:
+        """A new database is open at the path: what goes with a file counts from now."""
+        self.file_base = Counter(self.written_labels)
+
+    def left_its_name(self, *, deleted: bool, reopening: bool, notices: Notices) -> None:
+        """The open database was renamed or deleted while open.
+
+        A deleted one took what this store had written to it: those rows count as
+        dropped (recorded in the next file's ``store_gaps``) and no longer as written.
+        """
+        name = self.path.name
+        then = "; writing a new database at its name" if reopening else ""
+        gone = self.written_labels - self.file_base
+        gone = Counter({key: n for key, n in gone.items() if key[0] != "schema"})
+        self.new_file()
+        if not deleted:
+            notices.append(
+                (
+                    REOPENED,
+                    f"event log: {name} was renamed or moved while open (its events stay in "
+                    f"it){then}",
+                )
+            )
+            return
+        if not gone:
+            if reopening:
+                notices.append(
+                    (
+                        REOPENED,
+                        f"event log: {name} was deleted while open (nothing of this run was "
+                        f"in it){then}",
+                    )
+                )
+            return
+        why = f"{name} was deleted while open"
+        for (kind, label), n in gone.items():
+            self.written[kind] -= n
+            self.written_labels[kind, label] -= n
+            self.dropped[kind] += n
+            gap = self.gaps.get((kind, why))
+            if gap is None:
+                gap = self.gaps[(kind, why)] = _Gap(since=self._wall())
+            gap.count += n
+            gap.by_label[label] += n
+        self.file_base = Counter(self.written_labels)
+        self.last_error = why
+        counts: Counter[str] = Counter()
+        for (kind, _), n in gone.items():
+            counts[kind] += n
+        if not reopening:
+            self.gaps.clear()  # closing: there is no file left to record them in
+        notices.append(
+            (
+                DATA_DROPPED if reopening else DATA_LOST,
+                f"event log: {why}: the {_describe(counts)} this run had written to it went "
+                f"with it{then}",
+            )
+        )
+
     def lose(self, left: Iterable[Write]) -> Notices:
         """Closing while writing fails: count what is left as lost and say so once."""
         reason = f"closed before it could be written ({self.last_error or 'no answer yet'})"
@@ -346,6 +411,7 @@ __all__ = [
     "OVERFLOW",
     "PROBLEM_ENDED",
     "PROBLEM_STARTED",
+    "REOPENED",
     "GapKey",
     "GapSnapshot",
     "Notices",

@@ -10,7 +10,9 @@ the backlog cannot hold is dropped oldest first and counted by the ledger
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -20,8 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from live.backoff import Backoff
-from live.store_file import Write, commit_batch, is_busy, is_row_fault, one_line
+from live.store_file import StoreError, Write, commit_batch, is_busy, is_row_fault, one_line
 from live.store_health import OVERFLOW, GapSnapshot, Notices, StoreLedger
+from live.store_identity import (
+    DELETED,
+    HERE,
+    SQLITE_LOG,
+    claim,
+    file_key,
+    identity_fd,
+    unclaim,
+    whereabouts,
+)
 
 log = logging.getLogger("lookout.store")
 
@@ -31,6 +43,13 @@ class StoreWriter:
 
     ``SQLiteStore`` is one of these with a registry, schemas and reads on top;
     the writer owns the connection and closes it when its thread ends.
+
+    Before each commit it looks whether the path still names the open database
+    (``live.store_identity``): a database renamed or deleted while open would
+    take every later row with it. Then the old connection is closed (its WAL
+    checkpointed into the file, wherever it is) and ``reconnect`` opens a new
+    database at the path; the rows this store had written to a deleted file are
+    counted as dropped (recorded in the new file's ``store_gaps``) and said.
     """
 
     def __init__(
@@ -38,6 +57,7 @@ class StoreWriter:
         path: Path,
         conn: sqlite3.Connection,
         *,
+        reconnect: Callable[[], sqlite3.Connection],
         backlog: int,
         batch_size: int,
         busy_timeout_s: float,
@@ -56,7 +76,12 @@ class StoreWriter:
         # and the writer retries them until busy_timeout_s: closing never waits long.
         self._busy_timeout_s = busy_timeout_s
         self._busy_since: float | None = None
-        self._conn = conn
+        self._conn: sqlite3.Connection | None = conn
+        self._reconnect = reconnect
+        # Which file the connection has open, to notice it leaving its name.
+        self._identity: int | None = None
+        self._claimed: tuple[int, int] | None = None
+        self._hold_identity()
         self._conn_lock = threading.Lock()  # held for each transaction and each read
         self._conn_closed = False
         self._cond = threading.Condition()  # guards everything below and the ledger
@@ -170,12 +195,16 @@ class StoreWriter:
                     if not self._unexpected(exc):
                         return
         finally:
+            notices = self._last_look()
             with self._conn_lock:
-                self._conn.close()
+                if self._conn is not None:
+                    self._conn.close()
                 self._conn_closed = True
+                self._close_identity()  # after the connection: see identity_fd
             with self._cond:
                 self._finished = True
                 self._cond.notify_all()
+            self._ledger.tell(notices)
 
     def _cycle(self) -> bool:
         """One batch: take, write, account, report; False when the store is done."""
@@ -196,11 +225,14 @@ class StoreWriter:
                 lost = []
                 # Rows dropped while the writer was busy or backing off: say so first.
                 self._ledger.notice_overflow(self._seq, lost)
-                gaps = self._ledger.gap_snapshot()
         self._ledger.tell(lost)
         if batch is None:
             return False
-        error = self._commit(batch, gaps)
+        error = self._follow_name()
+        if error is None:
+            with self._cond:
+                gaps = self._ledger.gap_snapshot()  # with those of a file just deleted
+            error = self._commit(batch, gaps)
         notices: Notices = []
         pause = 0.0
         with self._cond:
@@ -238,7 +270,75 @@ class StoreWriter:
 
     def _commit(self, batch: list[Write], gaps: GapSnapshot) -> BaseException | None:
         with self._conn_lock:
+            assert self._conn is not None  # _follow_name opened one or said why not
             return commit_batch(self._conn, self._wall, gaps.values(), batch)
+
+    # ------------------------------------------------------------ the file
+
+    def _follow_name(self) -> BaseException | None:
+        """The path must name the open database; else a new one is opened there.
+
+        Returns why no database could be opened (the batch is then retried like any
+        failed write), None when there is one to write to. Two system calls when
+        nothing moved.
+        """
+        if self._conn is not None:
+            where = HERE if self._identity is None else whereabouts(self.path, self._identity)
+            if where == HERE:
+                return None
+            self._let_go(where)
+        try:
+            conn = self._reconnect()
+        except Exception as exc:
+            return exc if isinstance(exc, sqlite3.Error | OSError) else StoreError(one_line(exc))
+        with self._conn_lock:
+            self._conn = conn
+            self._hold_identity()
+        with self._cond:
+            self._ledger.new_file()
+        return None
+
+    def _hold_identity(self) -> None:
+        self._identity = identity_fd(self.path)
+        if self._identity is not None:
+            self._claimed = file_key(os.fstat(self._identity))
+            claim(self._claimed, SQLITE_LOG)
+
+    def _let_go(self, where: str) -> None:
+        """The open database left its name: close it, count and say what went with it."""
+        with self._conn_lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                # Everything into the file itself (a moved file then holds all of its rows,
+                # and no WAL is left that could be replayed into another file), then close.
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.close()
+            self._close_identity()  # only now: closing it drops SQLite's POSIX locks
+        notices: Notices = []
+        with self._cond:
+            self._ledger.left_its_name(deleted=where == DELETED, reopening=True, notices=notices)
+            self._cond.notify_all()
+        self._ledger.tell(notices)
+
+    def _close_identity(self) -> None:
+        if self._identity is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._identity)
+            self._identity = None
+        if self._claimed is not None:
+            unclaim(self._claimed)
+            self._claimed = None
+
+    def _last_look(self) -> Notices:
+        """Closing: a database deleted since the last commit took its rows with it; said."""
+        notices: Notices = []
+        if self._conn is None or self._identity is None:
+            return notices
+        if whereabouts(self.path, self._identity) == DELETED:
+            with self._cond:
+                self._ledger.left_its_name(deleted=True, reopening=False, notices=notices)
+        return notices
 
     def _requeue(self, batch: list[Write]) -> None:
         self._pending.extendleft(reversed(batch))

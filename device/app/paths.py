@@ -20,7 +20,8 @@ T = TypeVar("T")
 
 
 def check_writable_file(setting: str, path: Path, what: str = "file") -> None:
-    """``path`` is a regular file that can be written, or can be created."""
+    """``path`` is a regular file that can be written, or can be created; an existing
+    ``--events`` or ``--db`` file is one of Lookout's (``_check_contents``)."""
     where = f"--{setting} {path}"
     try:
         info = path.stat()
@@ -40,6 +41,27 @@ def check_writable_file(setting: str, path: Path, what: str = "file") -> None:
         raise ConfigError(f"{where}: not a regular file")
     if not os.access(path, os.W_OK):
         raise ConfigError(f"{where}: not writable")
+    _check_contents(setting, path)
+
+
+def _check_contents(setting: str, path: Path) -> None:
+    """An event log is written only into a file of its own kind (read only here).
+
+    Swapped arguments (``--events good.sqlite``) or another application's file would
+    be damaged by the first line written; said before any output opens its file.
+    """
+    from device.outputs.sinks import check_events_file
+    from live.store_file import check_database
+
+    checks: dict[str, Callable[[Path], None]] = {"events": check_events_file, "db": check_database}
+    check = checks.get(setting)
+    if check is None:
+        return
+    try:
+        check(path)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).removeprefix(f"{path}: ")
+        raise ConfigError(f"--{setting} {path}: {reason}") from None
 
 
 def open_output(setting: str, path: Path, make: Callable[[Path], T]) -> T:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,9 +32,11 @@ from device.app.report_data import (
     MEDIA,
     WALL,
     ReportError,
+    Skipped,
     Timeline,
     build_timeline,
     load_events,
+    read_log,
     select_run,
     split_runs,
     summarize,
@@ -335,8 +338,15 @@ def _scene_tables(summary: dict[str, Any]) -> str:
     return "".join(f"{part}\n" for part in parts)
 
 
-def _html(source: Path, summary: dict[str, Any], timeline: Timeline, chart: bytes) -> str:
+def _html(
+    source: Path, summary: dict[str, Any], timeline: Timeline, chart: bytes, skipped: Skipped
+) -> str:
     esc = html.escape
+    damaged = (
+        f" {esc(skipped.what())} of it were skipped (torn or corrupt); the figures are of the rest."
+        if skipped
+        else ""
+    )
     figures = "\n".join(
         f"<tr><th>{esc(name)}</th><td>{esc(value)}</td></tr>"
         for name, value in _figures_lines(summary)
@@ -362,7 +372,7 @@ th, td {{ text-align: left; padding: 0.25rem 0.8rem; border-bottom: 1px solid #d
 img {{ max-width: 100%; }}
 </style></head><body>
 <h1>Lookout report</h1>
-<p>From <code>{esc(str(source))}</code>: {summary["events"]} events.</p>
+<p>From <code>{esc(str(source))}</code>: {summary["events"]} events.{damaged}</p>
 <img alt="people count over time" src="data:image/png;base64,{image}">
 <h2>Figures</h2>
 <table id="figures">{figures}</table>
@@ -375,8 +385,17 @@ img {{ max-width: 100%; }}
 """
 
 
+def _to_stderr(line: str) -> None:
+    print(f"lookout: warning: {line}", file=sys.stderr)
+
+
 def make_report(
-    input: Path, out: Path, *, run: str | None = None, period_s: float | None = None
+    input: Path,
+    out: Path,
+    *,
+    run: str | None = None,
+    period_s: float | None = None,
+    warn: Callable[[str], None] = _to_stderr,
 ) -> dict[str, Any]:
     """Write the report for ``input`` (JSONL or SQLite) to ``out`` (.html or .png).
 
@@ -386,13 +405,19 @@ def make_report(
     Returns the summary figures. Raises ReportError (one line) for anything a
     user can get wrong: missing or malformed input, an unknown output type, a
     missing output directory, an unknown run, matplotlib not installed.
+    Lines of the log that are not whole events (torn, corrupt) are skipped and said
+    in one line through ``warn`` (stderr by default, with or without -v) and on the
+    HTML page.
     """
     suffix = out.suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ReportError(f"{out}: the report must be .html or .png")
     if not out.parent.is_dir():
         raise ReportError(f"{out}: directory {out.parent} does not exist")
-    events = load_events(input)
+    events, skipped = read_log(input)
+    said = skipped.describe(input)
+    if said is not None:
+        warn(said)
     if not events:
         raise ReportError(f"{input}: no events in it")
     runs = split_runs(events)
@@ -412,7 +437,7 @@ def make_report(
     chart = render_chart(
         timeline, summary, with_figures=suffix == ".png", scene=None if scene.empty else scene
     )
-    data = chart if suffix == ".png" else _html(input, summary, timeline, chart).encode()
+    data = chart if suffix == ".png" else _html(input, summary, timeline, chart, skipped).encode()
     try:
         out.write_bytes(data)
     except OSError as exc:

@@ -28,7 +28,6 @@ has any.
 from __future__ import annotations
 
 import bisect
-import json
 import logging
 import sqlite3
 from collections import Counter
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from device.app.report_jsonl import NotEvents, Skipped, is_event, read_jsonl
 from device.app.report_scene import build_scene, summarize_scene
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -56,7 +56,21 @@ class ReportError(Exception):
 
 
 def load_events(path: Path) -> list[dict[str, Any]]:
-    """Every event of a JSON-lines file or a SQLite event log, in order."""
+    """Every event of a JSON-lines file or a SQLite event log, in order.
+
+    What a JSON-lines file holds that is not a whole event is skipped and said as a
+    warning (``read_log`` hands it to the caller instead).
+    """
+    events, skipped = read_log(path)
+    said = skipped.describe(path)
+    if said is not None:
+        log.warning("%s", said)
+    return events
+
+
+def read_log(path: Path) -> tuple[list[dict[str, Any]], Skipped]:
+    """Every event of a JSON-lines file or a SQLite event log, in order, and what of a
+    JSON-lines file was skipped (torn or corrupt lines, NUL bytes; see ``report_jsonl``)."""
     try:
         with path.open("rb") as file:
             head = file.read(len(SQLITE_MAGIC))
@@ -67,8 +81,15 @@ def load_events(path: Path) -> list[dict[str, Any]]:
     except OSError as exc:
         raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
     if head == SQLITE_MAGIC:
-        return _load_sqlite(path)
-    return _load_jsonl(path)
+        return _load_sqlite(path), Skipped()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return read_jsonl(data, path)
+    except NotEvents as exc:
+        raise ReportError(str(exc)) from None
 
 
 def _load_sqlite(path: Path) -> list[dict[str, Any]]:
@@ -81,38 +102,8 @@ def _load_sqlite(path: Path) -> list[dict[str, Any]]:
     return [_checked(e, f"{path}: event {i + 1}") for i, e in enumerate(events)]
 
 
-def _load_jsonl(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ReportError(f"{path}: neither a JSON-lines file nor a SQLite database") from None
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
-    lines = text.splitlines()
-    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
-    events: list[dict[str, Any]] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            if number == last:
-                # A run killed mid-write leaves half a line: the rest is good.
-                log.warning("%s:%d: skipped a torn last line (not valid JSON)", path, number)
-                break
-            raise ReportError(f"{path}:{number}: not valid JSON") from None
-        events.append(_checked(data, f"{path}:{number}"))
-    return events
-
-
 def _checked(data: Any, where: str) -> dict[str, Any]:
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("type"), str)
-        or not isinstance(data.get("t"), int | float)
-        or isinstance(data.get("t"), bool)
-    ):
+    if not is_event(data):
         raise ReportError(f"{where}: not a Lookout event (needs a type and a time t)")
     return data
 
@@ -350,9 +341,11 @@ __all__ = [
     "WALL",
     "ReportError",
     "Run",
+    "Skipped",
     "Timeline",
     "build_timeline",
     "load_events",
+    "read_log",
     "select_run",
     "split_runs",
     "summarize",

@@ -8,6 +8,7 @@ witness), or the exit code and the last line say how many were lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import signal
@@ -22,7 +23,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.cli import LOOKOUT, offline_env
+from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file
 from tests.ops.apprun import running_app
 from tests.ops.support import free_port
@@ -158,3 +159,156 @@ def test_a_full_disk_freed_again_loses_no_event(tmp_path: Path) -> None:
     assert any("warning: " in line and "event log" in line for line in stdout.splitlines())
     assert events.stat().st_size < limit  # the witness was never cut
     same_events(db_events(db), jsonl_events(events))
+
+
+# ------------------------------------------- files rotated, renamed and deleted under a run
+
+
+def start_run(tmp_path: Path, *args: str, preexec_fn: Any = None) -> subprocess.Popen[bytes]:
+    """``lookout run`` on the sample video, looping as fast as it goes, in the background."""
+    (tmp_path / "empty.toml").write_text("")
+    out = (tmp_path / "out.txt").open("wb")
+    err = (tmp_path / "err.txt").open("wb")
+    with out, err:
+        return subprocess.Popen(
+            [*LOOKOUT, "run", "--config", str(tmp_path / "empty.toml"), "--model", "local",
+             "--source", str(data_file("vtest.avi")), "--loop", "--pace", "fast", *args],
+            cwd=REPO_ROOT, env=offline_env(), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            preexec_fn=preexec_fn,
+        )  # fmt: skip
+
+
+def stop_run(proc: subprocess.Popen[bytes], tmp_path: Path) -> tuple[int, str, str]:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+    return proc.returncode, (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
+
+
+def wait_until(what: str, done: Any, timeout: float = 90.0, proc: Any = None) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert proc is None or proc.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() < deadline, f"never {what}"
+        time.sleep(0.05)  # polling a running process's files
+
+
+def event_rows(db: Path) -> int:
+    """Events in a database another process writes (0 while there is none to read)."""
+    if not db.exists():
+        return 0
+    try:
+        with contextlib.closing(sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)) as conn:
+            return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def lines_in(path: Path) -> int:
+    """Whole lines in a file another process appends to (0 while there is none)."""
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def test_copytruncate_then_a_full_disk_leaves_a_log_the_report_reads(tmp_path: Path) -> None:
+    """logrotate's copytruncate empties the file under the running writer; then the disk
+    fills (RLIMIT_FSIZE), and is freed. The file gets no NUL bytes, no line glued to a
+    torn one, and ``lookout report`` reads it, saying the one line the disk cut."""
+    events = tmp_path / "events.jsonl"
+    limit = 8192
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+
+    proc = start_run(tmp_path, "--no-http", "--events", str(events), preexec_fn=small_disk)
+    try:
+        wait_until("3 KiB of events", lambda: size(events) > 3072, proc=proc)
+        rotated = tmp_path / "events.jsonl.1"  # copytruncate: copy, then cut to 0 in place
+        rotated.write_bytes(events.read_bytes())
+        with events.open("r+b") as file:
+            file.truncate(0)
+        wait_until("the disk full", lambda: size(events) >= limit, proc=proc)
+        resource.prlimit(
+            proc.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+        )
+        wait_until("writing again", lambda: size(events) > limit + 2048, proc=proc)
+    finally:
+        code, stdout, stderr = stop_run(proc, tmp_path)
+    assert code == 3, stderr  # lines were lost while the disk was full: said
+    assert "Traceback" not in stdout + stderr
+    raw = events.read_bytes()
+    assert b"\0" not in raw
+    result = lookout("report", str(events), "--out", str(tmp_path / "r.html"), timeout=60)
+    assert result.returncode == 0, result.stderr
+    torn = raw[limit - 1 : limit] != b"\n"  # unless a line happened to end at the limit
+    line = raw[:limit].count(b"\n") + 1
+    assert (
+        result.stderr.strip().splitlines()
+        == [
+            f"lookout: warning: {events}: skipped 1 line that is not a whole event (torn or "
+            f"corrupt: line {line}); the report is of the rest"
+        ][: int(torn)]
+    )
+    assert lookout("report", str(rotated), "--out", str(tmp_path / "r1.html")).returncode == 0
+
+
+def test_a_renamed_events_file_is_followed_by_a_new_one_at_its_name(tmp_path: Path) -> None:
+    """logrotate's default (create mode) renames the file and makes an empty one at its
+    name: the run goes on in the new file, said once; the renamed file is whole."""
+    events = tmp_path / "events.jsonl"
+    proc = start_run(tmp_path, "--no-http", "--events", str(events))
+    try:
+        wait_until("20 lines", lambda: lines_in(events) >= 20, proc=proc)
+        rotated = tmp_path / "events.jsonl.1"
+        events.rename(rotated)
+        events.touch()
+        wait_until("lines in the new file", lambda: lines_in(events) >= 20, proc=proc)
+    finally:
+        code, stdout, stderr = stop_run(proc, tmp_path)
+    assert code == 0, stderr
+    old, new = jsonl_events(rotated), jsonl_events(events)  # each line whole
+    assert old[0]["type"] == "run" and new[-1]["type"] == "capture_stats"
+    said = [line for line in stdout.splitlines() if "renamed or moved" in line]
+    assert len(said) == 1 and str(events) in said[0], stdout
+
+
+def test_a_deleted_database_is_said_made_again_and_the_exit_code_says_it(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "events.sqlite"
+    port = free_port()
+    proc = start_run(tmp_path, "--http", f"127.0.0.1:{port}", "--db", str(db))
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_healthy(base)
+        wait_until("events in the database", lambda: event_rows(db) > 10, proc=proc)
+        db.unlink()  # rm events.sqlite: its -wal and -shm stay
+        degraded = _wait_degraded(base, 60)
+        assert "events lost" in degraded["reason"], degraded
+        wait_until("a new database", lambda: event_rows(db) > 10, proc=proc)
+    finally:
+        code, stdout, stderr = stop_run(proc, tmp_path)
+    assert code == 3, stderr
+    assert "Traceback" not in stdout + stderr
+    err = stderr.strip().splitlines()
+    assert len(err) == 1 and "the event log is incomplete" in err[0], stderr
+    assert "deleted while open" in err[0], err
+    said = [line for line in stdout.splitlines() if "deleted while open" in line]
+    assert len(said) == 1 and "warning: " in said[0], stdout
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        gaps = conn.execute("SELECT kind, reason FROM store_gaps").fetchall()
+    conn.close()
+    assert [kind for kind, _ in gaps] == ["event"] and "deleted while open" in gaps[0][1]
+    kinds = [e["type"] for e in db_events(db)]
+    assert "capture_stats" in kinds  # the run went on into the new database to its end

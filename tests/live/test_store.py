@@ -383,3 +383,113 @@ def test_a_path_that_cannot_be_a_database_fails_at_once_in_one_line(
         assert str(info.value).startswith(f"{path}: {expected}")
         assert "\n" not in str(info.value)
     assert SQLiteStore.lookup(path) is None
+
+
+# ------------------------------------------------ a file that is not ours, or leaves its name
+
+
+def schema_of(path: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+    conn.close()
+    return rows
+
+
+def test_another_applications_database_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE contacts (name TEXT)")
+        conn.execute("INSERT INTO contacts VALUES ('Ada')")
+    conn.close()
+    before, raw = schema_of(path), path.read_bytes()
+    for view in (SQLiteEventLog, SQLiteJobStore, SQLiteOccupancyLog):
+        with pytest.raises(StoreError) as info:
+            view(path)
+        message = str(info.value)
+        assert message.startswith(f"{path}: a SQLite database of another application")
+        assert "(tables: contacts)" in message and "\n" not in message
+    assert schema_of(path) == before  # no store_gaps, no sqlite_sequence, no events
+    assert path.read_bytes() == raw  # not even the journal mode
+    assert SQLiteStore.lookup(path) is None
+
+
+def test_lookout_databases_old_and_new_are_still_opened(tmp_path: Path) -> None:
+    old = tmp_path / "old.db"  # an event log from before store_gaps existed
+    with sqlite3.connect(old) as conn:
+        conn.execute(
+            "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, "
+            "t REAL NOT NULL, type TEXT NOT NULL, call_id TEXT, data TEXT NOT NULL)"
+        )
+    conn.close()
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    for path in (old, empty, tmp_path / "new.db"):
+        log = SQLiteEventLog(path)
+        log.record(text(1))
+        log.close()
+        assert numbers(path) == [1]
+
+
+def test_a_database_deleted_while_open_is_said_counted_and_started_anew(tmp_path: Path) -> None:
+    db, problems = tmp_path / "lookout.db", Problems()
+    log = SQLiteEventLog(db, on_problem=problems)
+    jobs = SQLiteJobStore(db)
+    for i in range(5):
+        log.record(text(i))
+    assert log.flush()
+    db.unlink()  # rm lookout.db (its -wal and -shm stay, as rm *.db leaves them)
+    for i in range(5, 8):
+        log.record(text(i))
+    assert log.flush()
+    message = problems.wait_for(DATA_DROPPED)
+    assert "was deleted while open" in message and "5 events" in message, message
+    health = log.health()
+    assert health.dropped == 5 and not health.complete and not health.degraded
+    job = Job("job-1", "call-1", "start_occupancy_report", {"minutes": 1.0})
+    jobs.put(job)
+    assert jobs.get("job-1") == job  # every view's tables are made again
+    jobs.close()
+    log.close()
+    assert numbers(db) == [5, 6, 7]
+    gaps = read_gaps(db)
+    assert [(g["kind"], g["dropped"]) for g in gaps] == [("event", 5)]
+    assert "deleted while open" in gaps[0]["reason"] and gaps[0]["detail"] == {"model_text": 5}
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+
+
+def test_a_database_moved_while_open_keeps_its_events_and_a_new_one_starts(
+    tmp_path: Path,
+) -> None:
+    db, problems = tmp_path / "lookout.db", Problems()
+    log = SQLiteEventLog(db, on_problem=problems)
+    for i in range(5):
+        log.record(text(i))
+    assert log.flush()
+    moved = tmp_path / "archive.db"
+    db.rename(moved)
+    for i in range(5, 8):
+        log.record(text(i))
+    assert log.flush()
+    message = problems.wait_for("reopened")
+    assert "renamed or moved" in message and str(db.name) in message, message
+    log.close()
+    assert log.complete
+    assert numbers(moved) == [0, 1, 2, 3, 4]  # all of them: the WAL went into the file
+    assert numbers(db) == [5, 6, 7]
+    assert problems.kinds == ["reopened"]
+
+
+def test_a_database_deleted_just_before_closing_is_said(tmp_path: Path) -> None:
+    db, problems = tmp_path / "lookout.db", Problems()
+    log = SQLiteEventLog(db, on_problem=problems)
+    for i in range(3):
+        log.record(text(i))
+    assert log.flush()
+    db.unlink()
+    log.close()  # nothing more to write: closing looks once more
+    assert log.health().dropped == 3 and not log.complete
+    assert "3 events" in problems.wait_for(DATA_LOST)

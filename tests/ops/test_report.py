@@ -117,20 +117,20 @@ def test_sqlite_log_gives_the_same_figures(tmp_path: Path) -> None:
 
 def test_problems_are_one_line_report_errors(tmp_path: Path) -> None:
     good = write_jsonl(tmp_path / "good.jsonl", one_run())
-    bad_json = tmp_path / "bad.jsonl"
-    bad_json.write_text('{"type": "count", "t": 1}\nnot json\n{"type": "x", "t": 2}\n')
     not_event = tmp_path / "other.jsonl"
     not_event.write_text('{"hello": 1}\n')
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     binary = tmp_path / "blob.bin"
     binary.write_bytes(b"\xff\xfe\x00garbage")
+    text_file = tmp_path / "notes.txt"
+    text_file.write_text("shopping\nmilk\n")
     cases = [
         (tmp_path / "missing.jsonl", tmp_path / "r.png", "no such file"),
-        (bad_json, tmp_path / "r.png", "bad.jsonl:2: not valid JSON"),
         (not_event, tmp_path / "r.png", "other.jsonl:1: not a Lookout event"),
+        (text_file, tmp_path / "r.png", "notes.txt: not a Lookout events file"),
         (empty, tmp_path / "r.png", "no events"),
-        (binary, tmp_path / "r.png", "neither a JSON-lines file nor a SQLite database"),
+        (binary, tmp_path / "r.png", "blob.bin: not a Lookout events file"),
         (tmp_path, tmp_path / "r.png", "is a directory"),
         (good, tmp_path / "r.pdf", "must be .html or .png"),
         (good, tmp_path / "nowhere" / "r.png", "does not exist"),
@@ -150,19 +150,54 @@ def test_half_written_last_line_of_a_killed_run_is_ignored(
     with caplog.at_level(logging.WARNING, logger="lookout.report"):
         assert len(load_events(path)) == len(one_run())
     assert [r.getMessage() for r in caplog.records] == [
-        f"{path}:{len(one_run()) + 1}: skipped a torn last line (not valid JSON)"
+        f"{path}: skipped 1 line that is not a whole event (torn or corrupt: line "
+        f"{len(one_run()) + 1}); the report is of the rest"
     ]
 
 
-def test_an_invalid_last_line_is_skipped_with_a_warning(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+def damaged_log(path: Path) -> Path:
+    """One run's log as the disk and other writers can leave it: a line torn in the middle
+    (a full disk, then writing again), a run of NUL bytes (copytruncate under a writer
+    that was not appending), a line another writer glued to a torn one, garbage."""
+    events = [json.dumps(e.to_dict(), separators=(",", ":")).encode() for e in one_run()]
+    damaged = [
+        *events[:2],
+        events[2][:25],  # torn: the rest of this line never reached the disk
+        b"\0" * 6463 + events[3],  # NUL bytes where copytruncate cut the file
+        events[4],
+        events[6][:20] + events[5],  # another writer's line glued to a torn one
+        b"\xff\xfe not even UTF-8",
+        *events[7:],
+    ]
+    path.write_bytes(b"\n".join(damaged) + b"\n")
+    return path
+
+
+def test_torn_lines_nul_runs_and_glued_lines_anywhere_are_skipped_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write_jsonl(tmp_path / "events.jsonl", one_run())
-    with path.open("a") as file:
-        file.write('{"type":"count","t":13.0,"id\n\n')  # ended, by a repair, but not whole
-    with caplog.at_level(logging.WARNING, logger="lookout.report"):
-        assert len(load_events(path)) == len(one_run())
-    assert len(caplog.records) == 1
+    path = damaged_log(tmp_path / "events.jsonl")
+    summary = make_report(path, tmp_path / "r.html")
+    kept = [e.to_dict() for i, e in enumerate(one_run()) if i not in (2, 6)]
+    assert summary == summarize(kept)  # every whole event, the glued one too
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"lookout: warning: {path}: skipped 3 lines that are not whole events (torn or "
+        "corrupt: lines 3, 6, 7) and 6,463 NUL bytes; the report is of the rest"
+    ]
+    html = (tmp_path / "r.html").read_text()
+    assert "3 lines and 6,463 NUL bytes of it were skipped" in html  # the page says it too
+
+
+def test_lookout_report_says_what_it_skipped_without_being_asked(tmp_path: Path) -> None:
+    path = damaged_log(tmp_path / "events.jsonl")
+    result = lookout("report", str(path), "--out", str(tmp_path / "report.html"), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "skipped 3 lines" in lines[0] and "6,463 NUL bytes" in lines[0], lines[0]
+    assert "wrote" in result.stdout and "max 3 people" in result.stdout
 
 
 def test_lookout_report_on_a_file_with_a_torn_last_line(tmp_path: Path) -> None:
@@ -171,8 +206,10 @@ def test_lookout_report_on_a_file_with_a_torn_last_line(tmp_path: Path) -> None:
         file.write('{"type":"count","t":13.0,"id":"c2","cou')
     result = lookout("report", str(path), "--out", str(tmp_path / "report.html"), timeout=60)
     assert result.returncode == 0, result.stderr
-    assert "skipped a torn last line (not valid JSON)" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"lookout: warning: {path}: skipped 1 line that is not a whole event (torn or "
+        f"corrupt: line {len(one_run()) + 1}); the report is of the rest"
+    ]
     assert "wrote" in result.stdout and "max 3 people" in result.stdout
 
 
