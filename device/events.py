@@ -113,8 +113,10 @@ class LogProblem(Event):
 
     ``kind``: ``degraded`` (writing fails; events kept in memory and retried),
     ``recovered`` (writing again, caught up), ``dropped`` (the memory backlog
-    overflowed: some events are lost, counted), ``lost`` (it closed incomplete).
-    Said once per problem, never per event.
+    overflowed, or the file was deleted while open: some events are lost, counted),
+    ``lost`` (it closed incomplete), ``reopened`` (the file under the name changed:
+    renamed by a rotation, or deleted; a new one is written there). Said once per
+    problem, never per event.
     """
 
     type: ClassVar[str] = "log_problem"

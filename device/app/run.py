@@ -81,6 +81,9 @@ RETRY_SUFFIX = re.compile(r";? *retry in [^;)]*$")
 EXIT_FAILURE = 1  # the run failed (a required model, a source that failed for good)
 EXIT_LOG_INCOMPLETE = 3  # the run ended, but its event log misses events (said why)
 CLOCK_CHECK_S = 1.0  # how often the wall clock is compared with the monotonic one
+# After SIGTERM/SIGINT, what the event log has not written by then is counted lost (and
+# said, exit 3): a database another process holds locked must not hold the exit.
+SIGNAL_FLUSH_S = 0.5
 
 SYSTEM_INSTRUCTION = (
     "You are Lookout, a camera agent. Call count_people once at the start and keep it "
@@ -391,7 +394,7 @@ class App:
                 self.config.db,
                 lambda p: SQLiteEventLog(p, session=self.run_id, on_problem=self._log_problem),
             )
-            bus.subscribe(_LogSink(self.event_log))
+            bus.subscribe(_LogSink(self.event_log, lambda: self._flush_budget_s))
         self.source_runner = configured_runner(
             self.config,
             self.source,
@@ -419,6 +422,9 @@ class App:
             media_duration_s=None if self.source.live else self.config.duration,
         )
         self._stop_requested = False
+        # How long closing may wait for the event log to catch up: a run that ends by
+        # itself waits for it; one stopped by a signal has promised to exit in 2 s.
+        self._flush_budget_s = 5.0
         self._source_closed = anyio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -644,11 +650,19 @@ class App:
         self.request_stop()
 
     async def _watch_signals(self, scope: CancelScope) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
+        signals_watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        with anyio.open_signal_receiver(*signals_watched) as signals:
+            async for number in signals:
+                if number == signal.SIGHUP:
+                    # logrotate's postrotate, a hung-up terminal: by default it killed the
+                    # device on the spot (no offline state, logs cut). The logs follow
+                    # their files' names by themselves; this only makes it immediate.
+                    self._logs_follow_names()
+                    continue
                 if self._stop_requested:
                     scope.cancel()  # a second signal: stop now
                     return
+                self._flush_budget_s = SIGNAL_FLUSH_S
                 self.request_stop()
                 # The session stops streams and flushes within its own timeouts; this is
                 # the backstop that keeps the promise of exiting within 2 seconds.
@@ -660,6 +674,16 @@ class App:
                     await self._source_closed.wait()
                 scope.cancel()
                 return
+
+    def _logs_follow_names(self) -> None:
+        if self.jsonl is not None:
+            self.jsonl.follow_name()
+        assert self.bus is not None
+        self.console.say(
+            "SIGHUP: the event logs are checked against their file names (rotation); "
+            "the device runs on (SIGTERM or SIGINT stop it)",
+            self.bus.elapsed(),
+        )
 
     async def _read_commands(self, session: LiveSession) -> None:
         assert self.bus is not None
@@ -715,15 +739,16 @@ class App:
 
 @dataclass
 class _LogSink:
-    """The SQLite event log as a bus subscriber."""
+    """The SQLite event log as a bus subscriber (``budget``: seconds closing may wait)."""
 
     log: SQLiteEventLog
+    budget: Callable[[], float] = lambda: 5.0
 
     def write(self, event: Any) -> None:
         self.log.record(event)
 
     def close(self) -> None:
-        self.log.close()
+        self.log.close(self.budget())
 
 
 def run_started(

@@ -161,6 +161,11 @@ class JsonlSink:
                 self._end_line_first = os.write(fd, b"\n") != 1
             raise
 
+    def follow_name(self) -> None:
+        """Check now that the path still names the open file (SIGHUP after a rotation)."""
+        if not self._closed:
+            self._follow_name()
+
     def _follow_name(self, *, reopen: bool = True) -> None:
         """The path should still name the open file; if not, say so and write a new one."""
         self._next_check = self._clock() + self._check_every_s

@@ -273,3 +273,71 @@ def test_doctor_tries_a_gemini_setup_handshake_and_says_what_it_got() -> None:
     assert gone.returncode == 1
     assert "[FAIL] model" in gone.stdout and "unreachable" in gone.stdout, gone.stdout
     assert env["GEMINI_API_KEY"] not in gone.stdout + gone.stderr
+
+
+def _start_counting(args: list[str], out: Path) -> subprocess.Popen[str]:
+    """``lookout run ARGS`` on the sample video, once it has said a count in ``out``."""
+    proc = subprocess.Popen(
+        [*LOOKOUT, "run", "--source", str(data_file("vtest.avi")), "--model", "local",
+         "--no-http", "--events", str(out), *args],
+        cwd=REPO_ROOT, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (out.exists() and '"type":"count"' in out.read_text()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"lookout did not count: {proc.communicate()[1]}")
+        time.sleep(0.05)  # polling another process
+    return proc
+
+
+def test_sighup_does_not_kill_the_device_it_checks_the_logs(tmp_path: Path) -> None:
+    """logrotate's postrotate (or a hung-up terminal) sends SIGHUP: by default it ended
+    the process on the spot, with no offline state and the logs cut mid-run."""
+    out = tmp_path / "events.jsonl"
+    proc = _start_counting([], out)
+    try:
+        proc.send_signal(signal.SIGHUP)
+        lines = len(out.read_text().splitlines())
+        deadline = time.monotonic() + 30
+        while len(out.read_text().splitlines()) <= lines + 3:  # it goes on logging
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stderr
+    assert "SIGHUP: the event logs are checked" in stdout
+
+
+def test_sigterm_with_the_database_locked_still_stops_within_two_seconds(
+    tmp_path: Path,
+) -> None:
+    """Another process holds the --db's lock: SIGTERM must not wait for it (it took 6.8 s)
+    and what could not be written is said, with exit 3, not lost silently."""
+    import sqlite3
+
+    out, db = tmp_path / "events.jsonl", tmp_path / "events.sqlite"
+    proc = _start_counting(["--db", str(db)], out)
+    holder = sqlite3.connect(db, timeout=0, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        time.sleep(0.5)  # events pile up behind the lock (another process: no event to wait on)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=10)
+        took = time.monotonic() - started
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert took < 2.5, took
+    assert proc.returncode == 3, (stdout, stderr)
+    assert "the event log is incomplete" in stderr and str(db) in stderr
