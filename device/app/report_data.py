@@ -37,6 +37,7 @@ from typing import Any
 
 from device.app.report_jsonl import NotEvents, Skipped, is_event, read_jsonl
 from device.app.report_scene import build_scene, summarize_scene
+from live.walltime import wall_time
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 COUNT_TOOL = "count_people"
@@ -245,11 +246,14 @@ class Timeline:
     @property
     def wall_origin(self) -> float | None:
         """The wall-clock time at 0 on the axis for one camera run (the one case whose
-        times read as clock times), else None."""
+        times read as clock times), else None; on the clock as the run's logged steps of
+        the system clock left it (``live/walltime.py``)."""
         run = self.runs[0] if len(self.runs) == 1 else None
         if self.axis != WALL or run is None or run.info is None:
             return None
-        return float(run.info["started_wall"]) - run.offset
+        steps = [e for e in run.events if e["type"] == "clock_step"]
+        origin = wall_time(float(run.info.get("t", 0.0)), run.info, steps)
+        return None if origin is None else origin - run.offset
 
 
 def build_timeline(events: list[dict[str, Any]], runs: list[Run] | None = None) -> Timeline:

@@ -336,3 +336,29 @@ def test_report_of_an_ask_db_says_there_is_no_count_not_none(tmp_path: Path) -> 
     result = lookout("report", str(db), "--out", str(tmp_path / "r.html"), timeout=60)
     assert result.returncode == 0, result.stderr
     assert "no count in this log" in result.stdout and "None" not in result.stdout
+
+
+def test_a_camera_run_is_charted_on_the_clock_as_a_step_of_the_system_clock_left_it() -> None:
+    """A Pi that booted three days behind and was set by NTP a minute in: the chart's
+    clock times are the real ones, for the whole run, not three days in the past."""
+    from device.app.report_data import build_timeline
+    from device.events import ClockStep
+
+    behind = 3 * 86400.0
+    started = 1_795_000_000.0 - behind
+    run = RunStarted(t=0.5, run_id="cam", started="", started_wall=started, source="cam 0",
+                     live=True, model="local", command="run", config={})  # fmt: skip
+    events = [
+        run.to_dict(),
+        CountChanged(t=1.0, count=2, previous=None, raw=2).to_dict(),
+        ClockStep(t=60.5, step_s=behind, wall=started + 60 + behind).to_dict(),
+        CountChanged(t=90.0, count=3, previous=2, raw=3).to_dict(),
+    ]
+    timeline = build_timeline(events)
+    assert timeline.axis == "wall"
+    # The count change at t = 90 s happened 89.5 s after the start, on the real clock.
+    origin = timeline.wall_origin
+    assert origin is not None
+    assert origin + timeline.runs[0].time(events[-1]) + timeline.runs[0].offset == (
+        pytest.approx(started + behind + 89.5, abs=1.0)
+    )
