@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from device.app.report_scene import build_scene, summarize_scene
+from live.redact import safe_url
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 COUNT_TOOL = "count_people"
@@ -184,7 +185,8 @@ class Run:
     def describe(self, index: int) -> str:
         if self.info is None:
             return f"run {index}"
-        source = self.info.get("source", "?")
+        # A log written before sources were shown safely may hold a URL's password.
+        source = safe_url(str(self.info.get("source", "?")))
         return f"run {index} ({self.run_id}, {self.info.get('started', '?')}, {source})"
 
 

@@ -1,0 +1,111 @@
+"""What a source or URL looks like wherever it is shown, and text made safe to show."""
+
+from __future__ import annotations
+
+import pytest
+
+from live.printable import printable, printable_lines
+from live.redact import redact, safe_url, strip_credentials, url_secrets
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        # Query values dropped, names kept: cameras call a password anything.
+        (
+            "http://127.0.0.1:8080/videostream.cgi?user=admin&pwd=hunter2",
+            "http://127.0.0.1:8080/videostream.cgi?user=***&pwd=***",
+        ),
+        ("http://cam/snapshot.cgi?usr=a&passwd=b&sig=c&auth=d", "http://cam/snapshot.cgi?usr=***&passwd=***&sig=***&auth=***"),
+        # No user info at all, whatever the password holds.
+        ("rtsp://admin:S3cr@tPa55@cam.local:554/Streaming/Channels/101",
+         "rtsp://cam.local:554/Streaming/Channels/101"),
+        ("mqtt://bob:br0k3r@pw@broker:1883", "mqtt://broker:1883"),
+        ("rtsp://admin@cam/live", "rtsp://cam/live"),
+        ("rtsp://admin:pa ss@cam/x", "rtsp://cam/x"),
+        # A password with / ? or # in it (typed unencoded): the host is after the last @.
+        ("rtsp://admin:pa/ss@cam/x", "rtsp://***@cam/x"),
+        ("rtsp://admin:12#34@cam:554/x", "rtsp://***@cam:554/x"),
+        ("rtsp://admin:12?34@cam/x?channel=2", "rtsp://***@cam/x?channel=2"),
+        # Harmless names keep their short values: which stream it is.
+        ("rtsp://cam/cam/realmonitor?channel=1&subtype=0", "rtsp://cam/cam/realmonitor?channel=1&subtype=0"),
+        ("http://cam/video.mjpg?action=stream", "http://cam/video.mjpg?action=stream"),
+        ("http://cam/x?channel=a-very-long-value-it-is", "http://cam/x?channel=***"),
+        # A bare query part may be a token; an empty value is no secret.
+        ("http://cam/snap.cgi?s3cr3tbare", "http://cam/snap.cgi?***"),
+        ("http://cam/x?a=&b=1", "http://cam/x?a=&b=***"),
+        # Values in the path (Xiongmai cameras, session ids).
+        ("rtsp://cam:554/user=admin_password=tlJwpbo6_channel=1_stream=0.sdp", "rtsp://cam:554/user=***"),
+        ("http://cam/live;jsessionid=ABCDEF123", "http://cam/live;jsessionid=***"),
+        ("http://[::1]:8080/x?auth=tok#frag", "http://[::1]:8080/x?auth=***"),
+        # No host can be told: nothing of the address is shown.
+        ("http://cam/v.cgi?user=me@mail.com&pwd=hunter2", "http://***"),
+        ("http://u:p@cam:abc/x", "http://***/x"),
+        # Not URLs: files and cameras as they are, a mistyped URL without its user info.
+        ("/videos/me@home.avi", "/videos/me@home.avi"),
+        ("camera 0", "camera 0"),
+        ("rtsp:/admin:pw@cam/x", "rtsp:/***@cam/x"),
+        ("rtsp//admin:p/w@cam/x", "rtsp//***@cam/x"),
+        # One line, whatever was typed.
+        ("rtsp://cam/a\x1b[2J\nb", "rtsp://cam/a\\x1b[2J\\nb"),
+    ],
+)  # fmt: skip
+def test_a_url_is_shown_as_scheme_host_port_path_and_query_names(url: str, shown: str) -> None:
+    assert safe_url(url) == shown
+    assert safe_url(shown) == shown  # shown again (a source's name in an event): the same
+
+
+SPECIALS = "@/?#:;&=%'\" !$()*+,[]\\^`{|}~"
+
+
+@pytest.mark.parametrize("char", list(SPECIALS))
+def test_no_part_of_a_password_is_shown_whatever_character_it_holds(char: str) -> None:
+    password = f"Qz{char}Xw{char}Yv"
+    urls = [
+        f"rtsp://admin:{password}@cam.local:554/live",
+        f"rtsp://{password}@cam.local/live",
+        f"http://cam.local/video.cgi?user=admin&pwd={password}&channel=1",
+        f"mqtt://bob:{password}@broker:1883",
+    ]
+    for url in urls:
+        for shown in (safe_url(url), redact(f"cannot open {safe_url(url)}")):
+            assert not any(piece in shown for piece in ("Qz", "Xw", "Yv")), (url, shown)
+    if char not in " '\"":  # a message's URL ends at a space or a quote
+        for url in urls:
+            shown = strip_credentials(f"error: cannot open {url} (timed out).")
+            assert not any(piece in shown for piece in ("Qz", "Xw", "Yv")), (url, shown)
+            assert shown.startswith("error: cannot open ") and "(timed out)." in shown
+
+
+def test_urls_in_messages_are_shown_as_safe_url_shows_them() -> None:
+    text = (
+        "[tcp @ 0x5] Connection to tcp://127.0.0.1:1?timeout=0 failed; see http://u:pw99@h/a?k=v."
+    )
+    assert strip_credentials(text) == (
+        "[tcp @ 0x5] Connection to tcp://127.0.0.1:1?timeout=0 failed; see http://h/a?k=***."
+    )
+    assert strip_credentials("/videos/me@home.avi: no frame") == "/videos/me@home.avi: no frame"
+
+
+def test_the_secret_parts_of_a_url_are_known_for_redaction_elsewhere() -> None:
+    secrets = url_secrets("rtsp://admin:S3cr%40t@cam/x?user=admin&pwd=hunter2&channel=1")
+    assert set(secrets) == {"S3cr%40t", "S3cr@t", "hunter2"}  # user names stay readable
+    assert redact("the camera said S3cr@t", secrets) == "the camera said ***"
+    assert url_secrets("/videos/a.mp4") == () and url_secrets(None) == ()
+
+
+def test_control_characters_are_shown_escaped() -> None:
+    hostile = "ok\x1b[2J\r\n[   99.9s] count: 0 (was 7)\u202eevil\x9b\x07\x7f\ud800\u2028\t"
+    shown = printable(hostile)
+    assert shown == (
+        "ok\\x1b[2J\\r\\n[   99.9s] count: 0 (was 7)\\u202eevil\\x9b\\x07\\x7f\\ud800\\u2028\\t"
+    )
+    assert shown.isprintable()
+    shown.encode("utf-8")  # a lone surrogate would make print() raise
+    # Letters, accents and emoji (joined by U+200D) are text, not controls.
+    assert printable("Zoë 👨\u200d👩\u200d👧 ok") == "Zoë 👨\u200d👩\u200d👧 ok"
+
+
+def test_a_block_keeps_its_line_breaks_and_escapes_the_rest() -> None:
+    shown = printable_lines("one\r\ntwo\nthree\rx\x1b[2J\u202e")
+    assert shown == "one\ntwo\nthree\\rx\\x1b[2J\\u202e"
