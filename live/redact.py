@@ -68,7 +68,8 @@ _USER_NAMES = frozenset({"account", "login", "name", "user", "username", "usr"})
 _HARMLESS_VALUE = re.compile(r"[A-Za-z0-9_.\-]{1,16}")
 # A mistyped URL (``rtsp:/admin:pw@cam``, ``rtsp//admin:pw@cam``): its user info.
 _SCHEME_TYPO = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:/*")
-_USERINFO_IN_PATH = re.compile(r"[^/\s:]*:[^\s]*@")
+# user:password@ outside a URL: in a mistyped one, or quoted in a message.
+_USERINFO = re.compile(r"[^\s'\"<>/:@]+:(?!/)[^\s'\"<>]*@")
 
 
 def _query(query: str) -> str:
@@ -135,16 +136,17 @@ def _split_authority(rest: str) -> tuple[str, str, bool] | None:
     if "@" in authority:
         userinfo, authority = authority.rsplit("@", 1)
         elided = userinfo == HIDDEN  # shown once already: still say something was left out
-    if not _HOST.fullmatch(authority):
-        authority, elided = HIDDEN, True
+    # Nothing of a password is left in it (that ends at the last @): shown as typed,
+    # even if no client could read it as a host (``mqtt://host[:port]`` in a message).
     return authority, tail, elided
 
 
 def _not_a_url(text: str) -> str:
     typo = _SCHEME_TYPO.match(text)
     if typo is not None and "@" in text[typo.end() :]:
+        # rtsp:/admin:pw@cam, or user:pass word@host (a broker without its scheme).
         return typo.group(0) + HIDDEN + "@" + text.rsplit("@", 1)[1]
-    return _USERINFO_IN_PATH.sub(HIDDEN + "@", text)
+    return _USERINFO.sub(HIDDEN + "@", text)
 
 
 def safe_url(url: str) -> str:
@@ -172,14 +174,15 @@ def safe_url(url: str) -> str:
 
 
 def strip_credentials(text: str) -> str:
-    """Every URL in ``text`` (a message, an error) as ``safe_url`` shows it."""
+    """Every URL in ``text`` (a message, an error) as ``safe_url`` shows it, and any
+    other ``user:password@`` in it hidden (``not 'u:pw@host'``, a URL without scheme)."""
 
     def one(match: re.Match[str]) -> str:
         found = match.group(0)
         kept = found.rstrip(_TRAILING)
         return safe_url(kept) + found[len(kept) :]
 
-    return _URL_IN_TEXT.sub(one, text)
+    return _USERINFO.sub(HIDDEN + "@", _URL_IN_TEXT.sub(one, text))
 
 
 def url_secrets(url: str | None) -> tuple[str, ...]:

@@ -40,12 +40,15 @@ from live.redact import redact, safe_url, strip_credentials, url_secrets
         ("http://[::1]:8080/x?auth=tok#frag", "http://[::1]:8080/x?auth=***"),
         # No host can be told: nothing of the address is shown.
         ("http://cam/v.cgi?user=me@mail.com&pwd=hunter2", "http://***"),
-        ("http://u:p@cam:abc/x", "http://***/x"),
+        # A host no client could read is still no secret: as typed, without the user info.
+        ("http://u:p@cam:abc/x", "http://cam:abc/x"),
+        ("mqtt://host[:port]", "mqtt://host[:port]"),
         # Not URLs: files and cameras as they are, a mistyped URL without its user info.
         ("/videos/me@home.avi", "/videos/me@home.avi"),
         ("camera 0", "camera 0"),
         ("rtsp:/admin:pw@cam/x", "rtsp:/***@cam/x"),
         ("rtsp//admin:p/w@cam/x", "rtsp//***@cam/x"),
+        ("bob:pass word@broker", "bob:***@broker"),
         # One line, whatever was typed.
         ("rtsp://cam/a\x1b[2J\nb", "rtsp://cam/a\\x1b[2J\\nb"),
     ],
@@ -85,6 +88,14 @@ def test_urls_in_messages_are_shown_as_safe_url_shows_them() -> None:
         "[tcp @ 0x5] Connection to tcp://127.0.0.1:1?timeout=0 failed; see http://h/a?k=***."
     )
     assert strip_credentials("/videos/me@home.avi: no frame") == "/videos/me@home.avi: no frame"
+    # Without a scheme, user:password@ is still what it looks like.
+    assert strip_credentials("mqtt: not 'u:S3cr@tPa55@host'") == "mqtt: not '***@host'"
+    assert (
+        strip_credentials("at 12:30:01 bob@example.org left") == "at 12:30:01 bob@example.org left"
+    )
+    assert strip_credentials("expected mqtt://host[:port], not 'x'") == (
+        "expected mqtt://host[:port], not 'x'"
+    )
 
 
 def test_the_secret_parts_of_a_url_are_known_for_redaction_elsewhere() -> None:

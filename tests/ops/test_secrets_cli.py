@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli import LOOKOUT, lookout, offline_env
+from tests.cli import LOOKOUT, lookout, lookout_in_process, offline_env
 from tests.datafiles import REPO_ROOT
 from tests.mjpeg_camera import MjpegCamera, vtest_jpegs
 from tests.ops.support import Broker, Subscriber, free_port, wait_until
@@ -242,3 +242,24 @@ def test_a_report_of_an_old_log_does_not_show_the_password_it_recorded(tmp_path:
     page = (tmp_path / "r.html").read_text()
     assert "two\\x1b[2J\\u202e people" in page and "\x1b" not in page and "\u202e" not in page
     assert leaks(unknown.stdout + unknown.stderr + made.stdout + made.stderr + page) == []
+
+
+@pytest.mark.parametrize(
+    "mqtt",
+    [
+        "bob:hunter2@broker",  # no scheme
+        "bob:hunter 2@broker",  # no scheme, a space in the password
+        "mqtt://bob:hunter/2@broker",  # a / in the password: a path, refused
+        "mqtt://bob:hunter2@broker:notaport",
+        "tcp://bob:hunter2@broker",
+    ],
+)
+def test_a_refused_broker_url_is_quoted_without_its_password(tmp_path: Path, mqtt: str) -> None:
+    (tmp_path / "empty.toml").write_text("")
+    result = lookout_in_process(
+        "run", "--config", str(tmp_path / "empty.toml"), "--no-http", "--mqtt", mqtt
+    )
+    assert result.returncode == 2
+    line = result.stderr.strip()
+    assert line.startswith("lookout: mqtt: ") and "\n" not in line, line
+    assert "hunter" not in result.stdout + line, line
