@@ -185,10 +185,18 @@ def strip_credentials(text: str) -> str:
     return _USERINFO.sub(HIDDEN + "@", _URL_IN_TEXT.sub(one, text))
 
 
+def _distinctive(text: str) -> bool:
+    # Replaced wherever it turns up in what is served, a secret must not be a word or a
+    # number the device's own data holds ("stream", "running", 1234 in a timestamp).
+    mixed = any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
+    return len(text) >= 6 and (mixed or not text.isalnum())
+
+
 def url_secrets(url: str | None) -> tuple[str, ...]:
     """What of ``url`` is secret wherever it turns up, for ``redact``: the password of its
-    user info and its query's values (raw and decoded; at least 4 characters), but for
-    the harmless ones and user names (``admin`` is a word that turns up elsewhere)."""
+    user info and its query's values (raw and decoded), but for the harmless ones, user
+    names, and what is not distinctive enough to be replaced in any text (``safe_url``
+    hides them all the same where the URL is shown)."""
     if not url or not _SCHEME.match(url.strip()):
         return ()
     rest = url.strip().split("://", 1)[1]
@@ -202,7 +210,7 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
         name, _, value = part.partition("=")
         if name.lower() not in _HARMLESS | _USER_NAMES:
             found.append(value or name)
-    secrets = {s for raw in found for s in (raw, unquote(raw)) if len(s) >= 4}
+    secrets = {s for raw in found for s in (raw, unquote(raw)) if _distinctive(s)}
     return tuple(sorted(secrets, key=len, reverse=True))
 
 
