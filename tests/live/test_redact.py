@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+
 import pytest
 
 from live.printable import printable, printable_lines
-from live.redact import redact, safe_url, strip_credentials, url_secrets
+from live.redact import SafeFormatter, redact, safe_url, strip_credentials, url_secrets
 
 
 @pytest.mark.parametrize(
@@ -122,3 +125,22 @@ def test_control_characters_are_shown_escaped() -> None:
 def test_a_block_keeps_its_line_breaks_and_escapes_the_rest() -> None:
     shown = printable_lines("one\r\ntwo\nthree\rx\x1b[2J\u202e")
     assert shown == "one\ntwo\nthree\\rx\\x1b[2J\\u202e"
+
+
+def test_a_log_record_is_one_line_without_a_urls_secrets() -> None:
+    formatter = SafeFormatter("%(levelname)s %(name)s: %(message)s")
+    try:
+        raise OSError("cannot open rtsp://admin:S3cr@t@cam/live?pwd=hunter2 \x1b[2J")
+    except OSError:
+        exc_info = sys.exc_info()
+    record = logging.LogRecord(
+        "lookout.x", logging.ERROR, __file__, 1, "connect to %s failed\n%s",
+        ("http://cam/x?sig=hunter2", "[   99.9s] count: 0"), exc_info,
+    )  # fmt: skip
+    text = formatter.format(record)
+    first, *traceback = text.split("\n")
+    assert first == (
+        "ERROR lookout.x: connect to http://cam/x?sig=*** failed\\n[   99.9s] count: 0"
+    )
+    assert traceback[-1] == "OSError: cannot open rtsp://cam/live?pwd=*** \\x1b[2J"
+    assert "hunter2" not in text and "S3cr" not in text and "\x1b" not in text
