@@ -69,7 +69,11 @@ _HARMLESS_VALUE = re.compile(r"[A-Za-z0-9_.\-]{1,16}")
 # A mistyped URL (``rtsp:/admin:pw@cam``, ``rtsp//admin:pw@cam``): its user info.
 _SCHEME_TYPO = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:/*")
 # user:password@ outside a URL: in a mistyped one, or quoted in a message.
-_USERINFO = re.compile(r"[^\s'\"<>/:@]+:(?!/)[^\s'\"<>]*@")
+# It starts after a delimiter and is bounded: tried at every character of a long run (a
+# JSON array of numbers on every /api/state), an open-ended pattern takes quadratic time.
+_USERINFO = re.compile(
+    r"(?:^|(?<=[\s'\"<>/(\[{,;=]))[^\s'\"<>/:@(\[{,;=]{1,64}:(?!/)[^\s'\"<>]{0,128}@"
+)
 
 
 def _query(query: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 
 import pytest
 
@@ -144,3 +145,16 @@ def test_a_log_record_is_one_line_without_a_urls_secrets() -> None:
     )
     assert traceback[-1] == "OSError: cannot open rtsp://cam/live?pwd=*** \\x1b[2J"
     assert "hunter2" not in text and "S3cr" not in text and "\x1b" not in text
+
+
+def test_scrubbing_a_large_state_takes_linear_time() -> None:
+    # The status server scrubs every /api/state and SSE push on the event loop; the state
+    # holds long runs without a space or a quote (the count history, the tracks). A
+    # pattern that backtracks over such a run took 0.5 s for 18 KB; 200 KB would take
+    # a minute. Linear, it is some tens of milliseconds: a bound far from both.
+    history = ",".join(f"[{i * 0.5},{i % 7}]" for i in range(12_000))
+    text = f'{{"history":[{history}],"text":"{",a:" * 20_000}"}}'
+    assert len(text) > 180_000
+    started = time.perf_counter()
+    redact(text, ("abcd1234",))
+    assert time.perf_counter() - started < 3.0
