@@ -249,4 +249,12 @@ class SafeFormatter(logging.Formatter):
         return printable_lines(strip_credentials(super().formatException(ei)))
 
 
-__all__ = ["SafeFormatter", "redact", "safe_url", "short_error", "strip_credentials", "url_secrets"]
+__all__ = [
+    "SafeFormatter",
+    "at_after_host",
+    "redact",
+    "safe_url",
+    "short_error",
+    "strip_credentials",
+    "url_secrets",
+]

@@ -7,8 +7,9 @@ Server-Sent Events (state, about 4 per second at most) and MJPEG (the annotated
 frame); nothing polls for images.
 
 Security: the server never serves configuration, and every JSON body it sends
-is scrubbed of the configured secrets. When bound to loopback it refuses
-requests whose Host header is not a loopback name (DNS rebinding). With a
+is scrubbed of the configured secrets. It refuses requests whose Host header
+does not name this device, /healthz included (DNS rebinding). /healthz says
+states only (no source, no error text): it is open to monitors. With a
 token, every route but /healthz needs ``Authorization: Bearer <token>`` or the
 cookie that ``/?token=<token>`` sets once (EventSource and <img> cannot send
 headers, but they do send same-origin cookies). State changes need a JSON body,
