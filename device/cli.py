@@ -203,7 +203,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    print(f"lookout: {message}", file=sys.stderr)
+    from live.printable import printable
+    from live.redact import strip_credentials
+
+    # An exception's text may quote what the user typed: a URL with its password.
+    print(f"lookout: {printable(strip_credentials(message))}", file=sys.stderr)
     return code
 
 
@@ -215,17 +219,21 @@ def _quiet_native_logs(verbose: bool) -> None:
         os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 def _set_up_logging(verbose: bool, quiet: dict[str, int]) -> None:
     """Log to stderr; without -v the ``quiet`` loggers only from the level given."""
     logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT, stream=sys.stderr
     )
     from device.log_limit import RepeatFilter
+    from live.redact import SafeFormatter
 
     for handler in logging.getLogger().handlers:
         handler.addFilter(RepeatFilter())
+        if type(handler) is logging.StreamHandler:  # ours, not a test's capturing one
+            handler.setFormatter(SafeFormatter(LOG_FORMAT))
     if not verbose:
         for name, level in quiet.items():
             logging.getLogger(name).setLevel(level)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from live.events import Event
+from live.redact import safe_url, strip_credentials
 
 if TYPE_CHECKING:
     from device.feeds.runner import StateChange
@@ -21,8 +22,13 @@ class SourceStateEvent(Event):
 
     @classmethod
     def of(cls, source: str, change: StateChange) -> SourceStateEvent:
+        # Made safe here, once, for every output: a reason is often a driver's error
+        # text (OpenCV, FFmpeg), which may quote the URL it was given.
         return cls(
-            source=source, state=change.state.value, reason=change.reason, attempt=change.attempt
+            source=safe_url(source),
+            state=change.state.value,
+            reason=strip_credentials(change.reason),
+            attempt=change.attempt,
         )
 
 

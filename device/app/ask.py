@@ -56,6 +56,7 @@ from live.events import (
 )
 from live.frame import Frame
 from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
+from live.printable import printable, printable_lines
 from live.turn_model import TurnModel
 from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner
 from tools.occupancy import MemoryOccupancyLog, OccupancyLog, OccupancyTools, SQLiteOccupancyLog
@@ -116,7 +117,8 @@ class AskConsole:
 
     def _err_line(self, text: str) -> None:
         self._clear_bar()
-        self.err.write(text + "\n")
+        # Tool names, call ids and errors come from the model: shown, never obeyed.
+        self.err.write(printable(text) + "\n")
         self.err.flush()
 
     def _clear_bar(self) -> None:
@@ -127,7 +129,9 @@ class AskConsole:
     def write(self, event: Event) -> None:
         if isinstance(event, ModelText):
             self._clear_bar()
-            self.out.write(event.text + "\n")
+            # The answer keeps its lines; escape sequences, lone CRs and bidi overrides
+            # are shown escaped (the event logs keep the text exact).
+            self.out.write(printable_lines(event.text) + "\n")
             self.out.flush()
         elif isinstance(event, ToolCall):
             args = ", ".join(f"{k}={json.dumps(v)}" for k, v in event.args.items())
@@ -153,7 +157,7 @@ class AskConsole:
         share = event.fraction if event.fraction is not None else 0.0
         if self.tty:
             bar = "#" * int(share * 30)
-            self.err.write(f"\r\x1b[2K  [{bar:<30}] {share:4.0%} {event.message}")
+            self.err.write(f"\r\x1b[2K  [{bar:<30}] {share:4.0%} {printable(event.message)}")
             self.err.flush()
             self._bar_shown = True
             return

@@ -554,7 +554,13 @@ class Config(BaseModel):
         return self.model_name() != "local"
 
     def secrets(self) -> tuple[str, ...]:
-        return tuple(s for s in (self.api_key, self.http_token, self.mqtt_password()) if s)
+        """What is scrubbed from everything served or sent to a model, wherever it turns
+        up: the keys, the token, and the secret parts of the camera's and broker's URLs."""
+        from live.redact import url_secrets
+
+        found = (self.api_key, self.http_token, self.mqtt_password())
+        urls = (*url_secrets(self.source), *url_secrets(self.mqtt))
+        return tuple(s for s in (*found, *urls) if s)
 
     def mqtt_password(self) -> str | None:
         if not self.mqtt:

@@ -28,6 +28,7 @@ from device.capture import prepared
 from device.perception import Perception
 from device.sources import FrameSource, ImageFolderSource, SourceError, UnreadableFrame
 from device.tracker import TrackerConfig
+from live.printable import printable
 from tools.percept import Percept
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1
@@ -65,12 +66,12 @@ async def count_frames(
             except UnreadableFrame as exc:
                 failed += 1
                 seen += 1
-                print(f"lookout: {exc}", file=err)
+                print(printable(f"lookout: {exc}"), file=err)
                 index = exc.index + 1
                 continue
             except SourceError as exc:
                 failed += 1
-                print(f"lookout: frame {index}: {exc}", file=err)
+                print(printable(f"lookout: frame {index}: {exc}"), file=err)
                 index += 1
                 continue
             if frame is None:
@@ -83,7 +84,7 @@ async def count_frames(
             except ValueError as exc:  # not an image (the capture loop drops such frames too)
                 failed += 1
                 seen += 1
-                print(f"lookout: frame {frame.index}: {exc}", file=err)
+                print(printable(f"lookout: frame {frame.index}: {exc}"), file=err)
                 continue
             percept = await perception.process(ready, force=every is not None)
             if percept is None:
@@ -91,7 +92,7 @@ async def count_frames(
             seen += 1
             if percept.error is not None:
                 failed += 1
-                print(f"lookout: frame {frame.index}: {percept.error}", file=err)
+                print(printable(f"lookout: frame {frame.index}: {percept.error}"), file=err)
                 continue
             name = (
                 source.path_of(frame.index).name if isinstance(source, ImageFolderSource) else None
@@ -144,7 +145,7 @@ def _line(data: dict[str, Any], as_json: bool) -> str:
         return json.dumps(data, separators=(",", ":"))
     if "file" in data:
         people = "person" if data["count"] == 1 else "people"
-        return f"{data['file']}: {data['count']} {people}"
+        return f"{printable(data['file'])}: {data['count']} {people}"
     return (
         f"frame {data['frame']:6d}  t={data['t']:8.2f}s  raw={data['raw']:3d}  "
         f"count={data['count']}"

@@ -12,7 +12,11 @@ DOCTOR_TIMED_RUNS = 3  # after one warm-up; the median is reported
 
 
 def _line(status: str, what: str, detail: str) -> None:
-    print(f"[{status:>4}] {what:<14} {detail}")
+    from live.printable import printable
+    from live.redact import strip_credentials
+
+    # A detail is often an exception's text, which may quote a URL with its password.
+    print(f"[{status:>4}] {what:<14} {printable(strip_credentials(detail))}")
 
 
 def _check_source(spec: str | None) -> str:

@@ -42,6 +42,7 @@ from device.app.report_data import (
     summarize,
 )
 from device.app.report_scene import Scene, build_scene
+from live.printable import printable
 
 OUTPUT_SUFFIXES = (".html", ".htm", ".png")
 MAX_PERIOD_ROWS = 10_000
@@ -351,8 +352,8 @@ def _html(
         f"<tr><th>{esc(name)}</th><td>{esc(value)}</td></tr>"
         for name, value in _figures_lines(summary)
     )
-    texts = "\n".join(
-        f"<tr><td>{t:.1f}</td><td>{esc(text)}</td></tr>" for t, text in timeline.texts
+    texts = "\n".join(  # the model's text as the console shows it: no control characters
+        f"<tr><td>{t:.1f}</td><td>{esc(printable(text))}</td></tr>" for t, text in timeline.texts
     )
     streams = sorted(
         [(t, "started", name, "") for t, name in timeline.starts]

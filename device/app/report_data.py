@@ -37,6 +37,7 @@ from typing import Any
 
 from device.app.report_jsonl import NotEvents, Skipped, is_event, read_jsonl
 from device.app.report_scene import build_scene, summarize_scene
+from live.redact import safe_url
 from live.walltime import wall_time
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -176,7 +177,8 @@ class Run:
     def describe(self, index: int) -> str:
         if self.info is None:
             return f"run {index}"
-        source = self.info.get("source", "?")
+        # A log written before sources were shown safely may hold a URL's password.
+        source = safe_url(str(self.info.get("source", "?")))
         return f"run {index} ({self.run_id}, {self.info.get('started', '?')}, {source})"
 
 

@@ -65,7 +65,7 @@ from live import (
 from live.clock import Clock, MonotonicClock
 from live.events import ErrorEvent, Event
 from live.model import LiveModel
-from live.redact import strip_credentials
+from live.redact import safe_url, strip_credentials
 from live.tool import Tool
 from live.walltime import StepWatch
 from models.detector import PersonDetector, shipped_model
@@ -765,7 +765,7 @@ def run_started(
         run_id=run_id,
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(wall)),
         started_wall=round(wall, 3),
-        source=strip_credentials(source.name),
+        source=safe_url(source.name),
         live=source.live,
         model=config.model_name(),
         command=command,
@@ -773,13 +773,20 @@ def run_started(
     )
 
 
+URL_SETTINGS = frozenset({"source", "mqtt"})
+
+
 def describe_config(config: Config) -> dict[str, Any]:
     """The effective configuration without secrets (for logs and the status page)."""
     data = config.model_dump(mode="json")  # api_key is never dumped; paths become strings
     if data.get("http_token"):
         data["http_token"] = "***"
-    # Camera and broker URLs carry passwords more often than not.
-    data = {k: strip_credentials(v) if isinstance(v, str) else v for k, v in data.items()}
+    # Camera and broker URLs carry passwords more often than not, in the user info or the
+    # query: shown as everywhere else (safe_url); a URL inside any other text as well.
+    data = {
+        k: (safe_url(v) if k in URL_SETTINGS else strip_credentials(v)) if isinstance(v, str) else v
+        for k, v in data.items()
+    }
     data["model"] = config.model_name()
     return data
 

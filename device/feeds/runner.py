@@ -31,6 +31,7 @@ from device.sources import FrameSource, SourceError
 from live.backoff import Backoff
 from live.clock import Clock
 from live.frame import Frame
+from live.redact import strip_credentials
 
 log = logging.getLogger("lookout.source")
 
@@ -68,9 +69,11 @@ class SourceStats:
 
 
 def describe(exc: BaseException) -> str:
+    """A failure as a source state's reason says it: a driver's text may quote the URL
+    it was given, which is shown as every source is (``safe_url``)."""
     if isinstance(exc, SourceError):
-        return str(exc)
-    text = " ".join(str(exc).split())
+        return strip_credentials(str(exc))
+    text = strip_credentials(" ".join(str(exc).split()))
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -36,6 +36,7 @@ from live.events import (
     ToolCall,
     Transcript,
 )
+from live.printable import printable
 
 
 def people(n: int) -> str:
@@ -83,7 +84,9 @@ class ConsoleSink:
     def _line(self, text: str) -> None:
         prefix = "\r\x1b[2K" if self._progress_shown else ""
         self._progress_shown = False
-        self._write(prefix + text + "\n")
+        # What the model says, a tool's arguments, an error's text: none of it may move
+        # the cursor, clear the screen or start a line of its own (``[ 99.9s] count: 0``).
+        self._write(prefix + printable(text) + "\n")
 
     def _write(self, text: str) -> None:
         if self.closed:

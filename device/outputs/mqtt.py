@@ -63,6 +63,7 @@ from device.outputs.telemetry import AppView, strip_credentials
 from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
 from live.events import Event
+from live.redact import safe_url
 from live.signal import Wakeup
 
 log = logging.getLogger("lookout.mqtt")
@@ -102,7 +103,7 @@ class MqttSettings:
 
 def parse_mqtt(url: str) -> MqttSettings:
     """``mqtt://[user[:password]@]host[:port]`` (1883) or ``mqtts://...`` (TLS, 8883)."""
-    shown = strip_credentials(url)
+    shown = safe_url(url)
     try:
         parts = urlsplit(url.strip())
         port = parts.port

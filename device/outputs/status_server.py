@@ -7,8 +7,9 @@ Server-Sent Events (state, about 4 per second at most) and MJPEG (the annotated
 frame); nothing polls for images.
 
 Security: the server never serves configuration, and every JSON body it sends
-is scrubbed of the configured secrets. When bound to loopback it refuses
-requests whose Host header is not a loopback name (DNS rebinding). With a
+is scrubbed of the configured secrets. It refuses requests whose Host header
+does not name this device, /healthz included (DNS rebinding). /healthz says
+states only (no source, no error text): it is open to monitors. With a
 token, every route but /healthz needs ``Authorization: Bearer <token>`` or the
 cookie that ``/?token=<token>`` sets once (EventSource and <img> cannot send
 headers, but they do send same-origin cookies). State changes need a JSON body,
@@ -309,14 +310,15 @@ class StatusServer:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path == "/healthz":
-            return await handler(request)
         if not self.hosts.allows(request.host):
-            # DNS rebinding: a page on another site that made its name point here.
+            # DNS rebinding: a page on another site that made its name point here. Also
+            # /healthz: what the device is doing is no business of a page from elsewhere.
             return web.Response(
                 status=421,
                 text="unexpected Host header (add the name with --http-hosts if it is yours)\n",
             )
+        if request.path == "/healthz":
+            return await handler(request)  # a monitor needs no secret; it gets states only
         if self.token and not self._authorized(request):
             given = request.query.get("token")
             if given is not None and request.method == "GET" and self._token_matches(given):
@@ -396,7 +398,7 @@ class StatusServer:
 
     async def _healthz(self, request: web.Request) -> web.Response:
         health = self.telemetry.health()
-        body = {"ok": health.ok, "status": health.status, "reason": health.reason}
+        body = {"ok": health.ok, "status": health.status, "reason": health.summary}
         return self._json(body, 200 if health.ok else 503)
 
     async def _metrics(self, request: web.Request) -> web.Response:

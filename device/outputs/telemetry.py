@@ -135,6 +135,9 @@ class Health:
     ok: bool
     reason: str
     degraded: bool = False
+    # The reason in states only, for /healthz (open without the token, to any monitor):
+    # no source, file name or error text, which may say more than a monitor should know.
+    summary: str = ""
 
     @property
     def status(self) -> str:
@@ -371,25 +374,29 @@ class Telemetry:
         """Counting is what makes a device healthy; a missing model only degrades it."""
         session = self.app.session
         if session is None:
-            return Health(False, "starting")
+            return Health(False, "starting", summary="starting")
         state = self.app.source_runner.state
         if state is not SourceState.RUNNING:
             reason = f" ({self.source_reason})" if self.source_reason else ""
-            return Health(False, f"source {state.value}{reason}")
+            return Health(False, f"source {state.value}{reason}", summary=f"source {state.value}")
         if self.count is None:
-            return Health(False, f"count unknown: {self.count_reason}")
+            return Health(False, f"count unknown: {self.count_reason}", summary="count unknown")
         off: list[str] = []
+        summary: list[str] = []
         if not session.model_connected:
             since = f" since {_iso(self.connection_since)}" if self.connection_since else ""
             reason = f" ({self.connection_reason})" if self.connection_reason else ""
             off.append(f"model {self.model_state()}{since}{reason}")
+            summary.append(f"model {self.model_state()}{since}")
         # A log that cannot keep up does not stop the counting, but it must be seen.
         log_problems = getattr(self.app, "log_problems", None)
-        if log_problems is not None:
-            off.extend(log_problems())
+        problems = log_problems() if log_problems is not None else []
+        if problems:
+            off.extend(problems)
+            summary.append("event log failing")
         if off:
-            return Health(True, "; ".join(off), degraded=True)
-        return Health(True, "ok")
+            return Health(True, "; ".join(off), degraded=True, summary="; ".join(summary))
+        return Health(True, "ok", summary="ok")
 
     def running_streams(self) -> list[dict[str, Any]]:
         session = self.app.session

@@ -31,7 +31,7 @@ from device.sources.image_limit import DEFAULT_MAX_PIXELS
 from device.sources.opencv import OpenCVSource
 from device.sources.picamera import Picamera2Source
 from live.frame import Frame
-from live.redact import safe_url
+from live.redact import at_after_host, safe_url
 
 
 def open_source(
@@ -61,6 +61,12 @@ def open_source(
         if scheme == "file":
             text = urlsplit(text).path
         elif scheme in STREAM_SCHEMES:
+            if at_after_host(text):
+                # FFmpeg would take a piece of the password for the host, and ask the DNS.
+                raise SourceError(
+                    f"{safe_url(text)}: an @ after the host: write @ / ? # in a password "
+                    "as %40 %2F %3F %23 (and an @ in the path as %40)"
+                )
             stream = OpenCVSource(
                 text,
                 clock_now=clock_now,
@@ -82,7 +88,7 @@ def open_source(
         return video
     if path.exists():  # a device node such as /dev/video0
         return OpenCVSource(str(path), clock_now=clock_now)
-    raise SourceError(f"file not found: {text}")
+    raise SourceError(f"file not found: {safe_url(text)}")  # a mistyped URL, perhaps
 
 
 def check_decodable(source: FrameSource) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from device.app.config import Config, ConfigError
-from device.events import CountChanged
+from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
 from device.outputs.status_server import MJPEG_BOUNDARY, HttpAddress, StatusServer, parse_http
 from device.outputs.telemetry import Telemetry
@@ -106,7 +106,7 @@ async def test_healthz_200_while_counting_degraded_without_a_model_503_without_a
     async with serving(app) as (_, tel, base), aiohttp.ClientSession() as http:
         async with http.get(base + "/healthz") as starting:
             assert starting.status == 503  # running, but nothing counted yet
-            assert (await starting.json())["reason"] == "count unknown: no frame yet"
+            assert (await starting.json())["reason"] == "count unknown"
         tel.write(counted())
         async with http.get(base + "/healthz") as ok:
             assert ok.status == 200
@@ -118,14 +118,19 @@ async def test_healthz_200_while_counting_degraded_without_a_model_503_without_a
             body = await degraded.json()
             assert body["status"] == "degraded" and body["reason"].startswith("model unreachable")
         app.source_runner.state = SourceState.RECONNECTING
+        why = "cannot open stream rtsp://cam/1"
+        tel.write(SourceStateEvent(t=1.5, source="rtsp://cam/1", state="reconnecting", reason=why))
         async with http.get(base + "/healthz") as bad:
             assert bad.status == 503
-            assert (await bad.json())["reason"].startswith("source reconnecting")
+            # Open to any monitor: the state, never the source or an error's text.
+            assert (await bad.json())["reason"] == "source reconnecting"
+        async with http.get(base + "/api/state") as state:  # behind the token, if any
+            assert (await state.json())["health"]["reason"] == f"source reconnecting ({why})"
         app.source_runner.state = SourceState.RUNNING
         tel.write(CountChanged(t=2.0, count=None, previous=1, reason="no usable frame for 3 s"))
         async with http.get(base + "/healthz") as stale:
             assert stale.status == 503
-            assert (await stale.json())["reason"] == "count unknown: no usable frame for 3 s"
+            assert (await stale.json())["reason"] == "count unknown"
         async with http.get(base + "/metrics") as metrics:
             body = await metrics.text()
         # An unknown count is left out, never exported as the last value (or as 0).
@@ -293,8 +298,9 @@ async def test_loopback_server_refuses_foreign_host_headers() -> None:
         for host in ("localhost:9000", "127.0.0.1", "[::1]:8765"):
             async with http.get(base + "/api/state", headers={"Host": host}) as ok:
                 assert ok.status == 200, host
+        # /healthz too: a page elsewhere learns nothing of the device, not even its health.
         async with http.get(base + "/healthz", headers={"Host": "evil.example"}) as health:
-            assert health.status == 200
+            assert health.status == 421
 
 
 async def test_non_loopback_bind_warns_and_token_still_works(

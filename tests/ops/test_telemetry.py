@@ -52,7 +52,7 @@ def test_events_set_state_counts_history_and_model_text() -> None:
     # Window 60 s at t=110: the 4 from t=30 is kept as the count at the window's start.
     assert state["history"] == [[30.0, 4], [100.0, 2]]
     assert state["source"] == {
-        "name": "rtsp://***@cam/1",
+        "name": "rtsp://cam/1",
         "state": "running",
         "reason": "",
         "fps": None,  # this app has no capture source to ask
@@ -187,6 +187,7 @@ def test_running_streams_come_from_the_session() -> None:
 
 
 def test_strip_credentials_from_urls_only() -> None:
-    assert strip_credentials("rtsp://u:p@10.0.0.2:554/s") == "rtsp://***@10.0.0.2:554/s"
-    assert strip_credentials("http://cam/a@b") == "http://cam/a@b"
+    assert strip_credentials("rtsp://u:p@10.0.0.2:554/s") == "rtsp://10.0.0.2:554/s"
+    # An @ past the host may end a password with a / in it: what precedes it is hidden.
+    assert strip_credentials("http://cam/a@b") == "http://***@b"
     assert strip_credentials("/videos/me@home.avi") == "/videos/me@home.avi"
