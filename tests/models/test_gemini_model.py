@@ -200,6 +200,9 @@ def responses(srv: FakeLiveServer, call_id: str) -> list[FunctionResponseRecord]
 
 
 def fast_reconnect(**kwargs: Any) -> ReconnectPolicy:
+    """Quick retries, and every connection counts as one that lasted: these tests are about
+    what crosses a reconnect (back-off for flapping: tests/faults/test_flapping_model.py)."""
+    kwargs.setdefault("stable_after_s", 0.0)
     return ReconnectPolicy(initial_backoff_s=0.01, max_backoff_s=0.05, **kwargs)
 
 
@@ -512,8 +515,12 @@ async def test_abrupt_drop_reconnects(srv: FakeLiveServer) -> None:
     async with running(srv) as run:
         [call_id] = await run.call(ToolCallSpec("watch", id="d1"))
         await run.frame_seen(1, call_id)
+        # Resumable: the call goes on across the drop (a fresh session would end it).
+        await srv.send_resumption_update("handle-D")
+        await run.call(ToolCallSpec("ping", {"text": "sync"}))
         await srv.drop_connection()
-        await srv.wait_connection(2)
+        second = await srv.wait_connection(2)
+        assert second.resumption_handle == "handle-D"
         await run.frame_seen(2, call_id)
     codes = [e.code for e in run.log.of(ConnectionState) if e.state == "disconnected"]
     assert codes == [1006]
