@@ -11,6 +11,7 @@ kind the SDK does not know is skipped. A real ``lookout run`` process meets them
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 
@@ -87,6 +88,21 @@ async def test_awkward_model_text_is_model_text(srv: FakeLiveServer, name: str) 
         await srv.send(AWKWARD_TEXT[name])
         texts = await run.log.wait(lambda ev: [e for e in ev if isinstance(e, ModelText)])
     assert texts[0].text and len(srv.connections) == 1
+    # Whatever shows it (a UTF-8 console, file or socket) can write it.
+    texts[0].text.encode("utf-8")
+
+
+async def test_a_tool_call_with_lone_surrogates_is_answered_and_writable(
+    srv: FakeLiveServer,
+) -> None:
+    async with session_on(srv, quick()) as run:
+        await srv.wait_connection(1)
+        # json.dumps writes a lone surrogate as the escape "\ud800", as a server may.
+        await srv.send_tool_call({"name": "ping", "id": "s\ud800", "args": {"text": "a\udfff"}})
+        answer = await srv.wait_for(lambda: srv.connection(0).function_responses())
+    assert answer[0].response == {"pong": "a\ufffd"} and answer[0].id == "s\ufffd"
+    for event in run.log.events:
+        json.dumps(event.to_dict(), ensure_ascii=False).encode("utf-8")
 
 
 async def test_bad_frames_one_after_another_never_end_the_session(srv: FakeLiveServer) -> None:
