@@ -7,7 +7,9 @@ zones crash the device at start (WouldBlock, 254 worked).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -17,7 +19,10 @@ from live.model import LiveSetup, ModelResumptionUpdate, ModelToolCall
 from models.local import COUNT_TOOL, LocalModel
 from tests.cli import lookout
 from tests.datafiles import data_file
-from tests.device.test_gemini_cli import read_jsonl
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def watch_declaration(tool: str, names: list[str]) -> types.FunctionDeclaration:
