@@ -186,7 +186,13 @@ class GeminiConnection:
 
     def _unreadable(self, exc: Exception) -> None:
         """Skip a message of a newer protocol; anything else the SDK cannot read ends us."""
-        problem = frame_problem(self._tap.last if self._tap is not None else None)
+        frame = self._tap.last if self._tap is not None else None
+        if frame is None:
+            # It failed before (or without) a frame to blame: the connection, not a message.
+            raise ConnectionLost(
+                one_line(f"receiving failed: {_describe(exc, self._secrets)}", self._secrets)
+            ) from None
+        problem = frame_problem(frame)
         if problem is None:
             log.warning(
                 "skipped a server message the SDK could not read: %s",
@@ -313,9 +319,11 @@ class GeminiLiveModel:
         if not reached_server(exc) and isinstance(exc, TypeError | ValueError):
             # The SDK refused our own setup before sending it: it will refuse it again.
             return ModelSetupError(f"bad setup: {detail}")
-        # The server's answer to the setup could not be read (not JSON, not an object, the
-        # wrong shape, nested too deep), or something nobody foresaw: another try may do.
-        return ConnectionLost(f"the answer to the setup could not be read: {detail}")
+        if reached_server(exc):
+            # The server's answer to the setup could not be read (not JSON, not an object,
+            # the wrong shape, nested too deep), or something nobody foresaw: try again.
+            return ConnectionLost(f"the answer to the setup could not be read: {detail}")
+        return ConnectionLost(f"connecting failed: {detail}")
 
 
 __all__ = [

@@ -54,14 +54,12 @@ def tap(session: Any) -> FrameTap | None:
     return frame_tap
 
 
-def frame_problem(frame: str | bytes | None) -> str | None:
+def frame_problem(frame: str | bytes) -> str | None:
     """What is wrong with ``frame`` as a Live message; None for a message of a newer protocol.
 
     Called only after the SDK failed on the frame, so "nothing wrong that we can see"
     still means unreadable, unless the frame is an object with no key this SDK knows.
     """
-    if frame is None:
-        return "a frame that could not be kept"
     if isinstance(frame, bytes):
         try:
             frame = frame.decode("utf-8")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 import pytest
@@ -165,3 +166,47 @@ async def test_our_own_bad_setup_is_still_refused(srv: FakeLiveServer) -> None:
     with pytest.raises(ModelSetupError, match="bad setup"):
         await model.connect(LiveSetup())
     assert srv.connections == []  # refused here, not by the server
+
+
+# --------------------------------------------------------------------------------------------
+# An exception type nobody foresaw, from inside the SDK
+
+
+class Surprise(Exception):
+    """What a future SDK might raise on a frame (not a type anyone catches by name)."""
+
+
+@pytest.mark.parametrize("where", ["receiving", "connecting"])
+async def test_an_exception_nobody_foresaw_inside_the_sdk_is_a_lost_connection(
+    srv: FakeLiveServer, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    from google.genai import live as sdk_live
+
+    surprises = [Surprise("from deep inside")]
+
+    def surprising(original: Any) -> Any:
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if surprises:
+                raise surprises.pop()
+            return await original(*args, **kwargs)
+
+        return wrapper
+
+    if where == "receiving":
+        monkeypatch.setattr(
+            sdk_live.AsyncSession, "_receive", surprising(sdk_live.AsyncSession._receive)
+        )
+    else:
+        monkeypatch.setattr(sdk_live, "_t_live_connect_config", surprising(
+            sdk_live._t_live_connect_config
+        ))  # fmt: skip
+    async with session_on(srv, quick()) as run:
+        with anyio.fail_after(10):
+            await run.session.wait_model_connected()
+        if where == "receiving":
+            await srv.wait_connection(2)  # the first ended on the surprise; this one works
+        [call_id] = await srv.send_tool_call(ToolCallSpec("ping", {"text": "m"}))
+        await srv.wait_function_response(call_id)
+    assert run.session.failure is None and not surprises
+    failed = [e for e in said(run.log) if e.state in ("disconnected", "unreachable")]
+    assert len(failed) == 1 and "Surprise: from deep inside" in failed[0].reason
