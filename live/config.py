@@ -60,8 +60,9 @@ class ReconnectPolicy:
     # A connection that ends sooner than this after setup did not last: it counts as a
     # failed attempt, so a server that says GoAway (or drops us, or sends garbage) right
     # after every setup is retried with back-off, not in a loop. One that lasted is
-    # reconnected at once, as a GoAway asks.
-    stable_after_s: float = 10.0
+    # reconnected at once, as a GoAway asks. A minute: Live sessions last minutes, and
+    # one that cannot outlive a missed keepalive (about 40 s) is not working either.
+    stable_after_s: float = 60.0
 
     def backoff(self, attempt: int) -> float:
         """Delay before connection attempt ``attempt`` (1-based); the first is immediate."""

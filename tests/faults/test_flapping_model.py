@@ -84,7 +84,9 @@ async def test_an_hour_of_a_flapping_model_is_a_handful_of_lines() -> None:
             tries = len(model.connections)
             during = said(h.log)
             model.flapping = False
-            await h.clock.run_for(60)
+            # The next try (at most max_backoff_s away), and long enough for it to last.
+            policy = ReconnectPolicy()
+            await h.clock.run_for(policy.max_backoff_s + policy.stable_after_s)
             recovered = said(h.log)[len(during) :]
             # A GoAway on a connection that lasted is answered at once, without back-off.
             before = len(model.connections)
