@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from live.backoff import FailureRun, milestone, span
 from live.clock import Clock
 from live.config import SessionConfig
 from live.events import ConnectionState, ErrorEvent, Event
@@ -85,12 +86,9 @@ class ModelLink:
         self._send_failure: ConnectionLost | None = None
         self._connected_before = False
         # The run of failures in a row (failed attempts, connections that did not last).
-        self._failures = 0
-        self._failing_since = 0.0
+        self._run = FailureRun(clock.now)
         # A connection in this run ended too soon: the next is said only once it lasts.
         self._flapping = False
-        # The kinds of failure said in this run (unreachable, refused, disconnected).
-        self._said_kinds: set[str] = set()
         # The current connection was said to be connected (its end is then said too).
         self._announced = False
         self._stable = False
@@ -139,31 +137,31 @@ class ModelLink:
         while not self.closing:
             if delay > 0:
                 await self.clock.sleep(delay)
-            attempt = self._failures + 1
+            attempt = self._run.failures + 1
             self._set_state(
                 "reconnecting" if after_loss else "connecting",
                 attempt=attempt,
-                say=self._failures == 0,
+                say=self._run.failures == 0,
             )
             outcome = await self._attempt()
             if isinstance(outcome, _Failed):
-                self._count_failure()
+                failures = self._run.fail()
                 # The log follows the events: a run of failures once, then at its 10th...
                 log.log(
-                    logging.WARNING if _milestone(self._failures) else logging.DEBUG,
+                    logging.WARNING if milestone(failures) else logging.DEBUG,
                     "model connection attempt %d failed: %s",
                     attempt,
                     outcome.reason,
                 )
-                if self.policy.gives_up_after(self._failures) or (
+                if self.policy.gives_up_after(failures) or (
                     outcome.refused and self.policy.max_attempts is not None
                 ):
-                    await self._give_up(outcome, self._failures)
+                    await self._give_up(outcome, failures)
                     return
                 delay = (
                     self.policy.refused_backoff_s
                     if outcome.refused
-                    else self.policy.backoff(self._failures + 1)
+                    else self.policy.backoff(failures + 1)
                 )
                 state = "refused" if outcome.refused else "unreachable"
                 self._say_failure(state, outcome.reason, attempt=attempt, retry_in_s=delay)
@@ -184,18 +182,18 @@ class ModelLink:
         if not self._stable:
             # It did not last: one more failure in the run, and no more "connected" lines
             # for this run until a connection proves it lasts.
-            self._count_failure()
+            self._run.fail()
             self._flapping = True
-            reason = f"{reason}; it lasted {_span(lasted_s)}"
+            reason = f"{reason}; it lasted {span(lasted_s)}"
         if not lost.retryable:
             # The model said no in the middle of a session (a revoked key): asking
             # again at once would get the same answer.
             refusal = _Failed(f"model connection lost: {reason}", True)
             if self._stable:
-                self._count_failure()
+                self._run.fail()
             self._set_state("disconnected", code=lost.code, reason=reason, say=announced)
             if self.policy.max_attempts is not None:
-                self._give_up_now(refusal, self._failures)
+                self._give_up_now(refusal, self._run.failures)
                 return None
             delay = self.policy.refused_backoff_s
             self._say_failure("refused", refusal.reason, retry_in_s=delay)
@@ -203,18 +201,19 @@ class ModelLink:
         if self._stable:
             self._set_state("disconnected", code=lost.code, reason=reason)
             return 0.0
-        if self.policy.gives_up_after(self._failures):
+        failures = self._run.failures
+        if self.policy.gives_up_after(failures):
             self._set_state("disconnected", code=lost.code, reason=reason, say=announced)
             self._give_up_now(
                 _Failed(
                     f"the model keeps dropping the connection within "
-                    f"{_span(self.policy.stable_after_s)} of setup ({self._failures} times in a "
+                    f"{span(self.policy.stable_after_s)} of setup ({failures} times in a "
                     f"row): {reason}"
                 ),
-                self._failures,
+                failures,
             )
             return None
-        delay = self.policy.backoff(self._failures + 1)
+        delay = self.policy.backoff(failures + 1)
         self._say_failure(
             "disconnected",
             reason,
@@ -224,11 +223,6 @@ class ModelLink:
             force=announced,
         )
         return delay
-
-    def _count_failure(self) -> None:
-        if self._failures == 0:
-            self._failing_since = self.clock.now()
-        self._failures += 1
 
     def _say_failure(
         self,
@@ -242,24 +236,12 @@ class ModelLink:
     ) -> None:
         """A failure in a run: said the first time (and the first of each kind: a lost
         connection, then a model unreachable), then at the 10th, 100th... with the count."""
-        n = self._failures
-        say = force or _milestone(n) or state not in self._said_kinds
+        say = self._run.say(state, force=force)
         if say:
-            self._said_kinds.add(state)
-        if n > 1 and say:
-            reason = f"{reason} ({n} failures in a row over {self._failing_for()})"
+            reason = self._run.counted(reason)
         self._set_state(
             state, attempt=attempt, reason=reason, code=code, retry_in_s=retry_in_s, say=say
         )
-
-    def _failing_for(self) -> str:
-        return _span(self.clock.now() - self._failing_since)
-
-    def _recovered(self) -> str:
-        """What a "connected" says of the run of failures it ends (nothing after none)."""
-        if not self._failures:
-            return ""
-        return f"after {self._failures} failed attempts in a row over {self._failing_for()}"
 
     async def _attempt(self) -> LiveConnection | _Failed:
         """One connection attempt (a refused resumption handle is retried fresh at once)."""
@@ -320,7 +302,9 @@ class ModelLink:
         self._stable = False
         # In a run that has seen a connection end too soon, this one is said once it lasts.
         self._announced = not self._flapping
-        self._set_state("connected", attempt=attempt, reason=self._recovered(), say=self._announced)
+        self._set_state(
+            "connected", attempt=attempt, reason=self._run.summary(), say=self._announced
+        )
         lost: ConnectionLost = ConnectionLost("the model closed the connection")
         with anyio.CancelScope() as scope:
             self._recv_scope = scope
@@ -374,10 +358,9 @@ class ModelLink:
         self._stable = True
         if not self._announced:
             self._announced = True
-            self._set_state("connected", attempt=attempt, reason=self._recovered())
-        self._failures = 0
+            self._set_state("connected", attempt=attempt, reason=self._run.summary())
+        self._run.reset()
         self._flapping = False
-        self._said_kinds.clear()
 
     def _set_conn(self, conn: LiveConnection) -> None:
         self.conn = conn
@@ -432,26 +415,8 @@ class ModelLink:
                 except Exception as exc:
                     log.warning("closing the model connection: %s", short_error(exc))
         # A run of failures is said at its 1st, 10th, 100th...: its count at the end too.
-        failing = self._failures > 1
-        reason = f"{self._failures} failures in a row over {self._failing_for()}" if failing else ""
-        self._set_state("closed", reason=reason)
-
-
-def _milestone(failures: int) -> bool:
-    """The failures of a run that are said: the 1st, 10th, 100th, 1000th..."""
-    if failures < 1:
-        return False
-    while failures % 10 == 0:
-        failures //= 10
-    return failures == 1
-
-
-def _span(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+        failing = self._run.failures > 1
+        self._set_state("closed", reason=self._run.counted("while failing") if failing else "")
 
 
 __all__ = ["ModelLink"]

@@ -316,13 +316,13 @@ class GeminiLiveModel:
         if isinstance(exc, InvalidHandshake | ConnectionClosed | OSError):
             # OSError covers refused connections, DNS and TLS failures (ssl.SSLError).
             return ConnectionLost(f"could not connect: {detail}")
-        if not reached_server(exc) and isinstance(exc, TypeError | ValueError):
-            # The SDK refused our own setup before sending it: it will refuse it again.
-            return ModelSetupError(f"bad setup: {detail}")
         if reached_server(exc):
             # The server's answer to the setup could not be read (not JSON, not an object,
             # the wrong shape, nested too deep), or something nobody foresaw: try again.
             return ConnectionLost(f"the answer to the setup could not be read: {detail}")
+        if isinstance(exc, TypeError | ValueError):
+            # The SDK refused our own setup before sending it: it will refuse it again.
+            return ModelSetupError(f"bad setup: {detail}")
         return ConnectionLost(f"connecting failed: {detail}")
 
 

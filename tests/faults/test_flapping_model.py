@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from live import ReconnectPolicy, SessionConfig
+from live.backoff import FailureRun
 from live.model import LiveSetup, ModelGoAway
 from live.testing import ScriptedConnection, ScriptedModel
 from tests.fakelive import FakeLiveServer, TestCerts, make_test_certs
@@ -158,3 +159,28 @@ async def test_a_lost_connection_then_an_unreachable_model_is_said_once_each() -
     ]
     assert "10 failures in a row" in states[5][1]
     assert "after 30 failed attempts" in states[6][1]
+
+
+def test_a_run_of_failures_is_said_at_its_first_each_kind_and_each_power_of_ten() -> None:
+    now = [0.0]
+    run = FailureRun(lambda: now[0])
+    said = []
+    for n in range(1, 1201):
+        now[0] += 30
+        run.fail()
+        kind = "unreachable" if n % 7 else "refused"
+        if run.say(kind):
+            said.append((n, kind, run.counted("no answer")))
+    assert [(n, kind) for n, kind, _ in said] == [
+        (1, "unreachable"),
+        (7, "refused"),  # the first of its kind
+        (10, "unreachable"),
+        (100, "unreachable"),
+        (1000, "unreachable"),
+    ]
+    assert said[0][2] == "no answer"
+    assert said[-1][2] == "no answer (1000 failures in a row over 8.3 h)"
+    assert run.summary() == "after 1200 failed attempts in a row over 10.0 h"
+    run.reset()
+    assert run.summary() == "" and run.failures == 0
+    assert run.fail() == 1 and run.say("refused")  # a new run says its first again
