@@ -78,6 +78,9 @@ class Calls:
         self._regular: dict[str, anyio.CancelScope] = {}
         self._device_answers: dict[str, dict[str, Any]] = {}
         self._emission_seq = itertools.count(1)
+        # Model calls of a session the model no longer has, until their streams have ended:
+        # what they still emit meanwhile is logged, never sent to the new session.
+        self._forgotten: set[str] = set()
 
     # ----------------------------------------------------------------- calls
 
@@ -181,7 +184,7 @@ class Calls:
         scheduling: types.FunctionResponseScheduling | None,
     ) -> None:
         """One emission of a stream: to the model if the model called it; always to the log."""
-        to_model = handle.by == MODEL
+        to_model = handle.by == MODEL and handle.call_id not in self._forgotten
         if to_model:
             self.outbox.post_emission(
                 OutEmission(
@@ -234,10 +237,16 @@ class Calls:
                 dropped,
             )
         if handles:
+            # Stopping takes a moment (cleanup runs); an emission made meanwhile must not
+            # reach the new session as an answer to a call it never made.
+            self._forgotten.update(h.call_id for h in handles)
             self._spawn(self._stop_quietly, handles, "model session restarted")
 
     async def _stop_quietly(self, handles: list[StreamHandle], reason: str) -> None:
-        await self.streams.stop_handles(handles, reason, send_final=False)
+        try:
+            await self.streams.stop_handles(handles, reason, send_final=False)
+        finally:
+            self._forgotten.difference_update(h.call_id for h in handles)
 
     def cancel_plain(self) -> None:
         for scope in list(self._regular.values()):

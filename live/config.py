@@ -46,7 +46,8 @@ class ReconnectPolicy:
     ``max_attempts=None`` (the default) keeps trying for as long as the session
     runs: the device works without a model and picks it up when it comes. A
     number makes the session give up (and end) after that many attempts in a
-    row, for those who want a missing model to be fatal.
+    row (connections that did not last ``stable_after_s`` among them), for those
+    who want a missing model to be fatal.
     """
 
     max_attempts: int | None = None
@@ -56,6 +57,12 @@ class ReconnectPolicy:
     # A setup the model refused (bad key, unknown model) is refused again at once:
     # such retries wait this long, in case the key or the quota is fixed meanwhile.
     refused_backoff_s: float = 300.0
+    # A connection that ends sooner than this after setup did not last: it counts as a
+    # failed attempt, so a server that says GoAway (or drops us, or sends garbage) right
+    # after every setup is retried with back-off, not in a loop. One that lasted is
+    # reconnected at once, as a GoAway asks. A minute: Live sessions last minutes, and
+    # one that cannot outlive a missed keepalive (about 40 s) is not working either.
+    stable_after_s: float = 60.0
 
     def backoff(self, attempt: int) -> float:
         """Delay before connection attempt ``attempt`` (1-based); the first is immediate."""

@@ -6,6 +6,14 @@ work without it. ``ModelLink.run`` keeps (re)connecting with backoff and
 resumes with the newest session handle; ``ModelLink.send_forever`` sends the
 outbox to whatever connection is up. Only a ``ReconnectPolicy`` with
 ``max_attempts`` makes it give up, and then ``failure`` says why.
+
+Whatever the model does, the link raises nothing: a connection attempt or a
+connection that fails in a way nobody foresaw is one more failure, retried.
+A connection that ends before ``stable_after_s`` counts as a failed attempt,
+so a model that drops us (or says GoAway) right after every setup is retried
+with back-off. A run of failures in a row is said once, then again at the
+10th, 100th, 1000th... with the count, and its end once (``connected``, after
+how many): a flapping model costs a few lines a day, not one per attempt.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from live.backoff import FailureRun, milestone, span
 from live.clock import Clock
 from live.config import SessionConfig
 from live.events import ConnectionState, ErrorEvent, Event
@@ -76,6 +85,13 @@ class ModelLink:
         self._recv_scope: anyio.CancelScope | None = None
         self._send_failure: ConnectionLost | None = None
         self._connected_before = False
+        # The run of failures in a row (failed attempts, connections that did not last).
+        self._run = FailureRun(clock.now)
+        # A connection in this run ended too soon: the next is said only once it lasts.
+        self._flapping = False
+        # The current connection was said to be connected (its end is then said too).
+        self._announced = False
+        self._stable = False
 
     @property
     def connected(self) -> bool:
@@ -92,11 +108,15 @@ class ModelLink:
         reason: str = "",
         code: int | None = None,
         retry_in_s: float | None = None,
+        say: bool = True,
     ) -> None:
+        """The link's state; ``say`` False keeps it off the event log (a retry in a run)."""
         if state != self.state:
             self.since = self.clock.now()
         self.state = state
         self.outbox.poke()
+        if not say:
+            return
         self._emit(
             ConnectionState(
                 state=state,
@@ -112,58 +132,116 @@ class ModelLink:
 
     async def run(self) -> None:
         """Connect and reconnect until closed, or until the policy gives up."""
-        attempt = 1
         delay = 0.0
         after_loss = False
         while not self.closing:
             if delay > 0:
                 await self.clock.sleep(delay)
-            self._set_state("reconnecting" if after_loss else "connecting", attempt=attempt)
+            attempt = self._run.failures + 1
+            self._set_state(
+                "reconnecting" if after_loss else "connecting",
+                attempt=attempt,
+                say=self._run.failures == 0,
+            )
             outcome = await self._attempt()
             if isinstance(outcome, _Failed):
-                log.warning("model connection attempt %d failed: %s", attempt, outcome.reason)
-                if self.policy.gives_up_after(attempt) or (
+                failures = self._run.fail()
+                # The log follows the events: a run of failures once, then at its 10th...
+                log.log(
+                    logging.WARNING if milestone(failures) else logging.DEBUG,
+                    "model connection attempt %d failed: %s",
+                    attempt,
+                    outcome.reason,
+                )
+                if self.policy.gives_up_after(failures) or (
                     outcome.refused and self.policy.max_attempts is not None
                 ):
-                    await self._give_up(outcome, attempt)
+                    await self._give_up(outcome, failures)
                     return
                 delay = (
                     self.policy.refused_backoff_s
                     if outcome.refused
-                    else self.policy.backoff(attempt + 1)
+                    else self.policy.backoff(failures + 1)
                 )
                 state = "refused" if outcome.refused else "unreachable"
-                self._set_state(state, attempt=attempt, reason=outcome.reason, retry_in_s=delay)
-                attempt += 1
+                self._say_failure(state, outcome.reason, attempt=attempt, retry_in_s=delay)
                 continue
-            heard, lost = await self._serve(outcome, attempt)
+            lost, lasted_s = await self._serve(outcome, attempt)
             if self.closing:
                 return
             after_loss = True
-            if lost is not None and not lost.retryable:
-                # The model said no in the middle of a session (a revoked key): asking
-                # again at once would get the same answer.
-                refusal = _Failed(f"model connection lost: {self._redact(lost.reason)}", True)
-                if self.policy.max_attempts is not None:
-                    await self._give_up(refusal, attempt)
-                    return
-                delay = self.policy.refused_backoff_s
-                self._set_state("refused", reason=refusal.reason, retry_in_s=delay)
-                attempt = 1
-                continue
-            # A server that accepts setup and drops us before saying anything must not
-            # make us spin: such a connection carries its attempt count (and backoff) on.
-            attempt = 1 if heard else attempt + 1
-            delay = self.policy.backoff(attempt)
-            if not heard and self.policy.gives_up_after(attempt - 1):
-                await self._give_up(
-                    _Failed(
-                        f"the model keeps dropping the connection right after setup "
-                        f"({attempt - 1} times in a row)"
-                    ),
-                    attempt - 1,
-                )
+            next_delay = self._after_loss(lost, lasted_s, attempt)
+            if next_delay is None:
                 return
+            delay = next_delay
+
+    def _after_loss(self, lost: ConnectionLost, lasted_s: float, attempt: int) -> float | None:
+        """Say how a connection ended; the wait before the next attempt (None: given up)."""
+        announced = self._announced
+        reason = self._redact(lost.reason)
+        if not self._stable:
+            # It did not last: one more failure in the run, and no more "connected" lines
+            # for this run until a connection proves it lasts.
+            self._run.fail()
+            self._flapping = True
+            reason = f"{reason}; it lasted {span(lasted_s)}"
+        if not lost.retryable:
+            # The model said no in the middle of a session (a revoked key): asking
+            # again at once would get the same answer.
+            refusal = _Failed(f"model connection lost: {reason}", True)
+            if self._stable:
+                self._run.fail()
+            self._set_state("disconnected", code=lost.code, reason=reason, say=announced)
+            if self.policy.max_attempts is not None:
+                self._give_up_now(refusal, self._run.failures)
+                return None
+            delay = self.policy.refused_backoff_s
+            self._say_failure("refused", refusal.reason, retry_in_s=delay)
+            return delay
+        if self._stable:
+            self._set_state("disconnected", code=lost.code, reason=reason)
+            return 0.0
+        failures = self._run.failures
+        if self.policy.gives_up_after(failures):
+            self._set_state("disconnected", code=lost.code, reason=reason, say=announced)
+            self._give_up_now(
+                _Failed(
+                    f"the model keeps dropping the connection within "
+                    f"{span(self.policy.stable_after_s)} of setup ({failures} times in a "
+                    f"row): {reason}"
+                ),
+                failures,
+            )
+            return None
+        delay = self.policy.backoff(failures + 1)
+        self._say_failure(
+            "disconnected",
+            reason,
+            attempt=attempt,
+            code=lost.code,
+            retry_in_s=delay,
+            force=announced,
+        )
+        return delay
+
+    def _say_failure(
+        self,
+        state: str,
+        reason: str,
+        *,
+        attempt: int = 0,
+        code: int | None = None,
+        retry_in_s: float | None = None,
+        force: bool = False,
+    ) -> None:
+        """A failure in a run: said the first time (and the first of each kind: a lost
+        connection, then a model unreachable), then at the 10th, 100th... with the count."""
+        say = self._run.say(state, force=force)
+        if say:
+            reason = self._run.counted(reason)
+        self._set_state(
+            state, attempt=attempt, reason=reason, code=code, retry_in_s=retry_in_s, say=say
+        )
 
     async def _attempt(self) -> LiveConnection | _Failed:
         """One connection attempt (a refused resumption handle is retried fresh at once)."""
@@ -185,7 +263,11 @@ class ModelLink:
                 return _Failed(self._redact(f"model refused the session: {exc}"), refused=True)
             except ConnectionLost as exc:
                 return _Failed(self._redact(exc.reason), refused=not exc.retryable)
-            except OSError as exc:
+            except Exception as exc:
+                # OSError, or anything a model raised that it should have called a loss:
+                # one more failed attempt, never the end of the device.
+                if not isinstance(exc, OSError):
+                    log.warning("connecting to the model failed unexpectedly", exc_info=True)
                 return _Failed(short_error(exc, self.config.secrets))
             if not (resuming and self.resumption_handle is not None):
                 # A new model session never issued our running call ids.
@@ -197,6 +279,10 @@ class ModelLink:
         return _Failed("model refused the session")
 
     async def _give_up(self, outcome: _Failed, attempts: int) -> None:
+        self._give_up_now(outcome, attempts)
+        await anyio.lowlevel.checkpoint()
+
+    def _give_up_now(self, outcome: _Failed, attempts: int) -> None:
         if outcome.refused or "keeps dropping" in outcome.reason:
             reason = outcome.reason
         else:
@@ -208,46 +294,73 @@ class ModelLink:
 
     # ------------------------------------------------------------- serving
 
-    async def _serve(
-        self, conn: LiveConnection, attempt: int
-    ) -> tuple[bool, ConnectionLost | None]:
-        """Receive until the connection is lost: whether it said anything, and how it ended."""
+    async def _serve(self, conn: LiveConnection, attempt: int) -> tuple[ConnectionLost, float]:
+        """Receive until the connection is lost: how it ended, and how long it lasted."""
         self._send_failure = None
         self._set_conn(conn)
-        self._set_state("connected", attempt=attempt)
-        heard = False
-        lost: ConnectionLost | None = None
+        started = self.clock.now()
+        self._stable = False
+        # In a run that has seen a connection end too soon, this one is said once it lasts.
+        self._announced = not self._flapping
+        self._set_state(
+            "connected", attempt=attempt, reason=self._run.summary(), say=self._announced
+        )
+        lost: ConnectionLost = ConnectionLost("the model closed the connection")
         with anyio.CancelScope() as scope:
             self._recv_scope = scope
-            try:
-                async with contextlib.aclosing(conn.receive()) as events:  # type: ignore[type-var]
-                    async for event in events:
-                        heard = True
-                        if isinstance(event, ModelGoAway):
-                            self._set_state("go_away", reason=f"time left {event.time_left_s}")
-                            lost = ConnectionLost("server sent GoAway")
-                            break
-                        if isinstance(event, ModelResumptionUpdate):
-                            if event.resumable and event.handle:
-                                self.resumption_handle = event.handle
-                            continue
-                        self._on_event(event)
-                    else:
-                        lost = ConnectionLost("the model closed the connection")
-            except ConnectionLost as exc:
-                lost = exc
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch_stable, attempt)
+                lost = await self._receive(conn)
+                tg.cancel_scope.cancel()
         if scope.cancelled_caught:
             lost = self._send_failure or ConnectionLost("send failed")
+        lasted_s = self.clock.now() - started
         self._recv_scope = None
         self._clear_conn()
         with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
-            await conn.close()
-        if self.closing:
-            return heard, None
-        assert lost is not None
-        self._set_state("disconnected", code=lost.code, reason=self._redact(lost.reason))
-        self.outbox.drop_frames()
-        return heard, lost
+            try:
+                await conn.close()
+            except Exception as exc:
+                log.warning("closing the model connection: %s", short_error(exc))
+        if not self.closing:
+            self.outbox.drop_frames()
+        return lost, lasted_s
+
+    async def _receive(self, conn: LiveConnection) -> ConnectionLost:
+        """Hand the connection's events on until it ends; how it ended (never raises)."""
+        try:
+            async with contextlib.aclosing(conn.receive()) as events:  # type: ignore[type-var]
+                async for event in events:
+                    if isinstance(event, ModelGoAway):
+                        self._set_state(
+                            "go_away", reason=f"time left {event.time_left_s}", say=self._announced
+                        )
+                        return ConnectionLost("server sent GoAway")
+                    if isinstance(event, ModelResumptionUpdate):
+                        if event.resumable and event.handle:
+                            self.resumption_handle = event.handle
+                        continue
+                    self._on_event(event)
+        except ConnectionLost as exc:
+            return exc
+        except Exception as exc:
+            # A model (or what it said) failing in a way nobody foresaw: that connection
+            # is over, the device is not. The traceback is for whoever fixes it.
+            log.warning("the model connection failed unexpectedly", exc_info=True)
+            return ConnectionLost(
+                f"the model connection failed: {short_error(exc, self.config.secrets)}"
+            )
+        return ConnectionLost("the model closed the connection")
+
+    async def _watch_stable(self, attempt: int) -> None:
+        """After ``stable_after_s`` the connection has lasted: the run of failures is over."""
+        await self.clock.sleep(self.policy.stable_after_s)
+        self._stable = True
+        if not self._announced:
+            self._announced = True
+            self._set_state("connected", attempt=attempt, reason=self._run.summary())
+        self._run.reset()
+        self._flapping = False
 
     def _set_conn(self, conn: LiveConnection) -> None:
         self.conn = conn
@@ -297,8 +410,13 @@ class ModelLink:
             self._recv_scope.cancel()
         if conn is not None:
             with anyio.move_on_after(2.0):
-                await conn.close()
-        self._set_state("closed")
+                try:
+                    await conn.close()
+                except Exception as exc:
+                    log.warning("closing the model connection: %s", short_error(exc))
+        # A run of failures is said at its 1st, 10th, 100th...: its count at the end too.
+        failing = self._run.failures > 1
+        self._set_state("closed", reason=self._run.counted("while failing") if failing else "")
 
 
 __all__ = ["ModelLink"]

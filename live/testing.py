@@ -9,6 +9,7 @@ Waiting is event-driven (``wait_for``), never a fixed sleep.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,9 +71,11 @@ class ScriptedConnection:
         self.setup = setup
         self.closed = False
         self.dropped: _Drop | None = None
+        # Unbounded, like the local model's: a script may say more than a buffer would hold
+        # before the session reads it.
         self._send_stream, self._recv_stream = anyio.create_memory_object_stream[
             ModelEvent | _Drop
-        ](1000)
+        ](math.inf)
 
     def inject(self, item: ModelEvent | _Drop) -> None:
         self._send_stream.send_nowait(item)

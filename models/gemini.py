@@ -51,6 +51,7 @@ from models.gemini_client import (
 )
 from models.gemini_events import model_events, parse_duration
 from models.gemini_options import DEFAULT_MODEL, GeminiOptions, default_modalities
+from models.gemini_unreadable import frame_problem, reached_server, tap
 
 log = logging.getLogger("lookout.gemini")
 
@@ -80,6 +81,8 @@ class GeminiConnection:
         self._session = session
         self._secrets = tuple(secrets)
         self._closed = False
+        # The last frame read, to tell a message of a newer protocol from garbage.
+        self._tap = tap(session)
 
     @property
     def closed(self) -> bool:
@@ -133,7 +136,12 @@ class GeminiConnection:
             raise TypeError(f"unknown outbound message {type(message).__name__}")
 
     async def receive(self) -> AsyncGenerator[ModelEvent, None]:
-        """Model events until the connection ends; ``ConnectionLost`` unless we closed it."""
+        """Model events until the connection ends; ``ConnectionLost`` unless we closed it.
+
+        Whatever the server sends, this raises nothing else: a message that cannot be read
+        ends the connection as a retryable loss (the session reconnects with back-off),
+        except a well-formed message of a kind this SDK does not know, which is skipped.
+        """
         while not self._closed:
             # session.receive() ends after each turn, and after an exception: start a new
             # one each time (the websocket underneath stays open).
@@ -159,19 +167,44 @@ class GeminiConnection:
                         if self._closed:
                             return
                         raise self._lost("connection closed", exc, _close_code(exc)) from None
-                    except (TypeError, ValueError) as exc:
-                        # Unknown-only keys (TypeError inside the SDK's error path) or bad
-                        # JSON: one bad message, the connection is still fine.
-                        log.warning(
-                            "skipped a server message the SDK could not read: %s",
-                            _describe(exc, self._secrets),
-                        )
+                    except Exception as exc:
+                        # Any type at all: the SDK's parsing raises whatever the frame
+                        # provokes (AttributeError, RecursionError, ValidationError...).
+                        if self._closed:
+                            return
+                        self._unreadable(exc)
                         break
-                    for event in model_events(message):
+                    try:
+                        events = model_events(message)
+                    except Exception as exc:
+                        raise self._lost("a server message could not be read", exc, None) from None
+                    for event in events:
                         yield event
             finally:
                 with anyio.CancelScope(shield=True):
                     await turn.aclose()
+
+    def _unreadable(self, exc: Exception) -> None:
+        """Skip a message of a newer protocol; anything else the SDK cannot read ends us."""
+        frame = self._tap.last if self._tap is not None else None
+        if frame is None:
+            # It failed before (or without) a frame to blame: the connection, not a message.
+            raise ConnectionLost(
+                one_line(f"receiving failed: {_describe(exc, self._secrets)}", self._secrets)
+            ) from None
+        problem = frame_problem(frame)
+        if problem is None:
+            log.warning(
+                "skipped a server message the SDK could not read: %s",
+                _describe(exc, self._secrets),
+            )
+            return
+        raise ConnectionLost(
+            one_line(
+                f"a server message could not be read ({problem}): {_describe(exc, self._secrets)}",
+                self._secrets,
+            )
+        ) from None
 
     async def close(self) -> None:
         if self._closed:
@@ -260,8 +293,11 @@ class GeminiLiveModel:
             raise ModelSetupError("the server did not confirm the session setup")
         return conn
 
-    def _connect_error(self, exc: Exception) -> Exception:
-        """``ModelSetupError`` when a retry would be refused the same way, else ConnectionLost."""
+    def _connect_error(self, exc: Exception) -> ConnectionLost | ModelSetupError:
+        """``ModelSetupError`` when a retry would be refused the same way, else ConnectionLost.
+
+        Total: whatever the SDK raised, the session gets one of the two, never the exception.
+        """
         detail = _describe(exc, self._secrets)
         if isinstance(exc, errors.APIError):
             if exc.code in _REFUSAL_CLOSE_CODES or exc.code in _AUTH_STATUS:
@@ -280,9 +316,14 @@ class GeminiLiveModel:
         if isinstance(exc, InvalidHandshake | ConnectionClosed | OSError):
             # OSError covers refused connections, DNS and TLS failures (ssl.SSLError).
             return ConnectionLost(f"could not connect: {detail}")
+        if reached_server(exc):
+            # The server's answer to the setup could not be read (not JSON, not an object,
+            # the wrong shape, nested too deep), or something nobody foresaw: try again.
+            return ConnectionLost(f"the answer to the setup could not be read: {detail}")
         if isinstance(exc, TypeError | ValueError):
+            # The SDK refused our own setup before sending it: it will refuse it again.
             return ModelSetupError(f"bad setup: {detail}")
-        return exc
+        return ConnectionLost(f"connecting failed: {detail}")
 
 
 __all__ = [

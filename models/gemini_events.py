@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
 from google.genai import types
 
@@ -53,6 +55,26 @@ def parse_duration(value: object) -> float | None:
     return None
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` as valid Unicode: JSON may escape a lone surrogate (``"\\ud800"``), which
+    no UTF-8 console, file or socket can write; it becomes U+FFFD."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def valid_value(value: Any) -> Any:
+    """``value`` (function call arguments) with every string in it made valid Unicode."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_text(str(k)): valid_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [valid_value(v) for v in value]
+    return value
+
+
 def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
     """Every model event in one server message, GoAway last.
 
@@ -63,18 +85,20 @@ def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
     content = message.server_content
     if content is not None:
         if content.input_transcription is not None and content.input_transcription.text:
-            events.append(ModelTranscriptOut(content.input_transcription.text, "input"))
+            events.append(ModelTranscriptOut(valid_text(content.input_transcription.text), "input"))
         turn = content.model_turn
         for part in (turn.parts or []) if turn is not None else []:
             if part.thought:
                 continue  # the model's reasoning is not something it said
             if part.text:
-                events.append(ModelTextOut(part.text))
+                events.append(ModelTextOut(valid_text(part.text)))
             blob = part.inline_data
             if blob is not None and blob.data and (blob.mime_type or "").startswith("audio/"):
                 events.append(ModelAudioOut(blob.data, blob.mime_type or "audio/pcm"))
         if content.output_transcription is not None and content.output_transcription.text:
-            events.append(ModelTranscriptOut(content.output_transcription.text, "output"))
+            events.append(
+                ModelTranscriptOut(valid_text(content.output_transcription.text), "output")
+            )
         if content.interrupted:
             events.append(ModelInterrupted())
         if content.turn_complete:
@@ -82,19 +106,21 @@ def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
     if message.tool_call is not None and message.tool_call.function_calls:
         calls = []
         for call in message.tool_call.function_calls:
-            call_id = call.id
+            call_id = valid_text(call.id or "")
+            name = valid_text(call.name or "")
             if not call_id:
                 # The Gemini API always sends ids; without one no answer could be matched.
                 call_id = f"missing-id-{uuid.uuid4().hex[:12]}"
-                log.warning("function call %s without an id; answering as %s", call.name, call_id)
-            calls.append(FunctionCallRequest(call_id, call.name or "", dict(call.args or {})))
+                log.warning("function call %s without an id; answering as %s", name, call_id)
+            calls.append(FunctionCallRequest(call_id, name, valid_value(dict(call.args or {}))))
         events.append(ModelToolCall(tuple(calls)))
     cancellation = message.tool_call_cancellation
     if cancellation is not None and cancellation.ids:
-        events.append(ModelToolCancellation(tuple(cancellation.ids)))
+        events.append(ModelToolCancellation(tuple(valid_text(i) for i in cancellation.ids)))
     update = message.session_resumption_update
     if update is not None:
-        events.append(ModelResumptionUpdate(update.new_handle, bool(update.resumable)))
+        handle = valid_text(update.new_handle) if update.new_handle is not None else None
+        events.append(ModelResumptionUpdate(handle, bool(update.resumable)))
     usage = message.usage_metadata
     if usage is not None:
         events.append(
@@ -109,4 +135,4 @@ def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
     return events
 
 
-__all__ = ["model_events", "parse_duration"]
+__all__ = ["model_events", "parse_duration", "valid_text", "valid_value"]

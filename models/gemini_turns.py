@@ -94,6 +94,10 @@ def reply_from_response(response: types.GenerateContentResponse) -> TurnReply:
             calls.append(FunctionCallRequest(call.id or "", call.name or "", dict(call.args or {})))
         elif part.text and not part.thought:
             texts.append(part.text)
+    if not texts and not calls:
+        # Nothing to say and nothing to do is no answer, whatever the reason (a shape the SDK
+        # read as empty, only thoughts, an empty text): never an empty success.
+        raise TurnModelError("the model's reply had no text and no function call", retryable=True)
     usage = None
     meta = response.usage_metadata
     if meta is not None:
@@ -187,8 +191,9 @@ class GeminiTurnModel:
         elif isinstance(exc, aiohttp.ClientError | OSError) or _is_httpx_transport_error(exc):
             text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             retryable = True
-        elif isinstance(exc, json.JSONDecodeError):
-            text, retryable = f"unreadable response: {exc}", True
+        elif isinstance(exc, json.JSONDecodeError | RecursionError | UnicodeDecodeError):
+            # Not JSON, nested deeper than the decoder goes, not UTF-8: the reply, not ours.
+            text, retryable = f"unreadable response: {type(exc).__name__}: {exc}", True
         else:
             # The SDK refusing the request (ValueError: a field Gemini does not accept) or
             # anything unforeseen: the same request would fail the same way.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -117,7 +118,10 @@ class LocalConnection:
     def __init__(self, model: LocalModel, setup: LiveSetup) -> None:
         self.model = model
         self.setup = setup
-        self._send, self._recv = anyio.create_memory_object_stream[ModelEvent](256)
+        # Unbounded: at connect it calls a tool per configured line and zone, however many
+        # there are, before anyone reads; after that the session reads as it goes, and
+        # each message sent yields at most two events.
+        self._send, self._recv = anyio.create_memory_object_stream[ModelEvent](math.inf)
         self._closed = False
         declared = {d.name for d in setup.tools}
         self._can_count = COUNT_TOOL in declared

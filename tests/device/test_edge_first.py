@@ -121,18 +121,22 @@ def test_with_the_model_unreachable_the_device_counts_serves_and_retries(tmp_pat
         attempts = lambda: [  # noqa: E731
             e for e in events(log) if e["type"] == "connection" and e["state"] == "unreachable"
         ]
-        wait_until(lambda: len(attempts()) >= 3, 30, "three connection attempts")
+        wait_until(lambda: len(attempts()) >= 1, 30, "a failed connection attempt")
+        # Past the third attempt (waits of 0.5, 1 and 2 s): the run is said once, not per try.
+        seen = time.monotonic()
+        wait_until(lambda: time.monotonic() - seen > 4, 10, "more attempts")
     finally:
         code, out, err = stop(proc)
     assert code == 0, err
     assert time.monotonic() - started < 60
-    # Each attempt said with its reason and when the next one comes; waits grow.
-    retries = [e["retry_in_s"] for e in attempts()]
-    assert retries[:3] == [0.5, 1.0, 2.0]
-    assert all("ConnectionRefusedError" in e["reason"] for e in attempts())
+    # The first failure said with its reason and when the next try comes; the tries after
+    # it (up to the 10th) are not said again (tests/faults/test_flapping_model.py).
+    [said] = attempts()
+    assert said["retry_in_s"] == 0.5 and "ConnectionRefusedError" in said["reason"]
     assert "model: connecting to gemini-3.8-live" in out
     assert "unreachable: could not connect: ConnectionRefusedError" in out
-    assert "next attempt in 1 s" in out
+    assert "next attempt in 0.5 s" in out
+    assert out.count("unreachable") == 1, out
     # With no model, the device says the changes itself (--fallback-after 0).
     assert "device: " in out and " people in view" in out
     assert "Traceback" not in err and "x-not-a-real-key" not in out + err
@@ -250,8 +254,14 @@ def test_a_returning_model_hears_one_coalesced_state_per_stream(
             60,
             "three count changes while the model is away",
         )
-        assert len([e for e in events(log) if e["type"] == "connection"
-                    and e["state"] == "unreachable"]) >= 1  # fmt: skip
+        # The first refused setup comes after a back-off (the lost connection had not lasted).
+        wait_until(
+            lambda: any(
+                e["type"] == "connection" and e["state"] == "unreachable" for e in events(log)
+            ),
+            30,
+            "the model said unreachable",
+        )
         server.set_options(setup_close_code=None)
         # (The predicates run on the server's own loop: they read its list directly.)
         back = server.wait_for(

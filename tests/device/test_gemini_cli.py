@@ -143,7 +143,10 @@ def test_go_away_then_a_1011_drop_loses_and_repeats_no_count(
     counts = [(e["count"], e["previous"]) for e in events if e["type"] == "count"]
     assert_every_change_accounted_for([r.response for r in changes], counts)
     states = [e["state"] for e in events if e["type"] == "connection"]
-    assert states.count("connected") == 3 and "go_away" in states
+    # Connections that ended within seconds are a run of failures: its start is said, its
+    # retries are not (tests/faults/test_flapping_model.py); three connections were made.
+    assert states[:3] == ["connecting", "connected", "go_away"]
+    assert len(server.connections()) == 3
 
 
 def test_frames_only_when_asked_at_most_one_per_second_and_never_in_privacy_mode(

@@ -64,6 +64,7 @@ __all__ = [
     "DEFAULT_API_KEY",
     "DEFAULT_API_VERSION",
     "DEFAULT_VERSIONS",
+    "AfterSetup",
     "ClientContent",
     "ClientMessage",
     "FakeLiveServer",
@@ -82,6 +83,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+Frame = Mapping[str, Any] | str | bytes
+# What the fake sends after each setup: frames, or a function of the connection giving them.
+AfterSetup = Sequence[Frame] | Callable[[LiveConnection], Sequence[Frame]]
 
 # Versions the SDK can be configured to use. google-genai 3.6.1 defaults to "v1" for the Gemini
 # API (GOOGLE_AI_API_DEFAULT_VERSION); the public Live docs use "v1beta"; ephemeral tokens need
@@ -116,7 +121,11 @@ class FakeLiveServer:
       leaves the client waiting forever in ``connect()``.
     * ``setup_close_code``: if set, close the connection with this code instead of answering the
       setup (``connect()`` then raises ``APIError`` with that code; 1006 drops the TCP link).
-    * ``setup_complete``: the payload of the answer (default ``{"setupComplete": {}}``).
+    * ``setup_complete``: the payload of the answer (default ``{"setupComplete": {}}``); a str
+      or bytes is sent as it is (a text or binary frame), for answers no JSON dict can be.
+    * ``after_setup``: frames sent right after the answer to every setup (as :meth:`send` takes
+      them), or a function of the connection that returns them: a server that says GoAway, or
+      something unreadable, straight after each setup (see ``tests/fakelive/hostile.py``).
     * ``binary_frames``: send JSON in binary frames (default), as the real service does (browser
       clients get Blobs); the SDK reads both (``recv(decode=False)`` then ``json.loads``).
       ``send(str)`` always uses a text frame.
@@ -130,7 +139,8 @@ class FakeLiveServer:
         versions: Collection[str] = DEFAULT_VERSIONS,
         answer_setup: bool = True,
         setup_close_code: int | None = None,
-        setup_complete: Mapping[str, Any] | None = None,
+        setup_complete: Mapping[str, Any] | str | bytes | None = None,
+        after_setup: AfterSetup = (),
         binary_frames: bool = True,
         max_message_size: int = 16 * 2**20,
     ) -> None:
@@ -139,9 +149,10 @@ class FakeLiveServer:
         self.versions = frozenset(versions)
         self.answer_setup = answer_setup
         self.setup_close_code = setup_close_code
-        self.setup_complete: Mapping[str, Any] = (
+        self.setup_complete: Mapping[str, Any] | str | bytes = (
             setup_complete if setup_complete is not None else {"setupComplete": {}}
         )
+        self.after_setup: AfterSetup = after_setup
         self.binary_frames = binary_frames
         self._max_message_size = max_message_size
         self.connections: list[LiveConnection] = []
@@ -310,9 +321,13 @@ class FakeLiveServer:
         if self.setup_close_code is not None:
             await self._close(conn, self.setup_close_code, "fake live: setup refused")
         elif self.answer_setup:
-            await self._send(conn, dict(self.setup_complete))
+            answer = self.setup_complete
+            await self._send(conn, answer if isinstance(answer, str | bytes) else dict(answer))
             conn.setup_completed = True
             self._changed()
+            script = self.after_setup
+            for frame in script(conn) if callable(script) else script:
+                await self._send(conn, frame)
 
     # -- scripting: what the "model" says --------------------------------------------------------
 

@@ -18,7 +18,7 @@ from .records import ClientMessage, FunctionResponseRecord, LiveConnection
 if TYPE_CHECKING:
     # FakeLiveServer is named only in ThreadedFakeLiveServer's base (a string there, as the
     # server module imports this one), which ruff does not read as a use.
-    from .server import FakeLiveServer, ToolCallSpec  # noqa: F401
+    from .server import AfterSetup, FakeLiveServer, ToolCallSpec  # noqa: F401
 
 __all__ = ["ThreadedFakeLiveServer", "ThreadedServer"]
 
@@ -142,14 +142,23 @@ class ThreadedFakeLiveServer(ThreadedServer["FakeLiveServer"]):
         *,
         answer_setup: bool | None = None,
         setup_close_code: int | type[_Keep] | None = _Keep,
+        setup_complete: Mapping[str, Any] | str | bytes | None = None,
+        after_setup: AfterSetup | None = None,
     ) -> None:
-        """Change setup behaviour for the next connections (on the server's loop)."""
+        """Change setup behaviour for the next connections (on the server's loop).
+
+        ``after_setup`` (a function of the connection) also runs on the server's loop.
+        """
 
         def apply() -> None:
             if answer_setup is not None:
                 self.server.answer_setup = answer_setup
             if not isinstance(setup_close_code, type):
                 self.server.setup_close_code = setup_close_code
+            if setup_complete is not None:
+                self.server.setup_complete = setup_complete
+            if after_setup is not None:
+                self.server.after_setup = after_setup
 
         self._sync(apply)
 

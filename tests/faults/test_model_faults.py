@@ -44,7 +44,7 @@ async def test_random_drops_lose_and_duplicate_nothing(seed: int) -> None:
             if rng.random() < 0.08:
                 code = rng.choice([1000, 1006, 1011])
                 h.model.resumption(f"h-{value}")
-                await h.settle()
+                await h.lasted()  # a connection that worked: its loss is reconnected at once
                 h.model.disconnect(code=code, reason=f"drop {code}")
                 await h.settle()
         await h.model.wait_for(
@@ -77,7 +77,7 @@ async def test_repeated_go_away_keeps_the_stream_and_every_emission() -> None:
         for round_ in range(10):
             h.model.resumption(f"h-{round_}")
             h.send_frame(round_)
-            await h.settle()
+            await h.lasted()  # GoAway comes near a connection's end, not right after setup
             h.model.go_away(time_left_s=1)
             await h.model.wait_for(lambda n=round_: len(h.model.connections) == n + 2)
         await h.settle()
@@ -126,3 +126,46 @@ async def test_a_server_that_never_answers_setup_gives_up_in_bounded_time() -> N
             await session.wait_finished()
     assert session.failure is not None
     assert "no answer to setup within 0.05 s" in session.failure
+
+
+class BrokenModel(ScriptedModel):
+    """A model adapter with bugs: its first connect raises, its first connection's receive
+    and close raise, none of them a ConnectionLost."""
+
+    async def connect(self, setup: LiveSetup) -> Any:
+        if self._attempts == 0:
+            self._attempts += 1
+            raise ZeroDivisionError("connect went wrong")
+        conn = await super().connect(setup)
+        if len(self.connections) == 1:
+            first_receive = conn.receive
+
+            async def receive() -> AsyncIterator[Any]:
+                async for event in first_receive():
+                    raise KeyError(f"cannot handle {type(event).__name__}")
+                    yield event
+
+            async def close() -> None:
+                raise RuntimeError("close went wrong")
+
+            conn.receive = receive  # type: ignore[method-assign]
+            conn.close = close  # type: ignore[method-assign]
+        return conn
+
+
+async def test_a_model_that_raises_anything_is_retried_and_the_device_goes_on() -> None:
+    model = BrokenModel()
+    async with harness([FunctionTool(echo)], model=model) as h:
+        with anyio.fail_after(10):
+            await h.clock.run_for(1)  # past the back-off after the failed connect
+            await model.wait_for(lambda: len(model.connections) == 1)
+            model.say("hello")  # the first connection's receive raises on it
+            await h.clock.run_for(1)
+            await model.wait_for(lambda: len(model.connections) == 2)
+        call_id = await h.start("echo")
+        h.send_frame(7)
+        await h.wait_responses(call_id, 2)
+        assert h.session.failure is None
+    reasons = [e.reason for e in h.log.events if isinstance(e, ConnectionState) and e.reason]
+    assert any("ZeroDivisionError: connect went wrong" in r for r in reasons), reasons
+    assert any("KeyError" in r and "ModelTextOut" in r for r in reasons), reasons

@@ -43,6 +43,12 @@ class Harness:
     async def settle(self) -> None:
         await settle()
 
+    async def lasted(self) -> None:
+        """Let the connection last long enough to count as one that worked
+        (``ReconnectPolicy.stable_after_s``): losing it then reconnects at once, where one
+        lost sooner is a failed attempt, retried after a back-off."""
+        await self.clock.run_for(self.session.config.reconnect.stable_after_s)
+
     async def wait_event(
         self, predicate: Callable[[list[Event]], Any], timeout: float = 5.0
     ) -> Any:

@@ -48,14 +48,20 @@ async def test_an_unreachable_model_is_retried_with_backoff_while_device_calls_w
         assert [e.payload["value"] for e in emitted] == [1, 2]
         assert not any(e.to_model for e in emitted)
         assert h.session.running_streams()[0]["by"] == "device"
-        # The attempts go on with growing waits, each one reported with its reason.
+        # The attempts go on with growing waits; the run of failures is said once, with
+        # its reason and the next try, not once per attempt...
         await h.clock.run_for(30)
         assert len(model.connections) == 1 and h.session.model_connected
         unreachable = [
             e for e in h.log.events if isinstance(e, ConnectionState) and e.state == "unreachable"
         ]
-        assert [e.retry_in_s for e in unreachable] == [1.0, 2.0, 4.0, 4.0]
-        assert all(e.reason == "connection refused" and e.model == "scripted" for e in unreachable)
+        assert [e.retry_in_s for e in unreachable] == [1.0]
+        assert unreachable[0].reason == "connection refused" and unreachable[0].model == "scripted"
+        # ...and its end once, with how many tries it took: after waits of 1, 2, 4 and 4 s.
+        [back] = [
+            e for e in h.log.events if isinstance(e, ConnectionState) and e.state == "connected"
+        ]
+        assert back.t == pytest.approx(11.0) and "after 4 failed attempts" in back.reason
         # The model, once there, was never sent anything of the device calls.
         sent_ids = {
             r.id
@@ -99,7 +105,7 @@ async def test_a_fresh_model_session_ends_model_streams_but_not_device_streams()
     async with harness([FunctionTool(counter)]) as h:
         by_model = await h.start("counter")
         by_device = (await h.session.call_tool("counter")).call_id
-        await h.settle()
+        await h.lasted()
         h.model.disconnect(code=1011)  # no resumption handle was issued: a fresh session
         await h.model.wait_for(lambda: len(h.model.connections) == 2)
         await h.wait_event(lambda events: any(e.type == "stream_stopped" for e in events))

@@ -133,6 +133,7 @@ async def test_reconnect_delivers_every_emission_exactly_once_with_the_latest_ha
         h.model.resumption("handle-2")
         h.send_frame(1)
         await h.wait_responses(call_id, 2)
+        await h.lasted()
         h.model.disconnect(code=1011, reason="internal error")
         # Frames keep flowing while the connection is down; the stream keeps running.
         for value in range(2, 8):
@@ -156,7 +157,7 @@ async def test_a_send_that_fails_is_retried_on_the_new_connection() -> None:
     async with harness([FunctionTool(counter)], model=model) as h:
         call_id = await h.start("counter")
         model.resumption("h-1")
-        await h.settle()
+        await h.lasted()
         model.fail_sends_after = model.sends_ok  # the very next send drops the connection
         h.send_frame(42)
         await h.wait_responses(call_id, 2)
@@ -169,6 +170,7 @@ async def test_go_away_reconnects_before_the_server_cuts_us_off() -> None:
     async with harness([FunctionTool(counter)]) as h:
         call_id = await h.start("counter")
         h.model.resumption("h-7")
+        await h.lasted()
         h.model.go_away(time_left_s=5)
         await h.model.wait_for(lambda: len(h.model.connections) == 2)
         await h.settle()
@@ -186,7 +188,7 @@ async def test_emissions_during_an_outage_are_collapsed_when_the_outbox_overflow
     async with harness([FunctionTool(counter)], config, model=model) as h:
         call_id = await h.start("counter")
         model.resumption("h-1")
-        await h.settle()
+        await h.lasted()
         model.disconnect()
         await h.settle()
         for value in range(10):
@@ -250,6 +252,7 @@ async def test_a_fresh_model_session_ends_the_old_calls_instead_of_answering_unk
         old = await h.start("counter")
         h.send_frame(1)
         await h.wait_responses(old, 2)
+        await h.lasted()
         h.model.disconnect(code=1011)  # no resumption handle was ever issued
         for value in (2, 3):
             h.send_frame(value)
@@ -282,7 +285,7 @@ async def test_a_refused_resumption_handle_falls_back_to_a_fresh_session() -> No
     async with harness([FunctionTool(counter)], model=model) as h:
         await h.start("counter")
         model.resumption("stale")
-        await h.settle()
+        await h.lasted()
         model.disconnect(code=1006)
         await h.model.wait_for(lambda: len(model.connections) == 2)
         assert [s.resumption_handle for s in model.setups] == [None, "stale", None]

@@ -200,6 +200,9 @@ def responses(srv: FakeLiveServer, call_id: str) -> list[FunctionResponseRecord]
 
 
 def fast_reconnect(**kwargs: Any) -> ReconnectPolicy:
+    """Quick retries, and every connection counts as one that lasted: these tests are about
+    what crosses a reconnect (back-off for flapping: tests/faults/test_flapping_model.py)."""
+    kwargs.setdefault("stable_after_s", 0.0)
     return ReconnectPolicy(initial_backoff_s=0.01, max_backoff_s=0.05, **kwargs)
 
 
@@ -512,8 +515,12 @@ async def test_abrupt_drop_reconnects(srv: FakeLiveServer) -> None:
     async with running(srv) as run:
         [call_id] = await run.call(ToolCallSpec("watch", id="d1"))
         await run.frame_seen(1, call_id)
+        # Resumable: the call goes on across the drop (a fresh session would end it).
+        await srv.send_resumption_update("handle-D")
+        await run.call(ToolCallSpec("ping", {"text": "sync"}))
         await srv.drop_connection()
-        await srv.wait_connection(2)
+        second = await srv.wait_connection(2)
+        assert second.resumption_handle == "handle-D"
         await run.frame_seen(2, call_id)
     codes = [e.code for e in run.log.of(ConnectionState) if e.state == "disconnected"]
     assert codes == [1006]
@@ -577,20 +584,37 @@ async def test_text_mode_sends_emissions_as_content_without_turn_complete(
 
 
 @pytest.mark.anyio
-async def test_unreadable_server_messages_are_skipped(
+async def test_messages_of_a_newer_protocol_are_skipped(
     srv: FakeLiveServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="lookout.gemini")
     async with running(srv) as run:
         await srv.send({"somethingNew": {"x": 1}})  # unknown keys only: TypeError in the SDK
-        await srv.send("{not json")  # ValueError in the SDK
         await srv.send({"code": "not-a-number"})  # unknown keys again, odd code
         [call_id] = await run.call(ToolCallSpec("watch", id="m1"))
         await run.frame_seen(1, call_id)
         assert len(srv.connections) == 1
     skipped = [r for r in caplog.records if "could not read" in r.getMessage()]
-    assert len(skipped) == 3
+    assert len(skipped) == 2
     assert all(r.levelno == logging.WARNING and "\n" not in r.getMessage() for r in skipped)
+
+
+@pytest.mark.anyio
+async def test_an_unreadable_message_ends_the_connection_and_the_stream_goes_on(
+    srv: FakeLiveServer,
+) -> None:
+    """Not JSON is the server breaking the protocol: that connection ends, the session
+    resumes on the next one (tests/faults/test_hostile_endpoint.py tries every kind)."""
+    async with running(srv) as run:
+        [call_id] = await run.call(ToolCallSpec("watch", id="m2"))
+        await run.frame_seen(1, call_id)
+        await srv.send_resumption_update("h-1")
+        await srv.send("{not json")
+        second = await srv.wait_connection(2)
+        assert second.resumption_handle == "h-1"
+        await run.frame_seen(2, call_id)
+    [lost] = [e for e in run.log.of(ConnectionState) if e.state == "disconnected"]
+    assert "could not be read (not JSON)" in lost.reason
 
 
 # --------------------------------------------------------------------------------------------

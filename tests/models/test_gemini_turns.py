@@ -24,6 +24,7 @@ from models.gemini_turns import DEFAULT_TURN_MODEL, GeminiTurnModel
 from tests.fakelive import (
     NO_ANSWER,
     FakeGenerateServer,
+    FakeHttpError,
     GenerateRequest,
     TestCerts,
     error_response,
@@ -413,3 +414,36 @@ def test_threaded_fake_serves_another_loop(certs: TestCerts) -> None:
         last = fake.wait_requests(2)
         assert [(r.id, r.name) for r in last.function_responses()] == [("fc-9", "count_people")]
         assert len(fake.requests) == 2 and fake.rejected_paths == []
+
+
+# --------------------------------------------------------------------------------------------
+# A reply with no answer in it: an error, never an empty success (lookout ask would exit 0
+# with nothing to say)
+
+NO_ANSWER_REPLIES: dict[str, Any] = {
+    "candidates a string": {"candidates": "x"},
+    "candidates a list of numbers": {"candidates": [1]},
+    "an empty candidate": {"candidates": [{}]},
+    "content a string": {"candidates": [{"content": "x"}]},
+    "parts a string": {"candidates": [{"content": {"parts": "x"}}]},
+    "an empty part": {"candidates": [{"content": {"parts": [{}]}, "finishReason": "STOP"}]},
+    "only a thought": {"candidates": [{"content": {"parts": [{"text": "hm", "thought": True}]}}]},
+    "an empty text": {"candidates": [{"content": {"parts": [{"text": ""}]}}]},
+    "a list": [1],
+    "a string": '"str"',
+    "null": "null",
+    "not JSON": "{not json",
+    "invalid UTF-8": b"\xff\xfe{",
+    "nested arrays": "[" * 100_000 + "]" * 100_000,
+    "block reason a number": {"promptFeedback": {"blockReason": 5}},
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", list(NO_ANSWER_REPLIES))
+async def test_a_reply_without_an_answer_is_an_error(srv: FakeGenerateServer, name: str) -> None:
+    srv.queue(FakeHttpError(200, body=NO_ANSWER_REPLIES[name]))
+    with pytest.raises(TurnModelError) as info:
+        await model_for(srv).generate(request(user("how many?")))
+    message = str(info.value)
+    assert message and "\n" not in message and len(message) <= 200
