@@ -89,6 +89,10 @@ class SessionConfig:
     session_emission_budget: int | None = None
     # A second call of a running streaming tool: run both (True) or refuse it explicitly.
     allow_concurrent_calls: bool = True
+    # Streams running at once, all tools together (None: no bound). Each one consumes
+    # every percept: a model that calls count_people 5,000 times in one message would
+    # otherwise slow the device's own count and fill the event log.
+    max_streams: int | None = None
     # How long a stop waits for a tool's cleanup before reporting it as stuck.
     stop_timeout_s: float = 5.0
     # Messages kept for the model while it is disconnected.

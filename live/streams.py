@@ -186,6 +186,12 @@ class StreamRegistry:
         self, tool: Tool, call_id: str, args: dict[str, Any], *, by: str, after_seq: int
     ) -> StreamHandle | str:
         """A new stream, or the reason it was refused."""
+        cap = self.config.max_streams
+        if cap is not None and len(self.handles) >= cap:
+            return (
+                f"{len(self.handles)} streams are running, the most this device runs at once; "
+                "stop one with stop_streaming first"
+            )
         if not self.config.allow_concurrent_calls:
             running = self.running(tool.name)
             if running:

@@ -81,6 +81,7 @@ RETRY_SUFFIX = re.compile(r";? *retry in [^;)]*$")
 EXIT_FAILURE = 1  # the run failed (a required model, a source that failed for good)
 EXIT_LOG_INCOMPLETE = 3  # the run ended, but its event log misses events (said why)
 CLOCK_CHECK_S = 1.0  # how often the wall clock is compared with the monotonic one
+SPARE_STREAMS = 16  # streams the model may run at once beyond one per line and zone
 # After SIGTERM/SIGINT, what the event log has not written by then is counted lost (and
 # said, exit 3): a database another process holds locked must not hold the exit.
 SIGNAL_FLUSH_S = 0.5
@@ -313,6 +314,8 @@ def session_config(config: Config) -> SessionConfig:
         reconnect=ReconnectPolicy(
             max_attempts=config.model_attempts if config.require_model else None
         ),
+        # Room for a watch of every line and zone, and a few counts besides.
+        max_streams=SPARE_STREAMS + len(config.lines) + len(config.zones),
         secrets=config.secrets(),
     )
 

@@ -278,3 +278,17 @@ def test_a_line_or_zone_named_twice_on_the_command_line_is_refused(tmp_path: obj
     ):
         with pytest.raises(ConfigError, match="given twice"):
             build(flags, environ={}, system_config=Path(str(tmp_path)) / "none.toml")
+
+
+def test_the_model_may_watch_every_line_and_zone_and_a_few_counts_besides(
+    tmp_path: object,
+) -> None:
+    from device.app.config import build
+    from device.app.run import SPARE_STREAMS, session_config
+
+    config = build(
+        {"lines": [f"l{i}=0.5,0,0.5,1" for i in range(30)], "zones": ["z=0,0,1,0,1,1"]},
+        environ={},
+        system_config=Path(str(tmp_path)) / "none.toml",
+    )
+    assert session_config(config).max_streams == SPARE_STREAMS + 31

@@ -187,6 +187,31 @@ async def test_second_call_refused_explicitly_when_concurrency_is_off() -> None:
         assert [s["id"] for s in h.session.running_streams()] == [first]
 
 
+async def test_a_flood_of_calls_runs_only_as_many_streams_as_the_bound_the_rest_refused() -> None:
+    """A model that calls count_people 500 times in one message: each stream consumes
+    every frame, so beyond the bound each call is refused with a reason, at once."""
+    impl, tool = counting_tool()
+    async with harness([tool], SessionConfig(max_streams=8)) as h:
+        calls = h.model.call_many([("count_people", {})] * 500)
+        for call_id in calls:
+            await h.wait_responses(call_id, 1)
+        await h.settle()
+        first = [h.model.responses(c)[0].response for c in calls]
+        refused = [r for r in first if r.get("status") == "error"]
+        assert len(refused) == 492 and len(h.session.running_streams()) == 8
+        assert "8 streams are running" in refused[0]["error"]
+        assert "stop_streaming" in refused[0]["error"]
+        h.send_frame(3)  # the eight that run still count
+        for call_id in calls[:8]:
+            await h.wait_responses(call_id, 2)
+        # Once one stops, a new call runs again.
+        stop_id = h.model.call("stop_streaming", {"call_id": calls[0]})
+        await h.wait_responses(stop_id, 1)
+        again = await h.start("count_people")
+        assert h.model.responses(again)[0].response.get("status") != "error"
+        assert impl.cleanups >= 1
+
+
 async def test_new_call_after_stop_and_after_completion_gets_a_fresh_stream() -> None:
     impl, tool = counting_tool()
 
