@@ -119,6 +119,8 @@ class PublisherStats(Protocol):
     @property
     def queued(self) -> int: ...
 
+    def problems(self) -> list[str]: ...
+
 
 class ConnectionStats(Protocol):
     """The status server's connection counts (``connection_guard.GuardStats``)."""
@@ -387,6 +389,8 @@ class Telemetry:
         log_problems = getattr(self.app, "log_problems", None)
         if log_problems is not None:
             off.extend(log_problems())
+        if self.mqtt is not None:
+            off.extend(self.mqtt.problems())  # refused, another device with this id, drops
         if off:
             return Health(True, "; ".join(off), degraded=True)
         return Health(True, "ok")
