@@ -75,6 +75,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from device.app.config import ConfigError
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
+from device.outputs.mqtt_client import Client
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
 from device.outputs.mqtt_presence import Instance, Presence
 from device.outputs.telemetry import AppView, strip_credentials
@@ -189,6 +190,14 @@ def _clock_time(wall: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(wall))
 
 
+def _reason(exc: BaseException) -> str:
+    """An MQTT error as a reader wants it: what happened, not where aiomqtt noticed it."""
+    text = str(exc)
+    if text.startswith(("Disconnected during", "[code:7]")) or "Unexpected disconnection" in text:
+        return "the connection was lost"  # paho's reason then is "Unspecified error"
+    return re.sub(r"^\[code:\d+\] ", "", text).rstrip(".") or type(exc).__name__
+
+
 class _Yielded(Exception):
     """Another process holds this device id: leave without publishing anything."""
 
@@ -209,7 +218,7 @@ class MqttPublisher:
         lines: Iterable[str] = (),
         zones: Iterable[str] = (),
         max_queue: int = 1000,
-        max_inflight: int = 32,
+        max_inflight: int = 64,
         keepalive_s: int = 30,
         timeout_s: float = 10.0,
         backoff_s: tuple[float, float] = (0.5, 10.0),
@@ -531,6 +540,11 @@ class MqttPublisher:
             found.append(
                 f"MQTT broker {self.settings} refused the connection: {self.stats.refused}"
             )
+        elif self._flapping() and not self._holding():
+            found.append(
+                f"MQTT broker {self.settings} closes the connection right after it is made "
+                f"({self._short} times in a row): is another client connecting as {self.client_id}?"
+            )
         elif not self.stats.connected and self.stats.down_since is not None:
             since = _clock_time(self.stats.down_since)
             found.append(
@@ -539,6 +553,11 @@ class MqttPublisher:
         if self.stats.dropped:
             found.append(f"MQTT: {self.stats.dropped:,} events dropped")
         return found
+
+    def _holding(self) -> bool:
+        """Connected for ``stable_s`` already: whatever closed connections before has stopped."""
+        at = self._connected_at
+        return self.stats.connected and at is not None and self.clock.now() - at >= self.stable_s
 
     def undelivered(self) -> str | None:
         """Why some events never reached the broker (None: every one did); at exit."""
@@ -618,7 +637,7 @@ class MqttPublisher:
                 self._refused(exc)
                 failures = max(failures, 64)  # a refusal is not fixed by retrying sooner
             except aiomqtt.MqttError as exc:
-                self._failed(str(exc) or type(exc).__name__)
+                self._failed(_reason(exc))
             finally:
                 self.stats.connected = False
             connected_at = self._connected_at
@@ -627,6 +646,8 @@ class MqttPublisher:
                     failures = self._short = 0  # it was up: a new outage starts with a short wait
                 else:
                     self._closed_early()
+            if self._flapping():
+                failures = max(failures, 64)  # each try knocks the other client off: rarely
             failures += 1
             await anyio.sleep(backoff.delay(failures))
         await anyio.sleep_forever()  # only cancellation ends a publisher
@@ -635,7 +656,7 @@ class MqttPublisher:
         self.stats.last_error = reason
         if self.stats.down_since is None:
             self.stats.down_since = time.time()
-        if not self._outage:
+        if not self._outage and not self._flapping():
             # Once per outage: a broker away for an hour must not flood the log.
             self._say(f"warning: MQTT broker {self.settings}: {reason}; reconnecting")
             self._outage = True
@@ -664,12 +685,19 @@ class MqttPublisher:
                 f"(another device with device id '{self.device_id}')? Reconnecting less often"
             )
 
+    def _flapping(self) -> bool:
+        """The broker has been closing each connection right after it was made (said once
+        when it began; each round of it is not news)."""
+        return self._short >= 3
+
     def _connected(self) -> None:
         self.stats.connected = True
         self._connected_event.set()
         if self.stats.refused:
             self._say(f"MQTT broker {self.settings} accepted the connection")
             self.stats.refused = ""
+        elif self._flapping():
+            pass
         elif self._outage:
             self._say(f"MQTT broker {self.settings}: connected again")
         else:
@@ -679,7 +707,7 @@ class MqttPublisher:
 
     def _client(self) -> aiomqtt.Client:
         settings = self.settings
-        client = aiomqtt.Client(
+        client = Client(
             settings.host,
             settings.port,
             identifier=self.client_id,
@@ -719,7 +747,11 @@ class MqttPublisher:
                     try:
                         async with anyio.create_task_group() as tg:
                             self._connection_scope = tg.cancel_scope
-                            tg.start_soon(self._guarded, self._watch, client)
+                            # Subscribing beside the reading: a subscribe waits for its
+                            # answer, not for the connection; the reading notices at once
+                            # that the connection dropped.
+                            tg.start_soon(self._guarded, self._subscribe, client)
+                            tg.start_soon(self._guarded, self._read, client)
                             tg.start_soon(self._guarded, self._send, client)
                     except anyio.get_cancelled_exc_class():
                         # The app is ending: deliver what it can, say goodbye, and disconnect
@@ -775,21 +807,45 @@ class MqttPublisher:
 
         A probe published after subscribing comes back after every retained message of
         the subscription (Mosquitto sends them in order), so it says when all are in.
+        Messages are read from the start: that is also how a connection dropped in the
+        meantime is noticed (a subscribe waits for its answer, not for the connection).
         """
-        await client.subscribe(self.presence_topic, qos=1)
         probe = b'{"probe":"' + self.presence.me.id.encode() + b'"}'
-        await client.publish(self.presence_topic, probe, qos=1, retain=False)
         held: Instance | None = None
-        with anyio.move_on_after(min(self.timeout_s, 5.0)):
-            async for message in client.messages:
-                if not message.topic.matches(self.presence_topic):
-                    continue
-                payload = message.payload if isinstance(message.payload, bytes) else b""
-                if message.retain:
-                    held = Instance.parse(payload)
-                elif payload == probe:
-                    return held
-        log.info("MQTT: no answer to the presence probe on %s", self.presence_topic)
+        lost: list[aiomqtt.MqttError] = []
+        async with anyio.create_task_group() as tg:
+            tg.cancel_scope.deadline = anyio.current_time() + min(self.timeout_s, 5.0)
+
+            async def ask() -> None:
+                try:
+                    await client.subscribe(self.presence_topic, qos=1)
+                    await client.publish(self.presence_topic, probe, qos=1, retain=False)
+                except aiomqtt.MqttError as exc:
+                    lost.append(exc)
+                    tg.cancel_scope.cancel()
+
+            async def listen() -> None:
+                nonlocal held
+                try:
+                    async for message in client.messages:
+                        payload = message.payload if isinstance(message.payload, bytes) else b""
+                        if not message.topic.matches(self.presence_topic):
+                            continue
+                        if message.retain:
+                            held = Instance.parse(payload)
+                        elif payload == probe:
+                            tg.cancel_scope.cancel()
+                            return
+                except aiomqtt.MqttError as exc:
+                    lost.append(exc)
+                    tg.cancel_scope.cancel()
+
+            tg.start_soon(ask)
+            tg.start_soon(listen)
+        if lost:
+            raise lost[0]
+        if tg.cancel_scope.cancelled_caught and anyio.current_time() >= tg.cancel_scope.deadline:
+            log.info("MQTT: no answer to the presence probe on %s", self.presence_topic)
         return held
 
     def _yield_to(self, other: Instance) -> None:
@@ -800,15 +856,17 @@ class MqttPublisher:
         )
         self._say(f"warning: {self.stats.clash}")
 
-    async def _watch(self, client: aiomqtt.Client) -> None:
-        """Notices a lost connection (the iterator raises), Home Assistant restarts, and the
-        lines and zones an earlier run left behind."""
-        status = f"{self.discovery_prefix}/status"
-        await client.subscribe(status, qos=1)
+    async def _subscribe(self, client: aiomqtt.Client) -> None:
+        await client.subscribe(f"{self.discovery_prefix}/status", qos=1)
         # Every run leaves these retained for each of its lines and zones (totals
         # stay; a zone's counting says offline), so they name what an earlier run had.
         await client.subscribe(self.line_topic("+", "in"), qos=1)
         await client.subscribe(self.zone_topic("+", "counting"), qos=1)
+
+    async def _read(self, client: aiomqtt.Client) -> None:
+        """Notices a lost connection (the iterator raises), Home Assistant restarts, and the
+        lines and zones an earlier run left behind."""
+        status = f"{self.discovery_prefix}/status"
         async for message in client.messages:
             payload = message.payload if isinstance(message.payload, bytes) else b""
             if message.topic.matches(status):
@@ -855,8 +913,6 @@ class MqttPublisher:
         # sent again after the reconnect.
         self._inflight.pop(serial, None)
         self.stats.published += 1
-        if message.topic == self.presence_topic:
-            self.presence.claimed = True
         if not self._inflight:
             self._acked.set()
 
@@ -909,20 +965,20 @@ class MqttPublisher:
         return False
 
     def _goodbye(self) -> list[Message]:
-        """The final state: the line totals (what this run counted), the counts cleared
-        (nobody may take the last ones as current later), and offline last."""
+        """The final state: the counts cleared first (nobody may take the last ones as
+        current later), the line totals (what this run counted), and offline last."""
         messages = [
-            m
-            for totals in self.latest_lines.values()
-            for m in totals
-            if self._sent.get(m.topic) != m.payload
-        ]
-        messages += [
             Message(self.counting_topic, b"offline", 1, True),
             Message(self.count_topic, b"", 1, True),
         ]
         for name in self.latest_zones:
             messages += self._zone_unknown(name)
+        messages += [
+            m
+            for totals in self.latest_lines.values()
+            for m in totals
+            if self._sent.get(m.topic) != m.payload
+        ]
         messages.append(Message(self.state_topic, b"offline", 1, True))
         return messages
 

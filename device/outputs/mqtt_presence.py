@@ -12,7 +12,8 @@ earlier run's (a restart, a killed process) and is taken over. At a later
 connect, an instance that is neither ours nor the one we took over means another
 process connected with this id while we were away: we stop, and say so. Only one
 side ever stops: it stops before it writes, so the other finds its own instance
-at its next connect. The newest process keeps the id.
+(or the one it took over) at its next connect. The process that connected last
+keeps the id, whatever the order of their reconnects.
 """
 
 from __future__ import annotations
@@ -68,18 +69,25 @@ class Instance:
 
 
 class Presence:
-    """Whether another process took this device id since we last held it."""
+    """Whether another process took this device id since we first connected."""
 
     def __init__(self, me: Instance) -> None:
         self.me = me
-        self.claimed = False  # the broker acknowledged our instance at least once
-        self.predecessor: str | None = None  # the instance we took over (an earlier run)
+        self.checked = False  # the first connect's check is done
+        self.predecessor: str | None = None  # the instance found then (an earlier run's)
 
     def check(self, held: Instance | None) -> Instance | None:
-        """The other process, if ``held`` (what the broker holds at this connect) is one."""
+        """The other process, if ``held`` (what the broker holds at this connect) is one.
+
+        Only the first connect may take over what it finds: an instance that is neither
+        ours nor that one was written by a process connected since. Two processes can
+        never each find the other at their first connect (each writes only after its
+        check), so one of them always sees the other later, and stops.
+        """
+        first, self.checked = not self.checked, True
         if held is None or held.id == self.me.id:
             return None
-        if not self.claimed:
+        if first:
             self.predecessor = held.id
             return None
         if held.id == self.predecessor:

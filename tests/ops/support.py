@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -23,9 +24,11 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from device.app.config import Config
 from device.capture import CaptureStats
+from device.events import CountChanged, LineCrossed, ZoneCount
 from device.feeds.runner import SourceState
 from device.perception import PerceptionStats
 from live.clock import FakeClock
+from live.events import Event
 from live.session import DeviceCall, SessionStats
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -407,3 +410,55 @@ class DelayProxy:
             return
         finally:
             reading.cancel()
+
+
+# ------------------------------------------------------------------- a busy scene
+
+LINES = [f"l{i:02d}" for i in range(40)]
+ZONES = [f"z{i}" for i in range(10)]
+
+
+@dataclass
+class Scene:
+    """What a busy scene with 40 lines and 10 zones publishes, and what it ends with."""
+
+    events: list[Event] = field(default_factory=list)
+    totals: dict[str, tuple[int, int]] = field(default_factory=dict)
+    zones: dict[str, int] = field(default_factory=dict)
+    count: int = 0
+    crossings: int = 0
+
+    @classmethod
+    def busy(cls, crossings: int = 451, seed: int = 22) -> Scene:
+        rng = random.Random(seed)
+        scene = cls(totals={name: (0, 0) for name in LINES})
+        track = 0
+        while scene.crossings < crossings:
+            roll = rng.random()
+            if roll < 0.55:
+                line = rng.choice(LINES)
+                total_in, total_out = scene.totals[line]
+                direction = rng.choice(["in", "out"])
+                total_in += direction == "in"
+                total_out += direction == "out"
+                scene.totals[line] = (total_in, total_out)
+                track += 1
+                scene.events.append(
+                    LineCrossed(line=line, direction=direction, track=track, t_media=0.0,
+                                total_in=total_in, total_out=total_out)
+                )  # fmt: skip
+                scene.crossings += 1
+            elif roll < 0.85:
+                zone = rng.choice(ZONES)
+                previous = scene.zones.get(zone)
+                people = max(0, (previous or 0) + rng.choice([-1, 1]))
+                scene.zones[zone] = people
+                scene.events.append(
+                    ZoneCount(zone=zone, people=people, previous=previous,
+                              dwelling=min(people, 1), longest_s=3.0, t_media=0.0)
+                )  # fmt: skip
+            else:
+                previous_count = scene.count
+                scene.count = max(0, scene.count + rng.choice([-1, 1, 2]))
+                scene.events.append(CountChanged(count=scene.count, previous=previous_count))
+        return scene

@@ -9,9 +9,7 @@ zones), so the test is about delivery, not detection.
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +21,19 @@ from device.events import CountChanged, LineCrossed, ZoneCount
 from device.outputs.mqtt import MqttPublisher, parse_mqtt
 from live.events import Event
 from tests.ops.apprun import running_app
-from tests.ops.support import Broker, DelayProxy, Received, Subscriber, mosquitto_path, need_tool
+from tests.ops.support import (
+    LINES,
+    ZONES,
+    Broker,
+    DelayProxy,
+    Received,
+    Scene,
+    Subscriber,
+    mosquitto_path,
+    need_tool,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-LINES = [f"l{i:02d}" for i in range(40)]
-ZONES = [f"z{i}" for i in range(10)]
 
 
 def publisher(
@@ -38,52 +43,6 @@ def publisher(
     if said is not None:
         options["announce"] = said.append
     return MqttPublisher(parse_mqtt(url), device_id=device_id, model="local", **options)
-
-
-@dataclass
-class Scene:
-    """What a busy scene with 40 lines and 10 zones publishes, and what it ends with."""
-
-    events: list[Event] = field(default_factory=list)
-    totals: dict[str, tuple[int, int]] = field(default_factory=dict)
-    zones: dict[str, int] = field(default_factory=dict)
-    count: int = 0
-    crossings: int = 0
-
-    @classmethod
-    def busy(cls, crossings: int = 451, seed: int = 22) -> Scene:
-        rng = random.Random(seed)
-        scene = cls(totals={name: (0, 0) for name in LINES})
-        track = 0
-        while scene.crossings < crossings:
-            roll = rng.random()
-            if roll < 0.55:
-                line = rng.choice(LINES)
-                total_in, total_out = scene.totals[line]
-                direction = rng.choice(["in", "out"])
-                total_in += direction == "in"
-                total_out += direction == "out"
-                scene.totals[line] = (total_in, total_out)
-                track += 1
-                scene.events.append(
-                    LineCrossed(line=line, direction=direction, track=track, t_media=0.0,
-                                total_in=total_in, total_out=total_out)
-                )  # fmt: skip
-                scene.crossings += 1
-            elif roll < 0.85:
-                zone = rng.choice(ZONES)
-                previous = scene.zones.get(zone)
-                people = max(0, (previous or 0) + rng.choice([-1, 1]))
-                scene.zones[zone] = people
-                scene.events.append(
-                    ZoneCount(zone=zone, people=people, previous=previous,
-                              dwelling=min(people, 1), longest_s=3.0, t_media=0.0)
-                )  # fmt: skip
-            else:
-                previous_count = scene.count
-                scene.count = max(0, scene.count + rng.choice([-1, 1, 2]))
-                scene.events.append(CountChanged(count=scene.count, previous=previous_count))
-        return scene
 
 
 async def play(pub: MqttPublisher, events: list[Event], seconds: float) -> None:
@@ -253,6 +212,35 @@ async def test_two_devices_with_one_id_say_so_and_do_not_flap(broker: Broker) ->
         assert any("--device-id" in p for p in loser.problems())
         assert winner.connected and not loser.connected
         tg.cancel_scope.cancel()
+
+
+async def test_a_client_that_keeps_taking_the_client_id_is_said_and_waited_out(
+    broker: Broker,
+) -> None:
+    """Another client with the same client id and no instance topic (an older Lookout, a
+    copy of the configuration): each connect drops the other. Backing off bounds it."""
+    kicker = Subscriber(broker.port, ["nothing/here"], client_id="lookout-kicked")
+    said: list[str] = []
+    flapping = anyio.Event()
+
+    def announce(line: str) -> None:
+        said.append(line)
+        if "right after it was made" in line:
+            flapping.set()
+
+    pub = publisher(broker.url, "kicked", backoff_s=(0.05, 2.0), announce=announce)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pub.serve)
+        with anyio.fail_after(20):
+            await flapping.wait()
+        assert any("lookout-kicked" in p for p in pub.problems()), pub.problems()
+        connects = pub.stats.connects
+        await anyio.sleep(4.0)  # at 0.05 s between tries, that was 40 reconnects
+        assert pub.stats.connects - connects <= 3
+        tg.cancel_scope.cancel()
+    # Said once, not once per round.
+    assert len([line for line in said if "right after it was made" in line]) == 1, said
+    kicker.close()
 
 
 async def test_a_flood_of_home_assistant_online_loses_no_event(broker: Broker) -> None:
