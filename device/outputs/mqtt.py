@@ -60,7 +60,6 @@ import logging
 import re
 import socket
 import ssl
-import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -76,6 +75,7 @@ from device.app.config import ConfigError
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
 from device.outputs.mqtt_client import Client
+from device.outputs.mqtt_health import LinkHealth, MqttStats
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
 from device.outputs.mqtt_presence import Instance, Presence
 from device.outputs.telemetry import AppView, strip_credentials
@@ -159,20 +159,6 @@ def check_scene_name(kind: str, name: str) -> str:
     return name
 
 
-@dataclass
-class MqttStats:
-    connected: bool = False
-    connects: int = 0
-    published: int = 0  # messages the broker acknowledged
-    events: int = 0  # events queued in all (what ``dropped`` is out of)
-    dropped: int = 0  # events that never reached the broker: the queue overflowed, or at exit
-    lost_at_exit: int = 0  # of those, still waiting when the process ended
-    last_error: str = ""
-    refused: str = ""  # the broker's refusal (a wrong password), until it accepts
-    clash: str = ""  # another process publishes as this device id: this one stopped
-    down_since: float | None = None  # wall clock of the failure that started an outage
-
-
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -184,10 +170,6 @@ def _json(data: dict[str, Any]) -> bytes:
 def _retained(configs: Iterable[EntityConfig]) -> list[Message]:
     """Discovery configs as Home Assistant wants them: JSON, QoS 1, retained."""
     return [Message(config.topic, _json(config.config), 1, True) for config in configs]
-
-
-def _clock_time(wall: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(wall))
 
 
 def _reason(exc: BaseException) -> str:
@@ -267,7 +249,16 @@ class MqttPublisher:
         )
         # Loading the CA store reads files: do it now, not on the event loop at each connect.
         self._tls = ssl.create_default_context() if settings.tls else None
-        self.stats = MqttStats()
+        self.health = LinkHealth(
+            str(settings),
+            client_id=self.client_id,
+            device_id=self.device_id,
+            max_queue=max_queue,
+            stable_s=stable_s,
+            clock=self.clock,
+            announce=announce,
+        )
+        self.stats = self.health.stats
         self.latest_count: Message | None = None
         # Each line's retained totals (in, out), and each zone's retained count (None
         # while unknown): what the state groups in the outbox are sent as.
@@ -276,9 +267,6 @@ class MqttPublisher:
         self.outbox = Outbox(max_queue)
         self._wakeup = Wakeup()
         self._connected_event = Wakeup()
-        self._outage = False
-        self._dropping = 0  # events dropped since the queue last overflowed (0: not dropping)
-        self._short = 0  # connections in a row that the broker closed right after they were made
         self._rediscover_wanted = False
         self._rediscover = Wakeup()
         # Per connection: the window of unacknowledged messages, and what was handed over.
@@ -290,7 +278,6 @@ class MqttPublisher:
         self._deliveries: TaskGroup | None = None
         self._connection_scope: anyio.CancelScope | None = None
         self._lost: list[aiomqtt.MqttError] = []
-        self._connected_at: float | None = None
         self.add_scene(lines=lines, zones=zones)
 
     # ---------------------------------------------------------------- sink
@@ -444,7 +431,7 @@ class MqttPublisher:
 
     def _put_event(self, message: Message) -> None:
         self.stats.events += 1
-        self._dropped(self.outbox.put_event(message))
+        self.health.dropped(self.outbox.put_event(message))
         self._wakeup.set()
 
     def _put_state(self, key: Hashable, force: bool = False) -> None:
@@ -483,24 +470,6 @@ class MqttPublisher:
         earlier run's values, and when Home Assistant comes back)."""
         return [m for key in self._state_keys() for m in self._state(key)]
 
-    def _dropped(self, count: int) -> None:
-        """Events pushed out of a full queue: counted, and said when it starts."""
-        if not count:
-            return
-        self.stats.dropped += count
-        if not self._dropping:
-            why = "" if self.stats.connected else f" ({self.stats.last_error or 'not connected'})"
-            self._say(
-                f"warning: MQTT: {self.max_queue:,} events are waiting for {self.settings}{why}; "
-                "dropping the oldest from now on (the count, line totals and zones are kept)"
-            )
-        self._dropping += count
-
-    def _caught_up(self) -> None:
-        if self._dropping:
-            self._say(f"MQTT: caught up with {self.settings}; {self._dropping:,} events dropped")
-            self._dropping = 0
-
     # ----------------------------------------------------------- discovery
 
     def discovery(self) -> list[Message]:
@@ -533,61 +502,11 @@ class MqttPublisher:
 
     def problems(self) -> list[str]:
         """What is wrong with publishing now (the page and /healthz say it: degraded)."""
-        found: list[str] = []
-        if self.stats.clash:
-            found.append(self.stats.clash)
-        elif self.stats.refused:
-            found.append(
-                f"MQTT broker {self.settings} refused the connection: {self.stats.refused}"
-            )
-        elif self._flapping() and not self._holding():
-            found.append(
-                f"MQTT broker {self.settings} closes the connection right after it is made "
-                f"({self._short} times in a row): is another client connecting as {self.client_id}?"
-            )
-        elif not self.stats.connected and self.stats.down_since is not None:
-            since = _clock_time(self.stats.down_since)
-            found.append(
-                f"MQTT broker {self.settings} unreachable since {since} ({self.stats.last_error})"
-            )
-        if self.stats.dropped:
-            found.append(f"MQTT: {self.stats.dropped:,} events dropped")
-        return found
-
-    def _holding(self) -> bool:
-        """Connected for ``stable_s`` already: whatever closed connections before has stopped."""
-        at = self._connected_at
-        return self.stats.connected and at is not None and self.clock.now() - at >= self.stable_s
+        return self.health.problems()
 
     def undelivered(self) -> str | None:
         """Why some events never reached the broker (None: every one did); at exit."""
-        lost = self.stats.dropped
-        if not lost:
-            return None
-        parts = []
-        overflow = lost - self.stats.lost_at_exit
-        if overflow:
-            parts.append(f"{overflow:,} dropped from a full queue")
-        if self.stats.lost_at_exit:
-            parts.append(f"{self.stats.lost_at_exit:,} still waiting at exit")
-        why = ""
-        if self.stats.clash:
-            why = f": {self.stats.clash}"
-        elif self.stats.refused:
-            why = f": it refused the connection ({self.stats.refused})"
-        elif self.stats.down_since is not None:
-            since = _clock_time(self.stats.down_since)
-            why = f": unreachable since {since} ({self.stats.last_error})"
-        return (
-            f"MQTT: {lost:,} of {self.stats.events:,} events did not reach {self.settings} "
-            f"({', '.join(parts)}){why}"
-        )
-
-    def _say(self, line: str) -> None:
-        if self.announce is not None:
-            self.announce(line)
-        else:
-            log.warning("%s", line.removeprefix("warning: "))
+        return self.health.undelivered()
 
     # ------------------------------------------------------------ service
 
@@ -628,82 +547,24 @@ class MqttPublisher:
         backoff = Backoff(*self.backoff_s)
         failures = 0
         while not self.stats.clash:
-            self._connected_at = None
             try:
                 await self._connection()
             except _Yielded:
                 break
             except MqttConnectError as exc:
-                self._refused(exc)
+                self.health.refused(str(exc.rc) if exc.rc is not None else str(exc))
                 failures = max(failures, 64)  # a refusal is not fixed by retrying sooner
             except aiomqtt.MqttError as exc:
-                self._failed(_reason(exc))
+                self.health.failed(_reason(exc))
             finally:
-                self.stats.connected = False
-            connected_at = self._connected_at
-            if connected_at is not None:
-                if self.clock.now() - connected_at >= self.stable_s:
-                    failures = self._short = 0  # it was up: a new outage starts with a short wait
-                else:
-                    self._closed_early()
-            if self._flapping():
+                if self.health.ended():
+                    failures = 0  # it was up: a new outage starts with a short wait
+            if self.health.flapping():
                 failures = max(failures, 64)  # each try knocks the other client off: rarely
             failures += 1
             await anyio.sleep(backoff.delay(failures))
+        self.stats.connected = False
         await anyio.sleep_forever()  # only cancellation ends a publisher
-
-    def _failed(self, reason: str) -> None:
-        self.stats.last_error = reason
-        if self.stats.down_since is None:
-            self.stats.down_since = time.time()
-        if not self._outage and not self._flapping():
-            # Once per outage: a broker away for an hour must not flood the log.
-            self._say(f"warning: MQTT broker {self.settings}: {reason}; reconnecting")
-            self._outage = True
-
-    def _refused(self, exc: MqttConnectError) -> None:
-        reason = str(exc.rc) if exc.rc is not None else str(exc)
-        self.stats.last_error = f"refused: {reason}"
-        if self.stats.down_since is None:
-            self.stats.down_since = time.time()
-        if self.stats.refused != reason:
-            self.stats.refused = reason
-            self._say(
-                f"warning: MQTT broker {self.settings} refused the connection: {reason} "
-                "(check the user and password in --mqtt); retrying now and then"
-            )
-        self._outage = True
-
-    def _closed_early(self) -> None:
-        """A connection the broker closed right after it was made. Another client with this
-        client id does that (each connect drops the other); backing off keeps it rare."""
-        self._short += 1
-        if self._short == 3:
-            self._say(
-                f"warning: MQTT broker {self.settings} closed the connection right after it "
-                f"was made, 3 times in a row: is another client connecting as {self.client_id} "
-                f"(another device with device id '{self.device_id}')? Reconnecting less often"
-            )
-
-    def _flapping(self) -> bool:
-        """The broker has been closing each connection right after it was made (said once
-        when it began; each round of it is not news)."""
-        return self._short >= 3
-
-    def _connected(self) -> None:
-        self.stats.connected = True
-        self._connected_event.set()
-        if self.stats.refused:
-            self._say(f"MQTT broker {self.settings} accepted the connection")
-            self.stats.refused = ""
-        elif self._flapping():
-            pass
-        elif self._outage:
-            self._say(f"MQTT broker {self.settings}: connected again")
-        else:
-            log.info("MQTT connected to %s as %s", self.settings, self.client_id)
-        self._outage = False
-        self.stats.down_since = None
 
     def _client(self) -> aiomqtt.Client:
         settings = self.settings
@@ -728,14 +589,14 @@ class MqttPublisher:
         self._lost = []
         async with contextlib.AsyncExitStack() as stack:
             client = await stack.enter_async_context(self._client())
-            self.stats.connects += 1
-            self._connected_at = self.clock.now()
+            self.health.made()
             held = await self._held_presence(client)
             other = self.presence.check(held)
             if other is not None:
                 self._yield_to(other)
                 raise _Yielded
-            self._connected()
+            self.health.up()
+            self._connected_event.set()
             self._window = anyio.Semaphore(self.max_inflight)
             self._inflight = {}
             self._sent = {}
@@ -774,7 +635,9 @@ class MqttPublisher:
                 # groups need not: the next connect says the whole state).
                 unacked = [e for e, _ in self._inflight.values() if e is not None]
                 self._inflight = {}
-                self._dropped(self.outbox.put_back(e for e in unacked if e.message is not None))
+                self.health.dropped(
+                    self.outbox.put_back(e for e in unacked if e.message is not None)
+                )
         if self._lost:
             raise self._lost[0]
 
@@ -849,12 +712,11 @@ class MqttPublisher:
         return held
 
     def _yield_to(self, other: Instance) -> None:
-        self.stats.clash = (
+        self.health.clash(
             f"MQTT off: another Lookout ({other.describe()}) publishes as device id "
             f"'{self.device_id}' on {self.settings}; give each device its own --device-id "
             "(device_id in the config file)"
         )
-        self._say(f"warning: {self.stats.clash}")
 
     async def _subscribe(self, client: aiomqtt.Client) -> None:
         await client.subscribe(f"{self.discovery_prefix}/status", qos=1)
@@ -930,7 +792,7 @@ class MqttPublisher:
         while True:
             entry = self.outbox.take()
             if entry is None:
-                self._caught_up()
+                self.health.caught_up()
                 await self._wakeup.wait()
                 continue
             for message in self._messages(entry):
@@ -996,14 +858,7 @@ class MqttPublisher:
 
     def _account_exit(self) -> None:
         """The process ends: events still waiting will never go; counted and said."""
-        left = self.outbox.clear_events()
-        if not left:
-            return
-        self.stats.lost_at_exit += left
-        self.stats.dropped += left
-        self._say(
-            f"warning: MQTT: {left:,} events still waiting at exit did not reach {self.settings}"
-        )
+        self.health.lost_at_exit(self.outbox.clear_events())
 
 
 __all__ = [
