@@ -223,12 +223,10 @@ class MqttPublisher:
         self.keepalive_s = keepalive_s
         self.timeout_s = timeout_s
         self.backoff_s = backoff_s
-        self.stable_s = stable_s
         self.shutdown_timeout_s = shutdown_timeout_s
         self.heartbeat_s = heartbeat_s
         self.rediscover_s = rediscover_s
         self.clock: Clock = clock or MonotonicClock()
-        self.announce = announce
         self.discovery_prefix = discovery_prefix
         base = f"{topic_prefix}/{device_id}"
         self.base_topic = base
