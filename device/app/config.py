@@ -18,7 +18,6 @@ import logging
 import math
 import os
 import re
-import socket
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -35,6 +34,8 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
+
+from device.app.device_id import default_device_id
 
 log = logging.getLogger("lookout.config")
 
@@ -274,9 +275,8 @@ MERGED = frozenset({"lines", "zones"})
 
 
 def _default_device_id() -> str:
-    name = socket.gethostname() or "lookout"
-    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.lower())
-    return cleaned.strip("-") or "lookout"
+    # Every Raspberry Pi is called raspberrypi: the host name alone would be shared.
+    return default_device_id()
 
 
 def _unset(text: str) -> dict[str, Any]:
@@ -465,7 +465,7 @@ class Config(BaseModel):
     device_id: DeviceId = Field(
         default_factory=_default_device_id,
         description="name of this device (MQTT topics, status page)",
-        json_schema_extra=_unset("the host name"),
+        json_schema_extra=_unset("the host name and a suffix unique to this machine"),
     )
     http: str | None = Field(
         default="127.0.0.1:8765",

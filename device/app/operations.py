@@ -77,6 +77,7 @@ def setup_operations(app: App) -> Operations:
             model=config.model_name(),
             version=_version(),
             clock=app.clock,
+            announce=_printer(app),
         )
     # Bind last: every check that can fail has passed, so no socket is left open.
     if ops.server is not None:
@@ -98,6 +99,8 @@ def setup_operations(app: App) -> Operations:
     if ops.mqtt is not None:
         bus.subscribe(ops.mqtt)
         app.services.append(ops.mqtt)
+        # Events that never reached the broker make the run incomplete, like a log's.
+        app.delivery_checks.append(ops.mqtt.undelivered)
     if ops.server is not None:
         app.services.append(ops.server)
     return ops

@@ -79,7 +79,7 @@ log = logging.getLogger("lookout.app")
 
 RETRY_SUFFIX = re.compile(r";? *retry in [^;)]*$")
 EXIT_FAILURE = 1  # the run failed (a required model, a source that failed for good)
-EXIT_LOG_INCOMPLETE = 3  # the run ended, but its event log misses events (said why)
+EXIT_LOG_INCOMPLETE = 3  # the run ended, but its event log (or MQTT) misses events (said why)
 CLOCK_CHECK_S = 1.0  # how often the wall clock is compared with the monotonic one
 SPARE_STREAMS = 16  # streams the model may run at once beyond one per line and zone
 # After SIGTERM/SIGINT, what the event log has not written by then is counted lost (and
@@ -389,6 +389,8 @@ class App:
                 "events", self.config.events, lambda p: JsonlSink(p, on_problem=self._log_problem)
             )
             bus.subscribe(self.jsonl)
+        # Outputs that deliver events elsewhere (MQTT): why some never arrived (None: all did).
+        self.delivery_checks: list[Callable[[], str | None]] = []
         self.run_id = uuid.uuid4().hex[:12]
         if self.config.db is not None:
             check_writable_file("db", self.config.db, "database file")
@@ -610,11 +612,17 @@ class App:
             await self._close()
         if self.failure:
             return EXIT_FAILURE
+        code = 0
         incomplete = self.log_incomplete()
         if incomplete is not None:
             print(f"lookout: the event log is incomplete: {incomplete}", file=sys.stderr)
-            return EXIT_LOG_INCOMPLETE
-        return 0
+            code = EXIT_LOG_INCOMPLETE
+        for check in self.delivery_checks:
+            undelivered = check()
+            if undelivered is not None:
+                print(f"lookout: {undelivered}", file=sys.stderr)
+                code = EXIT_LOG_INCOMPLETE
+        return code
 
     async def _close(self) -> None:
         assert self.bus is not None

@@ -150,7 +150,9 @@ class AppCollector(Collector):
                 "lookout_mqtt_published", "MQTT messages acknowledged", value=tel.mqtt.published
             )
             yield CounterMetricFamily(
-                "lookout_mqtt_dropped", "MQTT messages dropped (queue full)", value=tel.mqtt.dropped
+                "lookout_mqtt_dropped",
+                "MQTT events that never reached the broker (queue full, or waiting at exit)",
+                value=tel.mqtt.dropped,
             )
         yield _one_hot(
             "lookout_source_state",
@@ -191,9 +193,7 @@ def _scene_metrics(tel: Telemetry) -> Iterable[Metric]:
     if not known:
         return  # every zone unknown (or none configured): left out, like lookout_people
     families = (
-        GaugeMetricFamily(
-            "lookout_zone_people", "People in a named zone", labels=["zone"]
-        ),
+        GaugeMetricFamily("lookout_zone_people", "People in a named zone", labels=["zone"]),
         GaugeMetricFamily(
             "lookout_zone_dwelling",
             "People in a named zone for longer than its dwell time",

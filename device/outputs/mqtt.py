@@ -24,18 +24,32 @@ Topics, for a device ``<id>``:
   is the zone's own availability, and both follow the rules of ``count`` and
   ``counting`` above. ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
   when someone has stayed past the zone's dwell time.
+- ``lookout/<id>/instance`` (retained): which process publishes as ``<id>`` (see
+  :mod:`device.outputs.mqtt_presence`: two devices with one id are found and one
+  stops, instead of knocking each other off the broker twice a second).
 - Home Assistant discovery configs (retained) under ``<discovery_prefix>/``,
   built by :mod:`device.outputs.ha_discovery` (which entities, and when each is
-  available), sent at every connect and when Home Assistant comes back online.
+  available), sent at every connect and when Home Assistant comes back online
+  (at most once per ``rediscover_s``: anyone can publish ``online`` there).
   Entities of lines and zones an earlier run had but this one has not are
   removed (their retained topics are cleared).
 
 The publisher is an event sink (``write`` only queues, it never waits) and an
-App service that owns the connection. Messages wait in a bounded queue until
-the broker acknowledges them (QoS 1), so a broker restart loses nothing that
-was queued; if the queue overflows, the oldest messages go first, but the latest
-count (and each line's totals and zone's count) is kept aside and republished
-(retained) on every reconnect.
+App service that owns the connection. What waits for the broker is in an
+:class:`~device.outputs.mqtt_outbox.Outbox`: state (the count, a line's totals, a
+zone's count, retained configs) only at its newest value, events (the events
+topic, crossings, dwells) every one, bounded; an event pushed out of a full queue
+is counted and said. Up to ``max_inflight`` messages are in flight at once (QoS
+1), so a broker 50 ms away is not one message per round trip; a message leaves
+only once acknowledged, so a broker restart loses nothing that was queued.
+
+A clean exit sends what it can of the backlog in half of ``shutdown_timeout_s``,
+then the goodbye (the final line totals, the counts cleared, ``offline``), and
+disconnects cleanly only once the broker acknowledged all of it; otherwise it
+drops the connection so that the broker fires the will: the broker never says
+``online`` after the process is gone. Events that never reached the broker are
+counted, said on the console, in ``/healthz`` and ``/metrics``, and make
+``lookout run`` exit 3 (``undelivered``), as an incomplete event log does.
 """
 
 from __future__ import annotations
@@ -44,9 +58,9 @@ import contextlib
 import json
 import logging
 import re
+import socket
 import ssl
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -54,11 +68,16 @@ from urllib.parse import unquote, urlsplit
 
 import aiomqtt
 import anyio
-from anyio.abc import TaskStatus
+from aiomqtt.exceptions import MqttConnectError
+from anyio.abc import TaskGroup, TaskStatus
 
 from device.app.config import ConfigError
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
+from device.outputs.mqtt_client import Client
+from device.outputs.mqtt_health import LinkHealth, MqttStats
+from device.outputs.mqtt_outbox import Entry, Message, Outbox
+from device.outputs.mqtt_presence import Instance, Presence
 from device.outputs.telemetry import AppView, strip_credentials
 from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
@@ -67,6 +86,10 @@ from live.redact import safe_url
 from live.signal import Wakeup
 
 log = logging.getLogger("lookout.mqtt")
+# aiomqtt's own log: answers to calls this publisher cancelled (at an exit, a lost
+# connection) logged as errors with a traceback. What matters is said by the publisher.
+client_log = logging.getLogger("lookout.mqtt.client")
+client_log.setLevel(logging.CRITICAL)
 
 EVENT_TYPES = frozenset(
     {
@@ -137,24 +160,6 @@ def check_scene_name(kind: str, name: str) -> str:
     return name
 
 
-@dataclass(frozen=True)
-class Message:
-    topic: str
-    payload: bytes
-    qos: int = 1
-    retain: bool = False
-
-
-@dataclass
-class MqttStats:
-    connected: bool = False
-    connects: int = 0
-    published: int = 0
-    dropped: int = 0
-    queued: int = 0
-    last_error: str = ""
-
-
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -166,6 +171,21 @@ def _json(data: dict[str, Any]) -> bytes:
 def _retained(configs: Iterable[EntityConfig]) -> list[Message]:
     """Discovery configs as Home Assistant wants them: JSON, QoS 1, retained."""
     return [Message(config.topic, _json(config.config), 1, True) for config in configs]
+
+
+def _reason(exc: BaseException) -> str:
+    """An MQTT error as a reader wants it: what happened, not where aiomqtt noticed it."""
+    text = str(exc)
+    if text.startswith(("Disconnected during", "[code:7]")) or "Unexpected disconnection" in text:
+        return "the connection was lost"  # paho's reason then is "Unspecified error"
+    return re.sub(r"^\[code:\d+\] ", "", text).rstrip(".") or type(exc).__name__
+
+
+class _Yielded(Exception):
+    """Another process holds this device id: leave without publishing anything."""
+
+
+COUNT = ("count",)
 
 
 class MqttPublisher:
@@ -181,25 +201,32 @@ class MqttPublisher:
         lines: Iterable[str] = (),
         zones: Iterable[str] = (),
         max_queue: int = 1000,
+        max_inflight: int = 64,
         keepalive_s: int = 30,
         timeout_s: float = 10.0,
         backoff_s: tuple[float, float] = (0.5, 10.0),
+        stable_s: float = 10.0,
         shutdown_timeout_s: float = 2.0,
         heartbeat_s: float = 60.0,
+        rediscover_s: float = 10.0,
         topic_prefix: str = "lookout",
         discovery_prefix: str = "homeassistant",
         clock: Clock | None = None,
+        announce: Callable[[str], None] | None = None,
+        instance: Instance | None = None,
     ) -> None:
         self.settings = settings
         self.device_id = check_device_id(device_id)
         self.model = model
         self.version = version
         self.max_queue = max_queue
+        self.max_inflight = max_inflight
         self.keepalive_s = keepalive_s
         self.timeout_s = timeout_s
         self.backoff_s = backoff_s
         self.shutdown_timeout_s = shutdown_timeout_s
         self.heartbeat_s = heartbeat_s
+        self.rediscover_s = rediscover_s
         self.clock: Clock = clock or MonotonicClock()
         self.discovery_prefix = discovery_prefix
         base = f"{topic_prefix}/{device_id}"
@@ -208,7 +235,9 @@ class MqttPublisher:
         self.count_topic = f"{base}/count"
         self.counting_topic = f"{base}/counting"
         self.events_topic = f"{base}/events"
+        self.presence_topic = f"{base}/instance"
         self.client_id = f"lookout-{device_id}"
+        self.presence = Presence(instance or Instance.this_process())
         self.ha_discovery = HomeAssistantDiscovery(
             self,
             device_id=self.device_id,
@@ -219,16 +248,35 @@ class MqttPublisher:
         )
         # Loading the CA store reads files: do it now, not on the event loop at each connect.
         self._tls = ssl.create_default_context() if settings.tls else None
-        self.stats = MqttStats()
+        self.health = LinkHealth(
+            str(settings),
+            client_id=self.client_id,
+            device_id=self.device_id,
+            max_queue=max_queue,
+            stable_s=stable_s,
+            clock=self.clock,
+            announce=announce,
+        )
+        self.stats = self.health.stats
         self.latest_count: Message | None = None
-        # Kept aside like latest_count: each line's retained totals (in, out), and each
-        # zone's retained count (None while unknown).
+        # Each line's retained totals (in, out), and each zone's retained count (None
+        # while unknown): what the state groups in the outbox are sent as.
         self.latest_lines: dict[str, tuple[Message, Message]] = {}
         self.latest_zones: dict[str, Message | None] = {}
-        self._pending: deque[Message] = deque()
+        self.outbox = Outbox(max_queue)
         self._wakeup = Wakeup()
         self._connected_event = Wakeup()
-        self._outage = False
+        self._rediscover_wanted = False
+        self._rediscover = Wakeup()
+        # Per connection: the window of unacknowledged messages, and what was handed over.
+        self._window = anyio.Semaphore(max_inflight)
+        self._inflight: dict[int, tuple[Entry | None, Message]] = {}
+        self._serial = 0
+        self._sent: dict[str, bytes] = {}
+        self._acked = Wakeup()
+        self._deliveries: TaskGroup | None = None
+        self._connection_scope: anyio.CancelScope | None = None
+        self._lost: list[aiomqtt.MqttError] = []
         self.add_scene(lines=lines, zones=zones)
 
     # ---------------------------------------------------------------- sink
@@ -247,7 +295,7 @@ class MqttPublisher:
 
     @property
     def queued(self) -> int:
-        return len(self._pending)
+        return len(self.outbox) + len(self._inflight)
 
     def line_topic(self, name: str, leaf: str) -> str:
         return f"{self.base_topic}/line/{name}/{leaf}"
@@ -257,23 +305,23 @@ class MqttPublisher:
 
     def add_scene(self, *, lines: Iterable[str] = (), zones: Iterable[str] = ()) -> None:
         """Report these lines and zones too (their totals start at 0, their counts unknown)."""
-        new: list[Message] = []
+        configs: list[Message] = []
         for name in lines:
             if name not in self.latest_lines:
                 check_scene_name("line", name)
                 self.latest_lines[name] = self._totals(name, 0, 0)
-                new += _retained(self.ha_discovery.line_configs(name))
-                new += self.latest_lines[name]
+                configs += _retained(self.ha_discovery.line_configs(name))
+                self._put_state(("line", name))
         for name in zones:
             if name not in self.latest_zones:
                 check_scene_name("zone", name)
                 self.latest_zones[name] = None
-                new += _retained(self.ha_discovery.zone_configs(name))
-                new += self._zone_unknown(name)
+                configs += _retained(self.ha_discovery.zone_configs(name))
+                self._put_state(("zone", name))
         if self.stats.connected:
             # The connect already announced the others; Home Assistant must learn of these.
-            for message in new:
-                self._enqueue(message)
+            for message in configs:
+                self._put_retained(message)
 
     def write(self, event: Event) -> None:
         if event.type not in EVENT_TYPES:
@@ -292,27 +340,27 @@ class MqttPublisher:
             self._on_zone(event, data)
         elif isinstance(event, DwellPassed):
             self._on_dwell(event)
-        self._enqueue(Message(self.events_topic, _json(data), qos=1, retain=False))
+        self._put_event(Message(self.events_topic, _json(data), qos=1, retain=False))
 
     def _on_count(self, event: CountChanged, data: dict[str, Any]) -> None:
         if event.count is None:
             # Unknown: the sensors go unavailable and no retained count is left standing.
             self.latest_count = None
-            self._enqueue(self._counting())
-            self._enqueue(Message(self.count_topic, b"", qos=1, retain=True))
-            return
-        count = {"count": event.count, "previous": event.previous, "t": data["t"],
-                 "time": data["time"]}  # fmt: skip
-        known_before = self.latest_count is not None
-        self.latest_count = Message(self.count_topic, _json(count), qos=1, retain=True)
-        self._enqueue(self.latest_count)
-        if not known_before:
-            self._enqueue(self._counting())
+        else:
+            count = {"count": event.count, "previous": event.previous, "t": data["t"],
+                     "time": data["time"]}  # fmt: skip
+            self.latest_count = Message(self.count_topic, _json(count), qos=1, retain=True)
+        self._put_state(COUNT)
 
-    def _counting(self) -> Message:
-        """Whether the count is known, retained (Home Assistant's second availability)."""
-        payload = b"online" if self.latest_count is not None else b"offline"
-        return Message(self.counting_topic, payload, qos=1, retain=True)
+    def _count_state(self) -> list[Message]:
+        """The count and its ``counting``, in the order that never shows an old or empty
+        value as available: a known value before its ``online``, ``offline`` before a clear."""
+        if self.latest_count is not None:
+            return [self.latest_count, Message(self.counting_topic, b"online", 1, True)]
+        return [
+            Message(self.counting_topic, b"offline", 1, True),
+            Message(self.count_topic, b"", 1, True),
+        ]
 
     def _known(self, kind: str, name: str) -> bool:
         """Learn a name first seen in an event; False if it cannot name topics."""
@@ -335,27 +383,24 @@ class MqttPublisher:
     def _on_crossing(self, event: LineCrossed) -> None:
         if not self._known("line", event.line):
             return
-        totals = self._totals(event.line, event.total_in, event.total_out)
-        self.latest_lines[event.line] = totals
-        for message in totals:
-            self._enqueue(message)
+        self.latest_lines[event.line] = self._totals(event.line, event.total_in, event.total_out)
+        self._put_state(("line", event.line))
         crossing = {"event_type": event.direction, "track": event.track,
                     "total_in": event.total_in, "total_out": event.total_out}  # fmt: skip
-        self._enqueue(Message(self.line_topic(event.line, "crossing"), _json(crossing), 1, False))
+        self._put_event(Message(self.line_topic(event.line, "crossing"), _json(crossing), 1, False))
 
-    def _zone_counting(self, name: str, known: bool | None = None) -> Message:
-        """Whether the zone's count is known: its sensors' second availability topic."""
-        if known is None:
-            known = self.latest_zones.get(name) is not None
-        payload = b"online" if known else b"offline"
-        return Message(self.zone_topic(name, "counting"), payload, qos=1, retain=True)
-
-    def _zone_unknown(self, name: str, known: bool | None = None) -> list[Message]:
+    def _zone_unknown(self, name: str) -> list[Message]:
         # Unavailable first: Home Assistant must never read the empty payload as a value.
         return [
-            self._zone_counting(name, known),
+            Message(self.zone_topic(name, "counting"), b"offline", 1, True),
             Message(self.zone_topic(name, "people"), b"", qos=1, retain=True),
         ]
+
+    def _zone_state(self, name: str) -> list[Message]:
+        latest = self.latest_zones.get(name)
+        if latest is None:
+            return self._zone_unknown(name)
+        return [latest, Message(self.zone_topic(name, "counting"), b"online", 1, True)]
 
     def _on_zone(self, event: ZoneCount, data: dict[str, Any]) -> None:
         name = event.zone
@@ -363,59 +408,66 @@ class MqttPublisher:
             return
         if event.people is None:
             self.latest_zones[name] = None
-            for message in self._zone_unknown(name):
-                self._enqueue(message)
-            return
-        state = {"people": event.people, "previous": event.previous, "dwelling": event.dwelling,
-                 "longest_s": event.longest_s, "t": data["t"], "time": data["time"]}  # fmt: skip
-        known_before = self.latest_zones.get(name) is not None
-        latest = Message(self.zone_topic(name, "people"), _json(state), qos=1, retain=True)
-        self.latest_zones[name] = latest
-        self._enqueue(latest)
-        if not known_before:
-            self._enqueue(self._zone_counting(name))
+        else:
+            state = {"people": event.people, "previous": event.previous,
+                     "dwelling": event.dwelling, "longest_s": event.longest_s, "t": data["t"],
+                     "time": data["time"]}  # fmt: skip
+            self.latest_zones[name] = Message(
+                self.zone_topic(name, "people"), _json(state), 1, True
+            )
+        self._put_state(("zone", name))
 
     def _on_dwell(self, event: DwellPassed) -> None:
         if not self._known("zone", event.zone):
             return
         dwell = {"event_type": "dwell", "track": event.track, "seconds": event.seconds}
-        self._enqueue(Message(self.zone_topic(event.zone, "dwell"), _json(dwell), 1, False))
-
-    def _current(self, *, clear: bool) -> list[Message]:
-        """The retained state as it is now, in an order that never shows an old or empty
-        value as available: a known value before its ``online``, ``offline`` before a clear.
-
-        ``clear``: also the empty messages that remove what is unknown now (at a
-        connect, where the broker may hold an earlier run's values).
-        """
-        messages: list[Message] = []
-        if self.latest_count is not None:
-            messages += [self.latest_count, self._counting()]
-        else:
-            messages.append(self._counting())
-            if clear:
-                messages.append(Message(self.count_topic, b"", 1, True))
-        for totals in self.latest_lines.values():
-            messages += totals
-        for name, latest in self.latest_zones.items():
-            if latest is not None:
-                messages += [latest, self._zone_counting(name)]
-            elif clear:
-                messages += self._zone_unknown(name)
-            else:
-                messages.append(self._zone_counting(name))
-        return messages
+        self._put_event(Message(self.zone_topic(event.zone, "dwell"), _json(dwell), 1, False))
 
     def close(self) -> None:
         """Sink close: the connection belongs to ``run``, which flushes on cancellation."""
 
-    def _enqueue(self, message: Message) -> None:
-        self._pending.append(message)
-        while len(self._pending) > self.max_queue:
-            self._pending.popleft()
-            self.stats.dropped += 1
-        self.stats.queued = len(self._pending)
+    # -------------------------------------------------------------- the outbox
+
+    def _put_event(self, message: Message) -> None:
+        self.stats.events += 1
+        self.health.dropped(self.outbox.put_event(message))
         self._wakeup.set()
+
+    def _put_state(self, key: Hashable, force: bool = False) -> None:
+        self.outbox.put_state(key, force=force)
+        self._wakeup.set()
+
+    def _put_retained(self, message: Message) -> None:
+        self.outbox.put_state(("topic", message.topic), message)
+        self._wakeup.set()
+
+    def _messages(self, entry: Entry) -> list[Message]:
+        """What an entry is sent as: its message, or its state group as it is now (without
+        what the broker was given already on this connection, unless forced)."""
+        if entry.message is not None:
+            return [entry.message]
+        messages = self._state(entry.key)
+        if entry.force:
+            return messages
+        return [m for m in messages if self._sent.get(m.topic) != m.payload]
+
+    def _state(self, key: Hashable) -> list[Message]:
+        if key == COUNT:
+            return self._count_state()
+        assert isinstance(key, tuple)
+        kind, name = key
+        if kind == "line":
+            return list(self.latest_lines[name])
+        return self._zone_state(name)
+
+    def _state_keys(self) -> list[Hashable]:
+        return [COUNT, *(("line", n) for n in self.latest_lines),
+                *(("zone", n) for n in self.latest_zones)]  # fmt: skip
+
+    def _current(self) -> list[Message]:
+        """The whole retained state as it is now (at a connect, where the broker may hold an
+        earlier run's values, and when Home Assistant comes back)."""
+        return [m for key in self._state_keys() for m in self._state(key)]
 
     # ----------------------------------------------------------- discovery
 
@@ -431,6 +483,30 @@ class MqttPublisher:
             Message(topic(name, leaf), b"", 1, True) for leaf in leaves
         ]
 
+    async def _rediscovery(self) -> None:
+        """Home Assistant said ``online``: configs and state again, at most once per
+        ``rediscover_s`` however often it is said (anyone may publish it, in a flood)."""
+        while True:
+            while not self._rediscover_wanted:
+                await self._rediscover.wait()
+            self._rediscover_wanted = False
+            if self.stats.connected:
+                for message in self.discovery():
+                    self._put_retained(message)
+                for key in self._state_keys():
+                    self._put_state(key, force=True)
+            await self.clock.sleep(self.rediscover_s)
+
+    # ------------------------------------------------------------- health
+
+    def problems(self) -> list[str]:
+        """What is wrong with publishing now (the page and /healthz say it: degraded)."""
+        return self.health.problems()
+
+    def undelivered(self) -> str | None:
+        """Why some events never reached the broker (None: every one did); at exit."""
+        return self.health.undelivered()
+
     # ------------------------------------------------------------ service
 
     async def run(self, app: AppView, *, task_status: TaskStatus[None]) -> None:
@@ -445,13 +521,13 @@ class MqttPublisher:
         """Republish the known state now and then, so ``expire_after`` only fires on silence."""
         while True:
             await self.clock.sleep(self.heartbeat_s)
-            waiting = {m.topic for m in self._pending}
-            latest = [self.latest_count, *self.latest_zones.values()]
-            for totals in self.latest_lines.values():
-                latest += totals
-            for message in latest:
-                if message is not None and message.topic not in waiting:
-                    self._enqueue(message)
+            if self.latest_count is not None:
+                self._put_state(COUNT, force=True)
+            for name, latest in self.latest_zones.items():
+                if latest is not None:
+                    self._put_state(("zone", name), force=True)
+            for name in self.latest_lines:
+                self._put_state(("line", name), force=True)
 
     async def wait_connected(self) -> None:
         while not self.stats.connected:
@@ -459,28 +535,39 @@ class MqttPublisher:
 
     async def serve(self) -> None:
         """Connect, publish, reconnect with backoff; returns only by cancellation."""
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._rediscovery)
+                await self._reconnecting()
+        finally:
+            self._account_exit()
+
+    async def _reconnecting(self) -> None:
         backoff = Backoff(*self.backoff_s)
         failures = 0
-        while True:
+        while not self.stats.clash:
             try:
                 await self._connection()
+            except _Yielded:
+                break
+            except MqttConnectError as exc:
+                self.health.refused(str(exc.rc) if exc.rc is not None else str(exc))
+                failures = max(failures, 64)  # a refusal is not fixed by retrying sooner
             except aiomqtt.MqttError as exc:
-                reason = str(exc) or type(exc).__name__
-                self.stats.last_error = reason
-                if not self._outage:
-                    # Once per outage: a broker away for an hour must not flood the log.
-                    log.warning("MQTT broker %s: %s; reconnecting", self.settings, reason)
-                    self._outage = True
+                self.health.failed(_reason(exc))
             finally:
-                if self.stats.connected:
+                if self.health.ended():
                     failures = 0  # it was up: a new outage starts with a short wait
-                self.stats.connected = False
+            if self.health.flapping():
+                failures = max(failures, 64)  # each try knocks the other client off: rarely
             failures += 1
             await anyio.sleep(backoff.delay(failures))
+        self.stats.connected = False
+        await anyio.sleep_forever()  # only cancellation ends a publisher
 
     def _client(self) -> aiomqtt.Client:
         settings = self.settings
-        return aiomqtt.Client(
+        client = Client(
             settings.host,
             settings.port,
             identifier=self.client_id,
@@ -490,116 +577,287 @@ class MqttPublisher:
             keepalive=self.keepalive_s,
             timeout=self.timeout_s,
             tls_context=self._tls,
+            max_inflight_messages=self.max_inflight,
+            logger=client_log,
         )
+        # A full window is how it should run, not a warning per message.
+        client.pending_calls_threshold = self.max_inflight + 16
+        return client
 
     async def _connection(self) -> None:
-        lost: list[aiomqtt.MqttError] = []
+        self._lost = []
         async with contextlib.AsyncExitStack() as stack:
             client = await stack.enter_async_context(self._client())
-            self.stats.connected = True
-            self.stats.connects += 1
+            self.health.made()
+            held = await self._held_presence(client)
+            other = self.presence.check(held)
+            if other is not None:
+                self._yield_to(other)
+                raise _Yielded
+            self.health.up()
             self._connected_event.set()
-            if self._outage:
-                log.warning("MQTT broker %s: connected again", self.settings)
-                self._outage = False
-            else:
-                log.info("MQTT connected to %s as %s", self.settings, self.client_id)
+            self._window = anyio.Semaphore(self.max_inflight)
+            self._inflight = {}
+            self._sent = {}
             try:
-                async with anyio.create_task_group() as tg:
+                async with anyio.create_task_group() as outer:
+                    with anyio.CancelScope(shield=True):  # it starts at once, and must
+                        deliveries, ending = await outer.start(self._delivery_group)
+                    self._deliveries = deliveries
+                    try:
+                        async with anyio.create_task_group() as tg:
+                            self._connection_scope = tg.cancel_scope
+                            # Subscribing beside the reading: a subscribe waits for its
+                            # answer, not for the connection; the reading notices at once
+                            # that the connection dropped.
+                            tg.start_soon(self._guarded, self._subscribe, client)
+                            tg.start_soon(self._guarded, self._read, client)
+                            tg.start_soon(self._guarded, self._send, client)
+                    except anyio.get_cancelled_exc_class():
+                        # The app is ending: deliver what it can, say goodbye, and disconnect
+                        # cleanly only if the broker has the goodbye; else let it fire the will.
+                        with anyio.CancelScope(shield=True):
+                            said = await self._farewell(client)
+                            ending.cancel()
+                            if said:
+                                with anyio.move_on_after(1.0):
+                                    await stack.aclose()
+                            else:
+                                await self._abort(client)
+                        raise
+                    finally:
+                        ending.cancel()
+            finally:
+                self._deliveries = None
+                self._connection_scope = None
+                # What the broker did not acknowledge goes again after the reconnect (state
+                # groups need not: the next connect says the whole state).
+                unacked = [e for e, _ in self._inflight.values() if e is not None]
+                self._inflight = {}
+                self.health.dropped(
+                    self.outbox.put_back(e for e in unacked if e.message is not None)
+                )
+        if self._lost:
+            raise self._lost[0]
 
-                    async def guarded(part: Callable[[aiomqtt.Client], Awaitable[None]]) -> None:
-                        try:
-                            await part(client)
-                        except aiomqtt.MqttError as exc:
-                            lost.append(exc)
+    async def _delivery_group(
+        self, *, task_status: TaskStatus[tuple[TaskGroup, anyio.CancelScope]]
+    ) -> None:
+        """The task group of the deliveries: it ends when its connection says so (after the
+        goodbye), not when the app is cancelled, since their acknowledgements are what the
+        goodbye waits for."""
+        with anyio.CancelScope(shield=True) as scope:
+            async with anyio.create_task_group() as tg:
+                task_status.started((tg, scope))
+                await anyio.sleep_forever()
+
+    async def _guarded(
+        self, part: Callable[[aiomqtt.Client], Awaitable[None]], client: aiomqtt.Client
+    ) -> None:
+        try:
+            await part(client)
+        except aiomqtt.MqttError as exc:
+            self._connection_lost(exc)
+
+    def _connection_lost(self, exc: aiomqtt.MqttError) -> None:
+        self._lost.append(exc)
+        if self._connection_scope is not None:
+            self._connection_scope.cancel()
+
+    async def _held_presence(self, client: aiomqtt.Client) -> Instance | None:
+        """The instance the broker holds for this device id, read before publishing anything.
+
+        A probe published after subscribing comes back after every retained message of
+        the subscription (Mosquitto sends them in order), so it says when all are in.
+        Messages are read from the start: that is also how a connection dropped in the
+        meantime is noticed (a subscribe waits for its answer, not for the connection).
+        """
+        probe = b'{"probe":"' + self.presence.me.id.encode() + b'"}'
+        held: Instance | None = None
+        lost: list[aiomqtt.MqttError] = []
+        async with anyio.create_task_group() as tg:
+            tg.cancel_scope.deadline = anyio.current_time() + min(self.timeout_s, 5.0)
+
+            async def ask() -> None:
+                try:
+                    await client.subscribe(self.presence_topic, qos=1)
+                    await client.publish(self.presence_topic, probe, qos=1, retain=False)
+                except aiomqtt.MqttError as exc:
+                    lost.append(exc)
+                    tg.cancel_scope.cancel()
+
+            async def listen() -> None:
+                nonlocal held
+                try:
+                    async for message in client.messages:
+                        payload = message.payload if isinstance(message.payload, bytes) else b""
+                        if not message.topic.matches(self.presence_topic):
+                            continue
+                        if message.retain:
+                            held = Instance.parse(payload)
+                        elif payload == probe:
                             tg.cancel_scope.cancel()
+                            return
+                except aiomqtt.MqttError as exc:
+                    lost.append(exc)
+                    tg.cancel_scope.cancel()
 
-                    tg.start_soon(guarded, self._watch)
-                    tg.start_soon(guarded, self._send)
-            except anyio.get_cancelled_exc_class():
-                # The app is ending: deliver what is queued, say goodbye, and
-                # disconnect cleanly (so the broker does not fire the will as well).
-                with anyio.CancelScope(shield=True):
-                    with anyio.move_on_after(self.shutdown_timeout_s):
-                        await self._farewell(client)
-                    with anyio.move_on_after(1.0):
-                        await stack.aclose()
-                raise
+            tg.start_soon(ask)
+            tg.start_soon(listen)
         if lost:
             raise lost[0]
+        if tg.cancel_scope.cancelled_caught and anyio.current_time() >= tg.cancel_scope.deadline:
+            log.info("MQTT: no answer to the presence probe on %s", self.presence_topic)
+        return held
 
-    async def _watch(self, client: aiomqtt.Client) -> None:
-        """Notices a lost connection (the iterator raises), Home Assistant restarts, and the
-        lines and zones an earlier run left behind."""
-        status = f"{self.discovery_prefix}/status"
-        await client.subscribe(status, qos=1)
+    def _yield_to(self, other: Instance) -> None:
+        self.health.clash(
+            f"MQTT off: another Lookout ({other.describe()}) publishes as device id "
+            f"'{self.device_id}' on {self.settings}; give each device its own --device-id "
+            "(device_id in the config file)"
+        )
+
+    async def _subscribe(self, client: aiomqtt.Client) -> None:
+        await client.subscribe(f"{self.discovery_prefix}/status", qos=1)
         # Every run leaves these retained for each of its lines and zones (totals
         # stay; a zone's counting says offline), so they name what an earlier run had.
         await client.subscribe(self.line_topic("+", "in"), qos=1)
         await client.subscribe(self.zone_topic("+", "counting"), qos=1)
+
+    async def _read(self, client: aiomqtt.Client) -> None:
+        """Notices a lost connection (the iterator raises), Home Assistant restarts, and the
+        lines and zones an earlier run left behind."""
+        status = f"{self.discovery_prefix}/status"
         async for message in client.messages:
             payload = message.payload if isinstance(message.payload, bytes) else b""
             if message.topic.matches(status):
                 if payload == b"online":
                     # Home Assistant came back: it wants the discovery configs and state again.
-                    for item in self.discovery():
-                        self._enqueue(item)
-                    for item in self._current(clear=False):
-                        self._enqueue(item)
+                    self._rediscover_wanted = True
+                    self._rediscover.set()
                 continue
             # Our own messages come back without the retain flag; retained ones are
             # what the broker held when we subscribed.
-            if not message.retain or not payload:
+            if not message.retain or not payload or message.topic.matches(self.presence_topic):
                 continue
             kind, name = message.topic.value.split("/")[-3:-1]
             known = self.latest_lines if kind == "line" else self.latest_zones
             if name not in known:
                 log.info("MQTT: removing %s %r, which this run does not have", kind, name)
                 for item in self._removal(kind, name):
-                    self._enqueue(item)
+                    self._put_retained(item)
 
-    async def _publish(self, client: aiomqtt.Client, message: Message) -> None:
-        await client.publish(message.topic, message.payload, qos=message.qos, retain=message.retain)
+    # ------------------------------------------------------------ sending
+
+    async def _hand(self, client: aiomqtt.Client, entry: Entry | None, message: Message) -> None:
+        """Give a message to the broker once the window has room; its acknowledgement is
+        awaited beside the others (several in flight: a far broker is not one per round trip).
+        Tasks start in the order they are made, so the broker gets them in this order."""
+        assert self._deliveries is not None
+        await self._window.acquire()
+        self._serial += 1
+        self._inflight[self._serial] = (entry, message)
+        self._sent[message.topic] = message.payload
+        self._deliveries.start_soon(self._deliver, client, self._serial, message)
+
+    async def _deliver(self, client: aiomqtt.Client, serial: int, message: Message) -> None:
+        try:
+            await client.publish(
+                message.topic, message.payload, qos=message.qos, retain=message.retain
+            )
+        except aiomqtt.MqttError as exc:
+            self._connection_lost(exc)
+            return
+        finally:
+            self._window.release()
+        # Removed only once acknowledged: a message in flight when the connection drops is
+        # sent again after the reconnect.
+        self._inflight.pop(serial, None)
         self.stats.published += 1
+        if not self._inflight:
+            self._acked.set()
 
     async def _send(self, client: aiomqtt.Client) -> None:
+        presence = Message(self.presence_topic, self.presence.me.payload(), 1, True)
+        await self._hand(client, None, presence)
         # Before saying online: what the broker holds from before (an earlier run, a
         # count gone unknown) must not be taken as current by whoever subscribes next.
-        for message in self._current(clear=True):
-            # One still queued goes out in its turn; one the broker may have lost
-            # (a restart without persistence) is said again.
-            if not any(m is message for m in self._pending):
-                await self._publish(client, message)
-        await self._publish(client, Message(self.state_topic, b"online", 1, True))
+        self.outbox.discard(self._state_keys())
+        for message in self._current():
+            await self._hand(client, None, message)
+        await self._hand(client, None, Message(self.state_topic, b"online", 1, True))
         for message in self.discovery():
-            await self._publish(client, message)
+            await self._hand(client, None, message)
         while True:
-            if not self._pending:
+            entry = self.outbox.take()
+            if entry is None:
+                self.health.caught_up()
                 await self._wakeup.wait()
                 continue
-            message = self._pending[0]
-            await self._publish(client, message)
-            # Removed only once acknowledged: a message in flight when the connection
-            # drops is sent again after the reconnect.
-            if self._pending and self._pending[0] is message:
-                self._pending.popleft()
-                self.stats.queued = len(self._pending)
+            for message in self._messages(entry):
+                await self._hand(client, entry, message)
 
-    async def _farewell(self, client: aiomqtt.Client) -> None:
-        while self._pending:
-            message = self._pending[0]
-            await self._publish(client, message)
-            if self._pending and self._pending[0] is message:
-                self._pending.popleft()
-        self.stats.queued = len(self._pending)
-        # The counts die with the process: nobody may take the last ones as current later.
-        # (Line totals stay: they are what this run counted, and the next one resets them.)
-        await self._publish(client, Message(self.counting_topic, b"offline", 1, True))
-        await self._publish(client, Message(self.count_topic, b"", 1, True))
+    async def _all_acked(self) -> None:
+        while self._inflight:
+            await self._acked.wait()
+
+    async def _farewell(self, client: aiomqtt.Client) -> bool:
+        """The backlog for half the time allowed, then the goodbye; True once the broker has
+        acknowledged all of it (within ``shutdown_timeout_s`` in all)."""
+        start = anyio.current_time()
+        # The counts die with the process, and the goodbye says the final totals: their
+        # queued values are superseded.
+        self.outbox.discard(self._state_keys())
+        with anyio.CancelScope(deadline=start + self.shutdown_timeout_s / 2):
+            while (entry := self.outbox.take()) is not None:
+                try:
+                    # Only events and single retained messages are left: one message each.
+                    for message in self._messages(entry):
+                        await self._hand(client, entry, message)
+                except anyio.get_cancelled_exc_class():
+                    self.outbox.put_back([entry])  # never handed: waiting for the window
+                    raise
+        with anyio.CancelScope(deadline=start + self.shutdown_timeout_s):
+            for message in self._goodbye():
+                await self._hand(client, None, message)
+            await self._all_acked()
+            return True
+        log.info("MQTT: the broker did not acknowledge the goodbye in time")
+        return False
+
+    def _goodbye(self) -> list[Message]:
+        """The final state: the counts cleared first (nobody may take the last ones as
+        current later), the line totals (what this run counted), and offline last."""
+        messages = [
+            Message(self.counting_topic, b"offline", 1, True),
+            Message(self.count_topic, b"", 1, True),
+        ]
         for name in self.latest_zones:
-            for message in self._zone_unknown(name, known=False):
-                await self._publish(client, message)
-        await self._publish(client, Message(self.state_topic, b"offline", 1, True))
+            messages += self._zone_unknown(name)
+        messages += [
+            m
+            for totals in self.latest_lines.values()
+            for m in totals
+            if self._sent.get(m.topic) != m.payload
+        ]
+        messages.append(Message(self.state_topic, b"offline", 1, True))
+        return messages
+
+    async def _abort(self, client: aiomqtt.Client) -> None:
+        """Drop the connection without a DISCONNECT, so the broker fires the will (offline):
+        a goodbye it may not have must not leave it saying online."""
+        sock = client._client.socket()  # aiomqtt has no public abort; paho's socket() is public
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        # Collect the disconnection the client now reports (else asyncio logs it as unread).
+        with anyio.move_on_after(1.0), contextlib.suppress(aiomqtt.MqttError):
+            async for _ in client.messages:
+                pass
+
+    def _account_exit(self) -> None:
+        """The process ends: events still waiting will never go; counted and said."""
+        self.health.lost_at_exit(self.outbox.clear_events())
 
 
 __all__ = [

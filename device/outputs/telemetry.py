@@ -119,6 +119,8 @@ class PublisherStats(Protocol):
     @property
     def queued(self) -> int: ...
 
+    def problems(self) -> list[str]: ...
+
 
 class ConnectionStats(Protocol):
     """The status server's connection counts (``connection_guard.GuardStats``)."""
@@ -394,6 +396,11 @@ class Telemetry:
         if problems:
             off.extend(problems)
             summary.append("event log failing")
+        if self.mqtt is not None:
+            mqtt_problems = self.mqtt.problems()  # refused, another device with this id, drops
+            if mqtt_problems:
+                off.extend(mqtt_problems)
+                summary.append("MQTT failing")
         if off:
             return Health(True, "; ".join(off), degraded=True, summary="; ".join(summary))
         return Health(True, "ok", summary="ok")

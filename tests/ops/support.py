@@ -1,16 +1,19 @@
-"""Shared helpers of the operations tests: a fake App, a Mosquitto broker, an MQTT subscriber."""
+"""Shared helpers of the operations tests: a fake App, a Mosquitto broker, an MQTT subscriber,
+a TCP proxy that puts the broker at a distance."""
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import os
+import random
 import shutil
 import socket
 import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,9 +24,11 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from device.app.config import Config
 from device.capture import CaptureStats
+from device.events import CountChanged, LineCrossed, ZoneCount
 from device.feeds.runner import SourceState
 from device.perception import PerceptionStats
 from live.clock import FakeClock
+from live.events import Event
 from live.session import DeviceCall, SessionStats
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -152,17 +157,30 @@ def mosquitto_path() -> Path | None:
 
 
 class Broker:
-    """A Mosquitto broker on a free loopback port, persisting to a temp directory."""
+    """A Mosquitto broker on a free loopback port, persisting to a temp directory.
 
-    def __init__(self, executable: Path, directory: Path) -> None:
+    ``users`` (name: password): only they may connect (a password file), else anyone.
+    """
+
+    def __init__(
+        self, executable: Path, directory: Path, users: Mapping[str, str] | None = None
+    ) -> None:
         self.executable = executable
         self.directory = directory
         self.port = free_port()
         self.config = directory / "mosquitto.conf"
         self.log = directory / "mosquitto.log"
+        access = "allow_anonymous true\n"
+        if users:
+            passwords = directory / "passwords"
+            passwords.write_text("")
+            passwd = shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd"
+            for name, password in users.items():
+                subprocess.run([passwd, "-b", str(passwords), name, password], check=True)
+            access = f"allow_anonymous false\npassword_file {passwords}\n"
         self.config.write_text(
             f"listener {self.port} 127.0.0.1\n"
-            "allow_anonymous true\n"
+            f"{access}"
             "persistence true\n"
             f"persistence_location {directory}/\n"
             f"log_dest file {self.log}\n"
@@ -282,3 +300,165 @@ class Subscriber:
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
+
+
+# ------------------------------------------------------------------ delay proxy
+
+
+class DelayProxy:
+    """A TCP proxy on a free loopback port that delays every byte by ``delay_s`` each way.
+
+    What a broker on the far side of a network looks like: the round trip is the
+    link's twice ``delay_s`` plus the broker's own, and the link is not a bottleneck
+    (bytes in flight are not limited; only their arrival is late). It runs its own
+    event loop on a thread, so the code under test shares nothing with it.
+    """
+
+    def __init__(self, target_port: int, delay_s: float) -> None:
+        self.target_port = target_port
+        self.delay_s = delay_s
+        self.port = free_port()
+        self.connections = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="delay-proxy", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.port}"
+
+    def start(self) -> DelayProxy:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise AssertionError("the delay proxy did not start")
+        return self
+
+    def stop(self) -> None:
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
+        self._thread.join(10)
+
+    def __enter__(self) -> DelayProxy:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _main(self) -> None:
+        asyncio.run(self._serve())
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.connections += 1
+            task = asyncio.current_task()
+            assert task is not None
+            tasks.add(task)
+            try:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+            except OSError:
+                writer.close()
+                return
+            try:
+                await asyncio.gather(self._pump(reader, up_writer), self._pump(up_reader, writer))
+            except asyncio.CancelledError:
+                pass  # the proxy stops: asyncio's stream callback must not see a cancelled task
+            finally:
+                for w in (writer, up_writer):
+                    w.close()
+                tasks.discard(task)
+
+        server = await asyncio.start_server(handle, "127.0.0.1", self.port)
+        self._ready.set()
+        async with server:
+            await self._stop.wait()
+            for task in list(tasks):
+                task.cancel()
+
+    async def _pump(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        """Forward each chunk ``delay_s`` after it was read, in order; EOF likewise."""
+        loop = asyncio.get_running_loop()
+        due: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def read() -> None:
+            while True:
+                try:
+                    data = await source.read(65536)
+                except OSError:
+                    data = b""
+                await due.put((loop.time() + self.delay_s, data))
+                if not data:
+                    return
+
+        reading = asyncio.ensure_future(read())
+        try:
+            while True:
+                at, data = await due.get()
+                await asyncio.sleep(max(0.0, at - loop.time()))
+                if not data:
+                    # The other side closed: so does this one, as late as its bytes.
+                    sink.close()
+                    return
+                sink.write(data)
+                await sink.drain()
+        except OSError:
+            return
+        finally:
+            reading.cancel()
+
+
+# ------------------------------------------------------------------- a busy scene
+
+LINES = [f"l{i:02d}" for i in range(40)]
+ZONES = [f"z{i}" for i in range(10)]
+
+
+@dataclass
+class Scene:
+    """What a busy scene with 40 lines and 10 zones publishes, and what it ends with."""
+
+    events: list[Event] = field(default_factory=list)
+    totals: dict[str, tuple[int, int]] = field(default_factory=dict)
+    zones: dict[str, int] = field(default_factory=dict)
+    count: int = 0
+    crossings: int = 0
+
+    @classmethod
+    def busy(cls, crossings: int = 451, seed: int = 22) -> Scene:
+        rng = random.Random(seed)
+        scene = cls(totals={name: (0, 0) for name in LINES})
+        track = 0
+        while scene.crossings < crossings:
+            roll = rng.random()
+            if roll < 0.55:
+                line = rng.choice(LINES)
+                total_in, total_out = scene.totals[line]
+                direction = rng.choice(["in", "out"])
+                total_in += direction == "in"
+                total_out += direction == "out"
+                scene.totals[line] = (total_in, total_out)
+                track += 1
+                scene.events.append(
+                    LineCrossed(line=line, direction=direction, track=track, t_media=0.0,
+                                total_in=total_in, total_out=total_out)
+                )  # fmt: skip
+                scene.crossings += 1
+            elif roll < 0.85:
+                zone = rng.choice(ZONES)
+                previous = scene.zones.get(zone)
+                people = max(0, (previous or 0) + rng.choice([-1, 1]))
+                scene.zones[zone] = people
+                scene.events.append(
+                    ZoneCount(zone=zone, people=people, previous=previous,
+                              dwelling=min(people, 1), longest_s=3.0, t_media=0.0)
+                )  # fmt: skip
+            else:
+                previous_count = scene.count
+                scene.count = max(0, scene.count + rng.choice([-1, 1, 2]))
+                scene.events.append(CountChanged(count=scene.count, previous=previous_count))
+        return scene

@@ -83,14 +83,23 @@ def test_parse_mqtt() -> None:
 
 
 def test_queue_is_bounded_but_the_latest_count_is_kept() -> None:
-    pub = MqttPublisher(MqttSettings("127.0.0.1", 1), device_id="cam", max_queue=5)
+    said: list[str] = []
+    pub = MqttPublisher(
+        MqttSettings("127.0.0.1", 1), device_id="cam", max_queue=5, announce=said.append
+    )
     for n in range(20):
         pub.write(count(n, t=float(n)))
     pub.write(ModelAudio(mime_type="audio/pcm", size=3, data=b"abc"))  # never published
-    # 20 counts, 20 events and one "counting: online" (the count became known) went in.
-    assert pub.queued == 5 and pub.dropped == 36
+    # 20 count events went in: the 5 newest wait, 15 were dropped (counted, said once).
+    # The count itself is state: one place in the queue, holding the newest value.
+    assert pub.outbox.events == 5 and pub.dropped == 15
+    assert len([line for line in said if "dropping the oldest" in line]) == 1, said
+    assert pub.problems() == ["MQTT: 15 events dropped"]
     assert pub.latest_count is not None
     assert json.loads(pub.latest_count.payload)["count"] == 19 and pub.latest_count.retain
+    (state,) = [entry for entry in pub.outbox if not entry.event]
+    count_now, counting = pub._messages(state)
+    assert json.loads(count_now.payload)["count"] == 19 and counting.payload == b"online"
 
 
 def test_discovery_configs_follow_home_assistant_conventions() -> None:
@@ -133,6 +142,7 @@ async def test_count_state_and_discovery_are_retained_events_are_not(broker: Bro
         tg.cancel_scope.cancel()
     retained = {m.topic: m for m in late.messages if m.retain}
     assert set(retained) == {
+        "lookout/cam1/instance",  # which process publishes as cam1 (one id, one process)
         "lookout/cam1/state",
         "lookout/cam1/counting",
         "lookout/cam1/count",
@@ -150,15 +160,19 @@ async def test_count_state_and_discovery_are_retained_events_are_not(broker: Bro
 
 
 async def test_clean_shutdown_says_offline_after_flushing(broker: Broker) -> None:
-    live = Subscriber(broker.port, ["lookout/cam2/count"])
+    live = Subscriber(broker.port, ["lookout/cam2/count", "lookout/cam2/events"])
     pub = publisher(broker, "cam2")
     async with anyio.create_task_group() as tg:
         tg.start_soon(pub.serve)
         with anyio.fail_after(10):
             await pub.wait_connected()
-        pub.write(count(7))  # queued right before the end: still delivered
+        pub.write(count(7))  # queued right before the end: the event is still delivered
         tg.cancel_scope.cancel()
-    live.wait_for(lambda ms: live_counts(ms, "lookout/cam2/count") == [7], "count 7")
+    live.wait_for(
+        lambda ms: any(m.topic.endswith("/events") and b'"count":7' in m.payload for m in ms),
+        "the count event",
+    )
+    assert pub.undelivered() is None
     late = Subscriber(broker.port, ["lookout/cam2/#"])
     late.wait_for(has("lookout/cam2/state", b"offline", retained=True), "offline")
     late.wait_for(has("lookout/cam2/counting", b"offline", retained=True), "counting offline")
@@ -168,10 +182,21 @@ async def test_clean_shutdown_says_offline_after_flushing(broker: Broker) -> Non
     late.close()
 
 
+def event_counts(messages: list[Received], topic: str) -> list[int]:
+    """The count events delivered, repeats folded (QoS 1: a lost ack means twice)."""
+    values: list[int] = []
+    for m in messages:
+        if m.topic == topic and json.loads(m.payload)["type"] == "count":
+            value = json.loads(m.payload)["count"]
+            if not values or values[-1] != value:
+                values.append(value)
+    return values
+
+
 async def test_broker_restart_loses_no_count_change(broker: Broker) -> None:
-    topic = "lookout/cam3/count"
+    topic, events = "lookout/cam3/count", "lookout/cam3/events"
     # A persistent session, so the broker keeps what is published while we reconnect.
-    watcher = Subscriber(broker.port, [topic], client_id="watcher-cam3", persistent=True)
+    watcher = Subscriber(broker.port, [topic, events], client_id="watcher-cam3", persistent=True)
     pub = publisher(broker, "cam3")
     async with anyio.create_task_group() as tg:
         tg.start_soon(pub.serve)
@@ -181,12 +206,15 @@ async def test_broker_restart_loses_no_count_change(broker: Broker) -> None:
         pub.write(count(2))  # while the broker is down: queued, not lost
         pub.write(count(3))
         await anyio.to_thread.run_sync(broker.start)
-        await wait(watcher, lambda ms: live_counts(ms, topic)[-1:] == [3], "counts 2 and 3")
+        await wait(watcher, lambda ms: live_counts(ms, topic)[-1:] == [3], "the count 3")
         pub.write(count(4))
         await wait(watcher, lambda ms: live_counts(ms, topic)[-1:] == [4], "count 4")
+        await wait(watcher, lambda ms: event_counts(ms, events)[-1:] == [4], "the event of 4")
         assert pub.stats.connects == 2
         tg.cancel_scope.cancel()
-    assert live_counts(watcher.messages, topic) == [1, 2, 3, 4]
+    # Every change is an event; the count topic is state (its newest value, retained).
+    assert event_counts(watcher.messages, events) == [1, 2, 3, 4]
+    assert live_counts(watcher.messages, topic) in ([1, 3, 4], [1, 2, 3, 4])
     watcher.close()
 
 
@@ -242,10 +270,10 @@ def _end(process: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
             process.wait(10)
 
 
-def _retained(port: int, topics: list[str], least: int) -> dict[str, bytes]:
+def _retained(port: int, topics: list[str], needed: set[str]) -> dict[str, bytes]:
     late = Subscriber(port, topics)
     try:
-        late.wait_for(lambda ms: len(ms) >= least, f"{least} retained messages")
+        late.wait_for(lambda ms: {m.topic for m in ms} >= needed, f"retained {sorted(needed)}")
         return {m.topic: m.payload for m in late.messages if m.retain}
     finally:
         late.close()
@@ -279,7 +307,11 @@ def test_a_killed_lookout_goes_unavailable_and_its_restart_never_serves_the_old_
         _end(process)
     # A killed process cannot clear its count: the broker's will makes the sensors
     # unavailable (availability needs both topics online).
-    retained = _retained(broker.port, topics, 5)
+    configs = {
+        "homeassistant/sensor/killtest_people/config",
+        "homeassistant/binary_sensor/killtest_occupancy/config",
+    }
+    retained = _retained(broker.port, topics, {f"{base}/state", f"{base}/count", *configs})
     assert retained[f"{base}/state"] == b"offline"
     assert isinstance(json.loads(retained[f"{base}/count"])["count"], int)
     assert "homeassistant/sensor/killtest_people/config" in retained
@@ -300,7 +332,7 @@ def test_a_killed_lookout_goes_unavailable_and_its_restart_never_serves_the_old_
             "online, counting offline, count cleared",
             timeout=20,
         )
-        retained = _retained(broker.port, topics, 4)
+        retained = _retained(broker.port, topics, {f"{base}/state", f"{base}/counting", *configs})
         assert retained[f"{base}/state"] == b"online"
         assert retained[f"{base}/counting"] == b"offline"
         assert f"{base}/count" not in retained, retained

@@ -1,0 +1,121 @@
+"""The default device id: the host name and a suffix of this machine's own, stable across runs.
+
+The id names the device's MQTT topics and Home Assistant entities, so two devices
+must never share one, and one device must keep its id across restarts. The host
+name alone does neither well: every Raspberry Pi is called ``raspberrypi``, and
+two devices with one id knock each other off the broker. So the host name gets
+a short suffix derived from what identifies this machine:
+
+1. ``/etc/machine-id`` (systemd; ``/var/lib/dbus/machine-id`` on older systems),
+   hashed with a key of our own (the raw id is meant to stay private);
+2. else an id generated once and kept in ``$XDG_STATE_HOME/lookout/device-suffix``
+   (``~/.local/state/...``);
+3. else (no machine id, nowhere to keep one) the network card's address, when it
+   is a real one;
+4. else the host name alone (said in the log).
+
+``--device-id`` (``device_id`` in the config file) overrides all of this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import secrets
+import socket
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+log = logging.getLogger("lookout.config")
+
+MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
+SUFFIX_LENGTH = 6  # hex digits: a fleet of 100 shares one with odds of 1 in 3,000
+_SUFFIX = re.compile(r"[0-9a-f]{6}")
+_KEY = b"lookout device id\0"
+
+
+def host_part(hostname: str) -> str:
+    """The host name as a topic-safe id (lower case; letters, digits, - and _)."""
+    cleaned = "".join(
+        c if (c.isascii() and c.isalnum()) or c in "-_" else "-" for c in hostname.lower()
+    )
+    return cleaned.strip("-") or "lookout"
+
+
+def state_dir(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "lookout"
+
+
+def _hashed(secret: bytes) -> str:
+    return hashlib.sha256(_KEY + secret).hexdigest()[:SUFFIX_LENGTH]
+
+
+def machine_suffix(files: Sequence[Path] = MACHINE_ID_FILES) -> str | None:
+    for path in files:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text:
+            return _hashed(text.encode())
+    return None
+
+
+def stored_suffix(directory: Path) -> str | None:
+    """The suffix kept in ``directory`` (made and kept there the first time)."""
+    path = directory / "device-suffix"
+    try:
+        text = path.read_text().strip()
+        if _SUFFIX.fullmatch(text):
+            return text
+    except OSError:
+        pass
+    suffix = secrets.token_hex(SUFFIX_LENGTH // 2)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        partial.write_text(suffix + "\n")
+        partial.replace(path)  # whole or not at all: a torn file would change the id
+    except OSError as exc:
+        log.info("cannot keep a device id suffix in %s: %s", directory, exc)
+        return None
+    return suffix
+
+
+def hardware_suffix(getnode: Callable[[], int] = uuid.getnode) -> str | None:
+    node = getnode()
+    if node >> 40 & 1:
+        return None  # the multicast bit: Python made it up, and it changes at each start
+    return _hashed(node.to_bytes(6, "big"))
+
+
+def default_device_id(
+    hostname: str | None = None,
+    *,
+    machine_id_files: Sequence[Path] = MACHINE_ID_FILES,
+    directory: Path | None = None,
+    getnode: Callable[[], int] = uuid.getnode,
+) -> str:
+    """``<host>-<suffix>``: unique to this machine, the same at every start."""
+    host = host_part(socket.gethostname() if hostname is None else hostname)
+    suffix = (
+        machine_suffix(machine_id_files)
+        or stored_suffix(state_dir() if directory is None else directory)
+        or hardware_suffix(getnode)
+    )
+    if suffix is None:
+        log.warning(
+            "no machine id and nowhere to keep one: the device id is the host name %r "
+            "(give each device its own --device-id)",
+            host,
+        )
+        return host
+    return f"{host}-{suffix}"
+
+
+__all__ = ["default_device_id", "host_part", "machine_suffix", "state_dir", "stored_suffix"]

@@ -1,0 +1,90 @@
+"""The default device id: unique per machine (every Pi is called raspberrypi), and stable."""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+from device.app.config import Config
+from device.app.device_id import default_device_id, host_part
+from device.outputs.mqtt import check_device_id
+
+REAL_MAC = 0x_B8_27_EB_12_34_56  # a Raspberry Pi's
+MADE_UP_MAC = 0x_01_00_00_00_00_01  # multicast bit set: what Python invents without one
+
+
+def machine(tmp_path: Path, name: str, machine_id: str | None) -> list[Path]:
+    path = tmp_path / name / "machine-id"
+    path.parent.mkdir(parents=True)
+    if machine_id is not None:
+        path.write_text(machine_id + "\n")
+    return [path]
+
+
+def test_two_pis_called_raspberrypi_get_two_ids_each_kept_across_restarts(tmp_path: Path) -> None:
+    one = machine(tmp_path, "one", "3d1219c7c4c5404aaa1f6d2a48adfda4")
+    two = machine(tmp_path, "two", "9f0e7a61b2c34d5e8f90a1b2c3d4e5f6")
+    state = tmp_path / "state"
+    first = default_device_id("raspberrypi", machine_id_files=one, directory=state)
+    second = default_device_id("raspberrypi", machine_id_files=two, directory=state)
+    assert first != second
+    for device_id in (first, second):
+        assert re.fullmatch(r"raspberrypi-[0-9a-f]{6}", device_id), device_id
+        check_device_id(device_id)  # names MQTT topics
+    # A restart: the same machine, the same id.
+    assert default_device_id("raspberrypi", machine_id_files=one, directory=state) == first
+    # The machine id itself never shows (it is meant to stay private).
+    assert "3d1219" not in first and not state.exists()
+
+
+def test_without_a_machine_id_a_suffix_is_made_once_and_kept(tmp_path: Path) -> None:
+    none = machine(tmp_path, "bare", None)
+    state_a, state_b = tmp_path / "a" / "lookout", tmp_path / "b" / "lookout"
+    first = default_device_id("raspberrypi", machine_id_files=none, directory=state_a)
+    assert re.fullmatch(r"raspberrypi-[0-9a-f]{6}", first), first
+    assert default_device_id("raspberrypi", machine_id_files=none, directory=state_a) == first
+    # Another machine (its own state) gets its own; chance of the same: 1 in 16 million.
+    assert default_device_id("raspberrypi", machine_id_files=none, directory=state_b) != first
+
+
+def test_nowhere_to_keep_one_falls_back_to_the_network_card_then_the_host(
+    tmp_path: Path,
+) -> None:
+    none = machine(tmp_path, "bare", None)
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("")
+    nowhere = blocked / "lookout"  # cannot be made: its parent is a file
+    by_mac = default_device_id(
+        "raspberrypi", machine_id_files=none, directory=nowhere, getnode=lambda: REAL_MAC
+    )
+    assert re.fullmatch(r"raspberrypi-[0-9a-f]{6}", by_mac)
+    again = default_device_id(
+        "raspberrypi", machine_id_files=none, directory=nowhere, getnode=lambda: REAL_MAC
+    )
+    assert again == by_mac
+    # A made-up address changes at each start: the host name alone is steadier.
+    bare = default_device_id(
+        "raspberrypi", machine_id_files=none, directory=nowhere, getnode=lambda: MADE_UP_MAC
+    )
+    assert bare == "raspberrypi"
+
+
+def test_any_host_name_becomes_an_id_that_names_topics() -> None:
+    for host in ("Pi Kitchen.local", "CAFÉ-cam", "---", ""):
+        check_device_id(host_part(host))
+    assert host_part("Pi Kitchen.local") == "pi-kitchen-local"
+
+
+def test_the_config_default_is_this_machine_s_unique_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A machine without a machine id keeps its suffix here, not in the user's home.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    device_id = Config().device_id
+    host = host_part(socket.gethostname())
+    assert re.fullmatch(rf"{re.escape(host)}-[0-9a-f]{{6}}", device_id), device_id
+    assert Config().device_id == device_id  # the same at every start
+    assert Config(device_id="hall-1").device_id == "hall-1"  # given: used as it is
