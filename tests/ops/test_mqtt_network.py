@@ -301,17 +301,21 @@ async def test_a_wrong_password_shows_in_healthz_and_the_exit_says_what_was_lost
         async with aiohttp.ClientSession() as http:
 
             async def health() -> dict[str, Any]:
-                async with http.get(running.url + "healthz") as response:
-                    body: dict[str, Any] = await response.json()
+                # The reasons are on /api/state; /healthz (no token) says states only.
+                async with http.get(running.url + "api/state") as response:
+                    body: dict[str, Any] = (await response.json())["health"]
                     return body
 
             with anyio.fail_after(30):
                 # A server over HTTP has nothing to wait on but its answers.
                 while "refused" not in (body := await health())["reason"]:  # noqa: ASYNC110
                     await anyio.sleep(0.1)
+            async with http.get(running.url + "healthz") as response:
+                healthz = await response.json()
         assert body["status"] == "degraded"
         assert "not authori" in body["reason"].lower() or "password" in body["reason"].lower()
         assert "wrong" not in body["reason"]  # the password itself is never shown
+        assert (healthz["status"], healthz["reason"]) == ("degraded", "MQTT failing")
         console = running.app.out.getvalue()  # type: ignore[attr-defined]
         assert len([line for line in console.splitlines() if "refused" in line]) == 1, console
     assert running.exit_code == 3
