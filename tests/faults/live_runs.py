@@ -27,6 +27,7 @@ from tests.fakelive import FakeLiveServer, client_for
 from tools import FunctionTool
 
 T = TypeVar("T")
+E = TypeVar("E", bound=Event)
 MODEL = "gemini-live-test"
 
 
@@ -58,6 +59,9 @@ class WatchedLog(MemoryEventLog):
 
     def states(self) -> list[ConnectionState]:
         return [e for e in self.events if isinstance(e, ConnectionState)]
+
+    def of(self, kind: type[E]) -> list[E]:
+        return [e for e in self.events if isinstance(e, kind)]
 
 
 def said(log: MemoryEventLog, state: str | None = None) -> list[ConnectionState]:

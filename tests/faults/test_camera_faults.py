@@ -67,6 +67,21 @@ class Probe:
         await self.wait(lambda: len(self.results) >= than + 3)
 
 
+def watched_app(camera: VtestCamera, **flags: Any) -> tuple[App, Probe]:
+    """The real app on ``camera`` (local model, no server), watched by a probe."""
+    config = build(
+        {"model": "local", "http": "", **flags},
+        environ={},
+        system_config=Path("/nonexistent"),
+    )
+    clock = MonotonicClock()
+    bus = EventBus(clock)
+    probe = Probe()
+    bus.subscribe(probe)
+    bus.on_percept(probe.on_result)
+    return App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=camera), probe
+
+
 async def test_every_camera_fault_is_survived_and_the_count_resumes(tmp_path: Path) -> None:
     camera = VtestCamera(vtest_frames())
     probe = Probe()
@@ -163,18 +178,7 @@ async def test_a_camera_that_goes_quiet_makes_the_count_unknown_before_its_watch
 ) -> None:
     # A read that blocks, with a watchdog far away: "running" says nothing of freshness.
     camera = VtestCamera(vtest_frames())
-    probe = Probe()
-    config = build(
-        {"model": "local", "http": "", "detect_fps": 10.0,
-         "stall_timeout": 60.0},
-        environ={},
-        system_config=Path("/nonexistent"),
-    )  # fmt: skip
-    clock = MonotonicClock()
-    bus = EventBus(clock)
-    bus.subscribe(probe)
-    bus.on_percept(probe.on_result)
-    app = App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=camera)
+    app, probe = watched_app(camera, detect_fps=10.0, stall_timeout=60.0)
     async with anyio.create_task_group() as tg:
         tg.start_soon(app.run)
         await probe.wait(lambda: probe.counts() and probe.counts()[-1].count is not None)
@@ -199,18 +203,9 @@ async def test_short_camera_glitches_do_not_restart_anyone_s_visit(tmp_path: Pat
     the count is unknown during each glitch all the same. A long outage starts afresh."""
     still = vtest_frames(1)  # frame 0: three people; shown still, they stand there
     camera = VtestCamera(still)
-    probe = Probe()
-    config = build(
-        {"model": "local", "http": "", "detect_fps": 5.0, "zones": ["all=0,0,1,0,1,1,0,1"],
-         "dwell": 2.0, "motion": "off"},
-        environ={},
-        system_config=Path("/nonexistent"),
-    )  # fmt: skip
-    clock = MonotonicClock()
-    bus = EventBus(clock)
-    bus.subscribe(probe)
-    bus.on_percept(probe.on_result)
-    app = App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=camera)
+    app, probe = watched_app(
+        camera, detect_fps=5.0, zones=["all=0,0,1,0,1,1,0,1"], dwell=2.0, motion="off"
+    )
     app.source_runner.initial_backoff_s = 0.05
     app.source_runner.max_backoff_s = 0.1
 
@@ -247,17 +242,7 @@ async def test_a_camera_frame_over_the_pixel_limit_is_left_out_and_said() -> Non
     frames = vtest_frames(5)
     camera = VtestCamera([*frames, np.full((1500, 1000, 3), 90, np.uint8)])
     camera.max_pixels = 1_000_000
-    probe = Probe()
-    config = build(
-        {"model": "local", "http": "", "detect_fps": 10.0},
-        environ={},
-        system_config=Path("/nonexistent"),
-    )
-    clock = MonotonicClock()
-    bus = EventBus(clock)
-    bus.subscribe(probe)
-    bus.on_percept(probe.on_result)
-    app = App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=camera)
+    app, probe = watched_app(camera, detect_fps=10.0)
 
     def said() -> list[str]:
         return [e.to_dict()["message"] for e in probe.events if e.type == "error"]

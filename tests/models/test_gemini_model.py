@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,7 +27,6 @@ from live import (
     LiveRequestQueue,
     LiveSession,
     LiveSetup,
-    MemoryEventLog,
     ReconnectPolicy,
     Runner,
     SessionConfig,
@@ -86,6 +85,7 @@ from tests.fakelive import (
     make_test_certs,
 )
 from tests.fakelive import LiveConnection as FakeConnection
+from tests.faults.live_runs import WatchedLog
 from tools.function_tool import FunctionTool
 
 T = TypeVar("T")
@@ -135,31 +135,6 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> TestCerts:
 async def srv(certs: TestCerts) -> AsyncIterator[FakeLiveServer]:
     async with FakeLiveServer(certs=certs) as server:
         yield server
-
-
-class WatchedLog(MemoryEventLog):
-    """The session's event log, with a wait: woken by every event the session records."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._changed = anyio.Event()
-
-    def record(self, event: Event) -> None:
-        super().record(event)
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def wait(self, predicate: Callable[[list[Event]], T | None], timeout: float = 5.0) -> T:
-        with anyio.fail_after(timeout):
-            while True:
-                changed = self._changed
-                value = predicate(self.events)
-                if value:
-                    return value
-                await changed.wait()
-
-    def of(self, kind: type[T]) -> list[T]:
-        return [e for e in self.events if isinstance(e, kind)]
 
 
 @dataclass
