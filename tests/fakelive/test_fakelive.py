@@ -11,7 +11,7 @@ import ssl
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from pathlib import Path
 from typing import cast
@@ -30,7 +30,6 @@ from tests.fakelive import (
     b64decode_any,
     client_for,
     get_path,
-    make_test_certs,
 )
 
 MODEL = "gemini-live-2.5-flash-preview"
@@ -39,17 +38,6 @@ MODEL = "gemini-live-2.5-flash-preview"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(scope="session")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> TestCerts:
-    return make_test_certs(tmp_path_factory.mktemp("fakelive-certs"))
-
-
-@pytest.fixture
-async def srv(certs: TestCerts) -> AsyncIterator[FakeLiveServer]:
-    async with FakeLiveServer(certs=certs) as server:
-        yield server
 
 
 @pytest.fixture

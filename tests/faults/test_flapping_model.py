@@ -9,8 +9,6 @@ real (bounded) time, and the scripted model over an hour of virtual time.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import anyio
 import pytest
 
@@ -18,23 +16,12 @@ from live import ReconnectPolicy, SessionConfig
 from live.backoff import FailureRun
 from live.model import LiveSetup, ModelGoAway
 from live.testing import ScriptedConnection, ScriptedModel
-from tests.fakelive import FakeLiveServer, TestCerts, make_test_certs
+from tests.fakelive import FakeLiveServer
 from tests.faults.live_runs import ping, said, session_on
 from tests.live.harness import harness
 from tools import FunctionTool
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> TestCerts:
-    return make_test_certs(tmp_path_factory.mktemp("flapping-certs"))
-
-
-@pytest.fixture
-async def srv(certs: TestCerts) -> AsyncIterator[FakeLiveServer]:
-    async with FakeLiveServer(certs=certs) as server:
-        yield server
 
 
 # --------------------------------------------------------------------------------------------

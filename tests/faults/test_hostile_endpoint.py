@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -23,22 +22,11 @@ from google.genai import types
 from live.events import ModelText
 from live.model import ConnectionLost, LiveSetup, ModelSetupError
 from models.gemini import GeminiLiveModel, GeminiOptions
-from tests.fakelive import FakeLiveServer, TestCerts, ToolCallSpec, client_for, make_test_certs
+from tests.fakelive import FakeLiveServer, ToolCallSpec, client_for
 from tests.fakelive.hostile import AWKWARD_TEXT, NEWER_PROTOCOL, UNREADABLE
 from tests.faults.live_runs import MODEL, quick, said, session_on
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> TestCerts:
-    return make_test_certs(tmp_path_factory.mktemp("hostile-certs"))
-
-
-@pytest.fixture
-async def srv(certs: TestCerts) -> AsyncIterator[FakeLiveServer]:
-    async with FakeLiveServer(certs=certs) as server:
-        yield server
 
 
 # --------------------------------------------------------------------------------------------

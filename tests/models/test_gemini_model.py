@@ -82,7 +82,6 @@ from tests.fakelive import (
     client_for,
     get_field,
     get_path,
-    make_test_certs,
 )
 from tests.fakelive import LiveConnection as FakeConnection
 from tests.faults.live_runs import WatchedLog
@@ -124,17 +123,6 @@ async def ping(text: str) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------------------------
 # Fixtures and helpers
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> TestCerts:
-    return make_test_certs(tmp_path_factory.mktemp("gemini-certs"))
-
-
-@pytest.fixture
-async def srv(certs: TestCerts) -> AsyncIterator[FakeLiveServer]:
-    async with FakeLiveServer(certs=certs) as server:
-        yield server
 
 
 @dataclass

@@ -29,7 +29,6 @@ from tests.fakelive import (
     TestCerts,
     error_response,
     function_call_response,
-    make_test_certs,
     model_response,
     text_response,
 )
@@ -85,11 +84,6 @@ def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
         "all_proxy",
     ):
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> TestCerts:
-    return make_test_certs(tmp_path_factory.mktemp("gemini-turns-certs"))
 
 
 @pytest.fixture
