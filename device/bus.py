@@ -60,9 +60,6 @@ class EventBus:
             except Exception as exc:
                 self._report(sink, exc)
 
-    # The session's event log: what it records, every output gets.
-    record = publish
-
     def percept(self, percept: Percept) -> None:
         for sink in self._percept_sinks:
             try:

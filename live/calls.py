@@ -50,7 +50,63 @@ class DeviceCall:
 @dataclass
 class CallStats:
     tool_calls: int = 0
+
+
+@dataclass
+class EmissionStats:
     emissions: int = 0
+
+
+class Deliveries:
+    """Where each emission of a stream goes: to the model if the model called it; always
+    to the events. Made before the streams, which hand it every emission."""
+
+    def __init__(
+        self, config: SessionConfig, outbox: Outbox, *, emit: Callable[[Event], None]
+    ) -> None:
+        self.config = config
+        self.outbox = outbox
+        self.stats = EmissionStats()
+        self._emit = emit
+        self._emission_seq = itertools.count(1)
+        # Model calls of a session the model no longer has, until their streams have ended:
+        # what they still emit meanwhile is logged, never sent to the new session.
+        self.forgotten: set[str] = set()
+
+    def emissions(self) -> int:
+        """Emissions delivered so far in this session (the per-session budget reads it)."""
+        return self.stats.emissions
+
+    def deliver(
+        self,
+        handle: StreamHandle,
+        payload: dict[str, Any],
+        final: bool,
+        scheduling: types.FunctionResponseScheduling | None,
+    ) -> None:
+        """One emission of a stream: to the model if the model called it; always to the log."""
+        to_model = handle.by == MODEL and handle.call_id not in self.forgotten
+        if to_model:
+            self.outbox.post_emission(
+                OutEmission(
+                    handle.call_id,
+                    handle.name,
+                    payload,
+                    final,
+                    scheduling or self.config.scheduling,
+                )
+            )
+        self.stats.emissions += 1
+        self._emit(
+            Emission(
+                id=handle.call_id,
+                name=handle.name,
+                payload=payload,
+                seq=next(self._emission_seq),
+                final=final,
+                to_model=to_model,
+            )
+        )
 
 
 class Calls:
@@ -61,6 +117,7 @@ class Calls:
         clock: Clock,
         outbox: Outbox,
         streams: StreamRegistry,
+        deliveries: Deliveries,
         *,
         emit: Callable[[Event], None],
         spawn: Callable[..., None],
@@ -71,16 +128,13 @@ class Calls:
         self.clock = clock
         self.outbox = outbox
         self.streams = streams
+        self.deliveries = deliveries
         self.stats = CallStats()
         self._emit = emit
         self._spawn = spawn
         self._last_seq = last_seq
         self._regular: dict[str, anyio.CancelScope] = {}
         self._device_answers: dict[str, dict[str, Any]] = {}
-        self._emission_seq = itertools.count(1)
-        # Model calls of a session the model no longer has, until their streams have ended:
-        # what they still emit meanwhile is logged, never sent to the new session.
-        self._forgotten: set[str] = set()
 
     # ----------------------------------------------------------------- calls
 
@@ -174,39 +228,6 @@ class Calls:
         if job.state is not JobState.CANCELLED:
             self._respond(call_id, tool.name, job.final_response(), by)
 
-    # ------------------------------------------------------------- emissions
-
-    def deliver(
-        self,
-        handle: StreamHandle,
-        payload: dict[str, Any],
-        final: bool,
-        scheduling: types.FunctionResponseScheduling | None,
-    ) -> None:
-        """One emission of a stream: to the model if the model called it; always to the log."""
-        to_model = handle.by == MODEL and handle.call_id not in self._forgotten
-        if to_model:
-            self.outbox.post_emission(
-                OutEmission(
-                    handle.call_id,
-                    handle.name,
-                    payload,
-                    final,
-                    scheduling or self.config.scheduling,
-                )
-            )
-        self.stats.emissions += 1
-        self._emit(
-            Emission(
-                id=handle.call_id,
-                name=handle.name,
-                payload=payload,
-                seq=next(self._emission_seq),
-                final=final,
-                to_model=to_model,
-            )
-        )
-
     # ----------------------------------------------------------------- stops
 
     async def cancel(self, ids: Sequence[str]) -> None:
@@ -239,14 +260,14 @@ class Calls:
         if handles:
             # Stopping takes a moment (cleanup runs); an emission made meanwhile must not
             # reach the new session as an answer to a call it never made.
-            self._forgotten.update(h.call_id for h in handles)
+            self.deliveries.forgotten.update(h.call_id for h in handles)
             self._spawn(self._stop_quietly, handles, "model session restarted")
 
     async def _stop_quietly(self, handles: list[StreamHandle], reason: str) -> None:
         try:
             await self.streams.stop_handles(handles, reason, send_final=False)
         finally:
-            self._forgotten.difference_update(h.call_id for h in handles)
+            self.deliveries.forgotten.difference_update(h.call_id for h in handles)
 
     def cancel_plain(self) -> None:
         for scope in list(self._regular.values()):
@@ -256,4 +277,4 @@ class Calls:
         return call_id in self.streams.handles or call_id in self._regular
 
 
-__all__ = ["CallStats", "Calls", "DeviceCall"]
+__all__ = ["CallStats", "Calls", "Deliveries", "DeviceCall", "EmissionStats"]

@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +33,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from google.genai import types
 
 from live import dispatch
-from live.calls import Calls, DeviceCall
+from live.calls import Calls, Deliveries, DeviceCall
 from live.clock import Clock, MonotonicClock
 from live.config import EmitMode, SessionConfig
 from live.connection import ModelLink
-from live.eventlog import EventLog
 from live.events import Event, from_model
 from live.fanout import Fanout
 from live.input_stream import InputStream
@@ -54,7 +53,7 @@ from live.outbox import Outbox, render_emission
 from live.requests import LiveRequestQueue
 from live.stop_streaming import STOP_STREAMING, StopStreamingTool
 from live.streams import DEVICE, StreamRegistry
-from live.tool import Tool, check_unique_names, coalesce_by_tool
+from live.tool import Tool, ToolContext, check_unique_names, coalesce_by_tool
 
 log = logging.getLogger("lookout.session")
 
@@ -89,7 +88,7 @@ class Runner:
         config: SessionConfig | None = None,
         *,
         clock: Clock | None = None,
-        event_log: EventLog | None = None,
+        on_event: Callable[[Event], None] | None = None,
         epoch: float | None = None,
     ) -> None:
         check_unique_names(tools)
@@ -99,26 +98,32 @@ class Runner:
         self.tools = list(tools)
         self.config = config or SessionConfig()
         self.clock = clock or MonotonicClock()
-        self.event_log = event_log
+        # Where each of the session's events goes as it happens (an event log's ``record``,
+        # the device's bus's ``publish``), besides the session's own event stream.
+        self.on_event = on_event
         # Events carry ``t`` in seconds since the epoch (default: when the session starts).
         self.epoch = epoch
 
-    @contextlib.asynccontextmanager
-    async def run_live(self, queue: LiveRequestQueue) -> AsyncIterator[LiveSession]:
-        session = LiveSession(self, queue)
-        async with anyio.create_task_group() as tg:
-            # The session's own tasks live in a nested group so that ending the session
-            # (queue closed, model given up on) never cancels the caller's code here.
-            await tg.start(session._run)
-            try:
-                yield session
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await session._teardown()
-                session._cancel_tasks()
+    def session(self, queue: LiveRequestQueue) -> LiveSession:
+        """A session over ``queue``, built but not running (``run`` starts it)."""
+        return LiveSession(self, queue)
+
+    def run_live(
+        self, queue: LiveRequestQueue
+    ) -> contextlib.AbstractAsyncContextManager[LiveSession]:
+        """Start a session over ``queue``; it ends when the block is left."""
+        return self.session(queue).run()
 
 
 class LiveSession:
+    """One session: built whole by ``Runner.session``, started by ``run``.
+
+    Its parts are made in the order they need each other: the outbox, the
+    streams (which hand emissions to the call book-keeping's ``deliver``), the
+    calls, the model link (a fresh model session forgets the calls) and the
+    fan-out; no part reaches another before it exists.
+    """
+
     def __init__(self, runner: Runner, queue: LiveRequestQueue) -> None:
         self.runner = runner
         self.config = runner.config
@@ -126,6 +131,12 @@ class LiveSession:
         self.queue = queue
         self._stats = SessionStats()
         self.started_at = runner.epoch if runner.epoch is not None else self.clock.now()
+        self._closing = False
+        self._finished = anyio.Event()
+        self._tg: TaskGroup | None = None  # the running session's task group
+        self._device_ids = itertools.count(1)
+        self._events_dropped = 0
+        self._events_send, self._events_recv = anyio.create_memory_object_stream[Event](4096)
         self._tools: dict[str, Tool] = {tool.name: tool for tool in runner.tools}
         if any(tool.is_streaming for tool in runner.tools):
             stop_tool = StopStreamingTool(self.stop_streaming)
@@ -133,6 +144,26 @@ class LiveSession:
         self._outbox = Outbox(
             lambda emission: render_emission(self.config.emit_mode, emission),
             coalesce_by_tool(self._tools),
+        )
+        self._deliveries = Deliveries(self.config, self._outbox, emit=self._emit)
+        self._streams = StreamRegistry(
+            self.config,
+            self.clock,
+            deliver=self._deliveries.deliver,
+            emit=self._emit,
+            context=self._stream_context,
+            emissions_so_far=self._deliveries.emissions,
+        )
+        self._calls = Calls(
+            self._tools,
+            self.config,
+            self.clock,
+            self._outbox,
+            self._streams,
+            self._deliveries,
+            emit=self._emit,
+            spawn=self._spawn,
+            last_seq=lambda: queue.last_seq,
         )
         self._link = ModelLink(
             runner.model,
@@ -142,37 +173,35 @@ class LiveSession:
             setup=self._setup,
             on_event=self._on_model_event,
             emit=self._emit,
-            on_fresh_session=lambda: self._calls.forget_model_calls(),
-        )
-        self._streams = StreamRegistry(
-            self.config,
-            self.clock,
-            deliver=lambda *args: self._calls.deliver(*args),
-            emit=self._emit,
-            context=lambda tool, call_id, stream: dispatch.make_context(
-                tool, call_id, self.clock, self._emit, input_stream=stream
-            ),
-            emissions_so_far=lambda: self._calls.stats.emissions,
-        )
-        self._calls = Calls(
-            self._tools,
-            self.config,
-            self.clock,
-            self._outbox,
-            self._streams,
-            emit=self._emit,
-            spawn=self._spawn,
-            last_seq=lambda: queue.last_seq,
+            on_fresh_session=self._calls.forget_model_calls,
         )
         self._fanout = Fanout(
             queue, self.config, self.clock, self._streams, self._outbox, self._link
         )
-        self._closing = False
-        self._finished = anyio.Event()
-        self._tg: TaskGroup | None = None
-        self._device_ids = itertools.count(1)
-        self._events_dropped = 0
-        self._events_send, self._events_recv = anyio.create_memory_object_stream[Event](4096)
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[LiveSession]:
+        """Run the session for the block; leaving it stops every stream (once only)."""
+        if self._tg is not None:
+            raise RuntimeError("this session has run already")
+        async with anyio.create_task_group() as tg:
+            # The session's own tasks live in a nested group so that ending the session
+            # (queue closed, model given up on) never cancels the caller's code here.
+            await tg.start(self._run)
+            try:
+                yield self
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._teardown()
+                self._cancel_tasks()
+
+    @property
+    def started(self) -> bool:
+        """Whether the session has started running (it may have ended since)."""
+        return self._tg is not None
+
+    def _stream_context(self, tool: Tool, call_id: str, stream: InputStream | None) -> ToolContext:
+        return dispatch.make_context(tool, call_id, self.clock, self._emit, input_stream=stream)
 
     # ----------------------------------------------------------------- public
 
@@ -187,7 +216,7 @@ class LiveSession:
     def stats(self) -> SessionStats:
         stats = self._stats
         stats.tool_calls = self._calls.stats.tool_calls
-        stats.emissions = self._calls.stats.emissions
+        stats.emissions = self._deliveries.stats.emissions
         stats.events_dropped = self._events_dropped
         stats.frames_in = self._fanout.frames_in
         stats.frames_to_model = self._fanout.frames_to_model
@@ -363,11 +392,11 @@ class LiveSession:
     def _emit(self, event: Event) -> None:
         if event.t == 0.0:
             event = dataclasses.replace(event, t=self.clock.now() - self.started_at)
-        if self.runner.event_log is not None:
+        if self.runner.on_event is not None:
             try:
-                self.runner.event_log.record(event)
+                self.runner.on_event(event)
             except Exception:
-                log.exception("event log failed")
+                log.exception("the session's event destination failed")
         try:
             self._events_send.send_nowait(event)
         except anyio.WouldBlock:

@@ -574,7 +574,7 @@ class App:
             self.tools,
             session_config(self.config),
             clock=self.clock,
-            event_log=self.bus,
+            on_event=self.bus.publish,
             epoch=self.bus.epoch,
         )
         try:

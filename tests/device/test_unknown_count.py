@@ -118,7 +118,7 @@ async def stream(
     tool = FunctionTool(
         CountPeople(), name="count_people", check=check_count_args, coalesce=coalesce_counts
     )
-    runner = Runner(model, [tool], SessionConfig(), event_log=MemoryEventLog())
+    runner = Runner(model, [tool], SessionConfig(), on_event=MemoryEventLog().record)
     async with runner.run_live(queue) as session:
         await model.wait_for(lambda: model.connections)
         call_id = model.call("count_people", args or {})

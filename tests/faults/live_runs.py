@@ -86,7 +86,7 @@ async def session_on(srv: FakeLiveServer, policy: ReconnectPolicy) -> AsyncItera
         model,
         [FunctionTool(ping)],
         SessionConfig(reconnect=policy, stop_timeout_s=2),
-        event_log=log,
+        on_event=log.record,
     )
     async with runner.run_live(LiveRequestQueue()) as session:
         yield Run(session, log)

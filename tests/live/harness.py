@@ -84,7 +84,7 @@ async def harness(
     model.clock = clock
     log = MemoryEventLog()
     queue = LiveRequestQueue(realtime_maxsize=realtime_maxsize, now=clock.now)
-    runner = Runner(model, tools, config or SessionConfig(), clock=clock, event_log=log)
+    runner = Runner(model, tools, config or SessionConfig(), clock=clock, on_event=log.record)
     async with anyio.create_task_group() as tg, runner.run_live(queue) as session:
         h = Harness(clock, model, queue, session, log)
 

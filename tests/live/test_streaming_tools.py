@@ -489,7 +489,7 @@ async def test_event_log_in_sqlite_holds_every_emission(tmp_path: Any) -> None:
     model = ScriptedModel(clock=clock)
     queue = LiveRequestQueue(now=clock.now)
     emitted: list[Emission] = []
-    async with Runner(model, [tool], clock=clock, event_log=db).run_live(queue) as session:
+    async with Runner(model, [tool], clock=clock, on_event=db.record).run_live(queue) as session:
         call_id = model.call("count_people")
         await model.wait_for(lambda: model.responses(call_id))
         await settle()

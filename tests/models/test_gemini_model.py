@@ -182,7 +182,7 @@ async def running(
     config = config or SessionConfig(reconnect=fast_reconnect(), stop_timeout_s=2.0)
     log = WatchedLog()
     queue = LiveRequestQueue()
-    runner = Runner(model, [FunctionTool(t) for t in tools], config, event_log=log)
+    runner = Runner(model, [FunctionTool(t) for t in tools], config, on_event=log.record)
     async with runner.run_live(queue) as session:
         await srv.wait_connection(1)
         if config.reconnect.max_attempts is None:
@@ -605,7 +605,7 @@ async def test_setup_refused_without_a_required_model_keeps_the_session_and_wait
     srv.setup_close_code = 1008
     log = WatchedLog()
     model = GeminiLiveModel(GeminiOptions(TEXT_MODEL), client=client_for(srv))
-    runner = Runner(model, [FunctionTool(ping)], SessionConfig(), event_log=log)
+    runner = Runner(model, [FunctionTool(ping)], SessionConfig(), on_event=log.record)
     async with runner.run_live(LiveRequestQueue()) as session:
         refused = await log.wait(
             lambda events: [
@@ -725,7 +725,7 @@ async def test_api_key_not_in_setup_refusal(
             GeminiOptions(TEXT_MODEL), client=client_for(fake, api_key=SECRET_KEY)
         )
         config = SessionConfig(reconnect=ReconnectPolicy(max_attempts=3))
-        runner = Runner(model, [FunctionTool(watch)], config, event_log=log)
+        runner = Runner(model, [FunctionTool(watch)], config, on_event=log.record)
         async with runner.run_live(LiveRequestQueue()) as session:
             await session.wait_finished()
     message = str(session.failure)

@@ -65,7 +65,7 @@ async def run_percepts(
 ) -> tuple[ScriptedModel, str]:
     model = ScriptedModel()
     queue = LiveRequestQueue()
-    runner = Runner(model, [tool(counter)], SessionConfig(), event_log=MemoryEventLog())
+    runner = Runner(model, [tool(counter)], SessionConfig(), on_event=MemoryEventLog().record)
     async with runner.run_live(queue) as session:
         await model.wait_for(lambda: model.connections)
         call_id = model.call("count_people", args or {})

@@ -57,7 +57,7 @@ async def run(
 ) -> tuple[ScriptedModel, str]:
     model = ScriptedModel()
     queue = LiveRequestQueue()
-    runner = Runner(model, tools(watchers), SessionConfig(), event_log=MemoryEventLog())
+    runner = Runner(model, tools(watchers), SessionConfig(), on_event=MemoryEventLog().record)
     async with runner.run_live(queue) as session:
         await model.wait_for(lambda: model.connections)
         call_id = model.call(name, args)
