@@ -49,8 +49,9 @@ class FrameFeed(Protocol):
         ...
 
 
-class InputGate(Protocol):
-    """What the fast pace waits on (a LiveSession)."""
+class Consumers(Protocol):
+    """Who takes the frames the loop puts in the queue: the fast pace waits for them (a
+    LiveSession: its input-consuming tools and the model)."""
 
     async def wait_input_consumer(self) -> None: ...
 
@@ -107,7 +108,7 @@ class CaptureLoop:
         jpeg_quality: int = 80,
         pace: str = "realtime",
         live: bool = False,
-        gate: InputGate | None = None,
+        consumers: Consumers | None = None,
         consumer_wait_s: float = 5.0,
         media_duration_s: float | None = None,
         on_frame: Callable[[Frame], None] | None = None,
@@ -123,7 +124,7 @@ class CaptureLoop:
         self.jpeg_quality = jpeg_quality
         self.pace = pace
         self.live = live
-        self.gate = gate
+        self.consumers = consumers
         self.consumer_wait_s = consumer_wait_s
         self.media_duration_s = media_duration_s
         self.on_frame = on_frame
@@ -137,11 +138,11 @@ class CaptureLoop:
         replay_origin: tuple[float, float] | None = None  # (clock, media t) at the first frame
         fast = self.pace == "fast" and not self.live
         first_t: float | None = None
-        if fast and self.gate is not None:
+        if fast and self.consumers is not None:
             # A model that calls its tools at once should see the replay from its start;
             # one that is slow or absent must not hold the device up for long.
             with anyio.move_on_after(self.consumer_wait_s):
-                await self.gate.wait_input_consumer()
+                await self.consumers.wait_input_consumer()
         limit = None if self.live else self.media_duration_s
         undecoded = self.feed.frames_undecoded
         while not self.queue.closed:
@@ -182,11 +183,11 @@ class CaptureLoop:
                     self.stats.dropped["late"] += 1
                     continue
             self.stats.frames_sampled += 1
-            if fast and self.gate is not None:
+            if fast and self.consumers is not None:
                 # An evaluation replay: every tool took the last frame, and a connected
                 # model heard every change, before the next frame goes in.
-                await self.gate.wait_inputs_idle()
-                await self.gate.wait_delivered()
+                await self.consumers.wait_inputs_idle()
+                await self.consumers.wait_delivered()
             try:
                 frame = await self._prepare(frame)
             except Exception as exc:  # a corrupt frame must not end the capture
@@ -234,8 +235,8 @@ async def prepared(
 __all__ = [
     "CaptureLoop",
     "CaptureStats",
+    "Consumers",
     "FrameFeed",
-    "InputGate",
     "check_image",
     "prepared",
     "resized",

@@ -286,7 +286,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # a second of loading OpenCV, onnxruntime and the Gemini SDK.
     import anyio
 
-    from device.app.run import App
+    from device.app.wiring import build_app
     from device.sources import SourceError
 
     # The console already reports source and connection states as events.
@@ -300,13 +300,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             "lookout.store": logging.ERROR,  # log problems are console warnings
         },
     )
-    from device.app.operations import attach_operations
-
     try:
-        app = App(config, read_stdin=args.stdin or sys.stdin.isatty())
-        # Everything the user caused is found now, before the first frame: one line, exit 2.
-        app.preflight()
-        attach_operations(app)
+        # Everything the user caused is found now, before the first frame: one line, exit 2
+        # (``check``: the detector and the source before the outputs bind their ports).
+        app = build_app(config, read_stdin=args.stdin or sys.stdin.isatty(), check=True)
         if not app.perception.linked:
             print(unlinked_note(app.perception.photos, config.detection_fps()))
     except (ConfigError, SourceError) as exc:
@@ -391,7 +388,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     import anyio
 
     from device.app.count import count_frames
-    from device.app.run import configured_perception, configured_source, load_detector
+    from device.app.parts import configured_perception, configured_source, load_detector
     from device.sources import SourceError, check_decodable
     from live.clock import MonotonicClock
 

@@ -26,15 +26,14 @@ import anyio
 from anyio import CancelScope
 
 from device.app.config import Config
-from device.app.paths import check_writable_file, open_output
-from device.app.run import (
+from device.app.describe import describe_config, run_started
+from device.app.parts import (
     configured_perception,
     configured_runner,
     configured_source,
-    describe_config,
     preflight,
-    run_started,
 )
+from device.app.paths import check_writable_file, open_output
 from device.capture import prepared
 from device.events import SourceStateEvent
 from device.feeds.runner import StateChange

@@ -20,7 +20,7 @@ def _line(status: str, what: str, detail: str) -> None:
 
 
 def _check_source(spec: str | None) -> str:
-    from device.app.run import sample_video
+    from device.app.parts import sample_video
     from device.sources import SourceError, open_source
 
     if spec is None:

@@ -1,10 +1,11 @@
-"""Wiring of the operations outputs (status server, metrics, MQTT) onto an App's bus.
+"""The operations outputs (status server, metrics, MQTT), built from the configuration.
 
-``attach_operations(app)`` is what the CLI calls once the App is built and
-before it runs: each output subscribes to the bus the app was given, and the
-ones that run (server, MQTT connection) join its services. Problems a user
-can cause (a bad ``--http`` or ``--mqtt`` value, a taken port, a device id
-that cannot name MQTT topics) raise ``ConfigError`` with one line, before
+``build_operations`` is called by the wiring once the device's parts exist and
+before anything runs: each output is made with what it shows from (the bus it
+subscribes to, the device's read-only view) and the ones that run (server,
+MQTT connection) are the run's services. Problems a user can cause (a bad
+``--http`` or ``--mqtt`` value, a taken port, a device id or a line or zone
+name that cannot name MQTT topics) raise ``ConfigError`` with one line, before
 anything has started.
 """
 
@@ -13,22 +14,48 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
+from typing import Protocol
 
-from device.app.config import ConfigError
-from device.app.run import App
+from anyio.abc import TaskStatus
+
+from device.app.config import Config, ConfigError
+from device.bus import EventBus
 from device.outputs.host_check import parse_hosts
 from device.outputs.mqtt import MqttPublisher, parse_mqtt
 from device.outputs.status_server import StatusServer, parse_http
 from device.outputs.telemetry import Telemetry
+from device.outputs.view import DeviceView
+from live.clock import Clock
 
 DEFAULT_HTTP = "127.0.0.1:8765"
 
 
-@dataclass
+class Service(Protocol):
+    """Something that runs beside the device (status server, MQTT publisher).
+
+    ``run`` is started in the app's task group before the source opens and is
+    cancelled when the app ends; it calls ``task_status.started()`` when ready.
+    """
+
+    async def run(self, *, task_status: TaskStatus[None]) -> None: ...
+
+
+@dataclass(frozen=True)
 class Operations:
     telemetry: Telemetry | None = None
     server: StatusServer | None = None
     mqtt: MqttPublisher | None = None
+
+    @property
+    def services(self) -> list[Service]:
+        """What runs beside the device, in the order it starts."""
+        return [s for s in (self.mqtt, self.server) if s is not None]
+
+    @property
+    def delivery_checks(self) -> list[Callable[[], str | None]]:
+        """Why events never reached where an output delivers them (None: all did): events
+        that never reached the broker make the run incomplete, like a log's."""
+        return [self.mqtt.undelivered] if self.mqtt is not None else []
 
 
 def _version() -> str:
@@ -38,77 +65,66 @@ def _version() -> str:
         return ""
 
 
-def _printer(app: App) -> Callable[[str], None]:
-    def announce(line: str) -> None:
-        app.out.write(line + "\n")
-        app.out.flush()
-
-    return announce
-
-
-def setup_operations(app: App) -> Operations:
-    """Add the services, sinks and observers that ``app.config`` asks for; return them."""
-    config = app.config
-    ops = Operations()
+def build_operations(
+    config: Config,
+    device: DeviceView,
+    bus: EventBus,
+    clock: Clock,
+    announce: Callable[[str], None],
+) -> Operations:
+    """The status server, metrics and MQTT that ``config`` asks for, subscribed to ``bus``."""
     secrets = list(config.secrets())
     mqtt_settings = parse_mqtt(config.mqtt) if config.mqtt else None
     if mqtt_settings is not None and mqtt_settings.password:
         secrets.append(mqtt_settings.password)
-    if config.http:
-        address = parse_http(config.http)
-        if not address.loopback and not config.http_token and not config.http_insecure:
-            raise ConfigError(
-                f"status server: --http {address} is reachable from the network: set a token "
-                "(--http-token-file FILE or LOOKOUT_HTTP_TOKEN), or pass --http-insecure"
-            )
-        ops.telemetry = Telemetry(app)
-        ops.server = StatusServer(
-            ops.telemetry,
-            address,
-            token=config.http_token,
-            secrets=tuple(secrets),
-            announce=_printer(app),
-            hosts=parse_hosts(config.http_hosts),
+    address = parse_http(config.http) if config.http else None
+    exposed = address is not None and not address.loopback
+    if exposed and not config.http_token and not config.http_insecure:
+        raise ConfigError(
+            f"status server: --http {address} is reachable from the network: set a token "
+            "(--http-token-file FILE or LOOKOUT_HTTP_TOKEN), or pass --http-insecure"
         )
+    hosts = parse_hosts(config.http_hosts) if address is not None else ()
+    mqtt: MqttPublisher | None = None
     if mqtt_settings is not None:
-        ops.mqtt = MqttPublisher(
+        mqtt = MqttPublisher(
             mqtt_settings,
             device_id=config.device_id,
             model=config.model_name(),
             version=_version(),
-            clock=app.clock,
-            announce=_printer(app),
+            lines=list(config.lines),
+            zones=list(config.zones),
+            clock=clock,
+            announce=announce,
         )
-    # Bind last: every check that can fail has passed, so no socket is left open.
-    if ops.server is not None:
+    telemetry: Telemetry | None = None
+    server: StatusServer | None = None
+    if address is not None:
+        telemetry = Telemetry(device, mqtt=mqtt)
+        server = StatusServer(
+            telemetry,
+            address,
+            token=config.http_token,
+            secrets=tuple(secrets),
+            announce=announce,
+            hosts=hosts,
+        )
+        # Bind last: every check that can fail has passed, so no socket is left open.
         if config.http != DEFAULT_HTTP:
-            ops.server.listen()  # an address the user chose: taken is their error (exit 2)
+            server.listen()  # an address the user chose: taken is their error (exit 2)
         else:
             try:
-                ops.server.listen(fallback_ports=10)
+                server.listen(fallback_ports=10)
             except ConfigError as exc:
                 # The page is a convenience; counting, logs and MQTT go on without it.
-                _printer(app)(f"warning: {exc}; running without the status page")
-                ops.server = None
-    bus = app.bus
-    assert bus is not None
-    if ops.telemetry is not None:
-        bus.subscribe(ops.telemetry)
-        bus.on_percept(ops.telemetry.on_percept)
-        ops.telemetry.mqtt = ops.mqtt
-    if ops.mqtt is not None:
-        bus.subscribe(ops.mqtt)
-        app.services.append(ops.mqtt)
-        # Events that never reached the broker make the run incomplete, like a log's.
-        app.delivery_checks.append(ops.mqtt.undelivered)
-    if ops.server is not None:
-        app.services.append(ops.server)
-    return ops
+                announce(f"warning: {exc}; running without the status page")
+                server = None
+    if telemetry is not None:
+        bus.subscribe(telemetry)
+        bus.on_percept(telemetry.on_percept)
+    if mqtt is not None:
+        bus.subscribe(mqtt)
+    return Operations(telemetry, server, mqtt)
 
 
-def attach_operations(app: App) -> None:
-    """Status server (unless ``config.http`` is empty), metrics and MQTT, per app.config."""
-    setup_operations(app)
-
-
-__all__ = ["Operations", "attach_operations", "setup_operations"]
+__all__ = ["DEFAULT_HTTP", "Operations", "Service", "build_operations"]

@@ -10,7 +10,7 @@ stay while the source is down (nothing is counted then, nothing is lost).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -20,6 +20,7 @@ from live.session import SessionStats
 
 if TYPE_CHECKING:
     from device.outputs.telemetry import Telemetry
+    from device.outputs.view import DeviceView
 
 DROP_REASONS = ("rate", "late", "unusable")
 SOURCE_STATES = tuple(state.value for state in SourceState)
@@ -36,11 +37,6 @@ CONNECTION_STATES = (
 )
 
 
-class _TrackerStats(Protocol):
-    confirmed: int
-    removed: int
-
-
 def _one_hot(name: str, documentation: str, states: Iterable[str], current: str) -> Metric:
     family = GaugeMetricFamily(name, documentation, labels=["state"])
     for state in states:
@@ -54,10 +50,10 @@ class AppCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         tel = self.telemetry
-        app = tel.app
-        capture = app.capture.stats
-        perception = app.perception.stats
-        session = app.session
+        device = tel.device
+        capture = device.capture.stats
+        perception = device.perception.stats
+        session = device.session
         stats = session.stats if session is not None else SessionStats()
         counters = (
             ("lookout_frames_read", "Frames read from the source", capture.frames_read),
@@ -129,8 +125,8 @@ class AppCollector(Collector):
             if gauge is not None:  # an unknown count is left out, not reported as 0
                 yield GaugeMetricFamily(name, documentation, value=gauge)
         yield from _scene_metrics(tel)
-        yield from _tracker_metrics(app)
-        yield from _log_metrics(app)
+        yield from _tracker_metrics(device)
+        yield from _log_metrics(device)
         if tel.http is not None:
             yield GaugeMetricFamily(
                 "lookout_http_connections", "Status server connections open", value=tel.http.open
@@ -158,7 +154,7 @@ class AppCollector(Collector):
             "lookout_source_state",
             "Frame source state (1 for the current one)",
             SOURCE_STATES,
-            app.source_runner.state.value,
+            device.source_runner.state.value,
         )
         yield _one_hot(
             "lookout_model_connection_state",
@@ -169,7 +165,7 @@ class AppCollector(Collector):
         info = GaugeMetricFamily(
             "lookout_info", "Device and model of this process", labels=["device_id", "model"]
         )
-        info.add_metric([app.config.device_id, app.config.model_name()], 1.0)
+        info.add_metric([device.config.device_id, device.config.model_name()], 1.0)
         yield info
 
 
@@ -213,9 +209,9 @@ def _scene_metrics(tel: Telemetry) -> Iterable[Metric]:
     yield from families
 
 
-def _tracker_metrics(app: Any) -> Iterable[Metric]:
+def _tracker_metrics(device: DeviceView) -> Iterable[Metric]:
     """What the tracker did, and what tracking (with lines and zones) costs a frame."""
-    perception = app.perception.stats
+    perception = device.perception.stats
     yield CounterMetricFamily(
         "lookout_track_seconds",
         "Time spent tracking and updating lines and zones",
@@ -226,25 +222,25 @@ def _tracker_metrics(app: Any) -> Iterable[Metric]:
         "Mean tracking time (with lines and zones) per detected frame",
         value=perception.track_ms_mean / 1000.0,
     )
-    # Optional: the app's Perception has a tracker; views of it in tests may not.
-    tracker = getattr(app.perception, "tracker", None)
-    stats: _TrackerStats | None = getattr(tracker, "stats", None)
-    if stats is None:
+    tracker = device.perception.tracker
+    if tracker is None:
         return
     yield CounterMetricFamily(
-        "lookout_tracks_confirmed", "Tracks confirmed as people (ids given)", value=stats.confirmed
+        "lookout_tracks_confirmed",
+        "Tracks confirmed as people (ids given)",
+        value=tracker.stats.confirmed,
     )
     yield CounterMetricFamily(
-        "lookout_tracks_removed", "Tracks ended (left, or never confirmed)", value=stats.removed
+        "lookout_tracks_removed",
+        "Tracks ended (left, or never confirmed)",
+        value=tracker.stats.removed,
     )
 
 
-def _log_metrics(app: Any) -> Iterable[Metric]:
+def _log_metrics(device: DeviceView) -> Iterable[Metric]:
     """The event logs' own counts (what --db and --events hold, wait for, or lost)."""
-    # Optional: only the real app has logs; the collector is also run on views of it.
-    db = getattr(app, "event_log", None)
-    jsonl = getattr(app, "jsonl", None)
-    if db is None and jsonl is None:
+    counts = device.logs.counts()
+    if not counts:
         return
     written = CounterMetricFamily(
         "lookout_event_log_written", "Events written to the event log", labels=["log"]
@@ -258,17 +254,11 @@ def _log_metrics(app: Any) -> Iterable[Metric]:
     failing = GaugeMetricFamily(
         "lookout_event_log_failing", "1 while writing to the log fails", labels=["log"]
     )
-    if db is not None:
-        health = db.health()
-        written.add_metric(["db"], health.written)
-        lost.add_metric(["db"], health.dropped)
-        pending.add_metric(["db"], health.pending)
-        failing.add_metric(["db"], float(health.degraded))
-    if jsonl is not None:
-        written.add_metric(["jsonl"], jsonl.written)
-        lost.add_metric(["jsonl"], jsonl.lost)
-        pending.add_metric(["jsonl"], 0)
-        failing.add_metric(["jsonl"], float(jsonl.degraded))
+    for log in counts:
+        written.add_metric([log.log], log.written)
+        lost.add_metric([log.log], log.lost)
+        pending.add_metric([log.log], log.pending)
+        failing.add_metric([log.log], float(log.failing))
     yield from (written, lost, pending, failing)
 
 

@@ -78,7 +78,7 @@ from device.outputs.mqtt_client import Client
 from device.outputs.mqtt_health import LinkHealth, MqttStats
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
 from device.outputs.mqtt_presence import Instance, Presence
-from device.outputs.telemetry import AppView, strip_credentials
+from device.outputs.telemetry import strip_credentials
 from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
 from live.events import Event
@@ -509,8 +509,7 @@ class MqttPublisher:
 
     # ------------------------------------------------------------ service
 
-    async def run(self, app: AppView, *, task_status: TaskStatus[None]) -> None:
-        self.add_scene(lines=list(app.config.lines), zones=list(app.config.zones))
+    async def run(self, *, task_status: TaskStatus[None]) -> None:
         # Started at once: the app must not wait for (or fail on) an absent broker.
         task_status.started()
         async with anyio.create_task_group() as tg:

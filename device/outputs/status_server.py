@@ -39,7 +39,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from device.app.config import ConfigError
 from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit
 from device.outputs.host_check import HostPolicy, is_loopback
-from device.outputs.telemetry import AppView, Telemetry
+from device.outputs.telemetry import Telemetry
 from live.redact import redact
 
 log = logging.getLogger("lookout.status")
@@ -136,7 +136,7 @@ def _static_files() -> dict[str, tuple[bytes, str]]:
 
 
 class StatusServer:
-    """An App service; ``listen()`` first (attach_operations does), then the app runs it."""
+    """An App service; ``listen()`` first (the wiring does), then the app runs it."""
 
     def __init__(
         self,
@@ -247,7 +247,7 @@ class StatusServer:
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{self.port}/"
 
-    async def run(self, app: AppView, *, task_status: TaskStatus[None]) -> None:
+    async def run(self, *, task_status: TaskStatus[None]) -> None:
         self.listen()
         assert self._sock is not None
         self._jpeg_limiter = anyio.CapacityLimiter(1)
@@ -521,7 +521,7 @@ class StatusServer:
         if not isinstance(name, str) or not isinstance(args, dict):
             error = "give function_name (string) and optional args (object)"
             return self._json({"error": error}, 400)
-        session = self.telemetry.app.session
+        session = self.telemetry.device.session
         if session is None:
             return self._json({"error": "session not running"}, 503)
         startable = session.streaming_tools()
@@ -543,7 +543,7 @@ class StatusServer:
             name or call_id
         ):
             return self._json({"error": "give function_name and/or call_id as strings"}, 400)
-        session = self.telemetry.app.session
+        session = self.telemetry.device.session
         if session is None:
             return self._json({"error": "session not running"}, 503)
         result = await session.stop_streaming(name or None, call_id or None)

@@ -25,83 +25,17 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from device.app.config import Config
-from device.capture import CaptureStats
 from device.events import CountChanged, LineCrossed, SourceStateEvent, ZoneCount
 from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
-from device.perception import PerceptionStats
-from live.clock import Clock
+from device.outputs.view import DeviceView
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped, Transcript
 from live.redact import strip_credentials
-from live.session import DeviceCall, SessionStats
 from tools.percept import LineTotals, Percept, Track, ZoneState
 
 DETECT_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
 RATE_WINDOW_S = 10.0  # detector runs per second are counted over this much time
-
-# ---------------------------------------------------------------- app protocols
-# Read-only views of the App: what telemetry and the status server need, and no
-# more, so tests can drive them with small fakes.
-
-
-class SessionView(Protocol):
-    @property
-    def stats(self) -> SessionStats: ...
-
-    @property
-    def connection_state(self) -> str: ...
-
-    @property
-    def model_connected(self) -> bool: ...
-
-    @property
-    def started_at(self) -> float: ...
-
-    def running_streams(self) -> list[dict[str, Any]]: ...
-
-    def streaming_tools(self) -> list[str]: ...
-
-    async def stop_streaming(
-        self, function_name: str | None = None, call_id: str | None = None
-    ) -> dict[str, Any]: ...
-
-    async def call_tool(self, name: str, args: dict[str, Any] | None = None) -> DeviceCall: ...
-
-
-class CaptureView(Protocol):
-    @property
-    def stats(self) -> CaptureStats: ...
-
-
-class SourceRunnerView(Protocol):
-    @property
-    def state(self) -> SourceState: ...
-
-
-class PerceptionView(Protocol):
-    @property
-    def stats(self) -> PerceptionStats: ...
-
-
-class AppView(Protocol):
-    @property
-    def config(self) -> Config: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def session(self) -> SessionView | None: ...
-
-    @property
-    def capture(self) -> CaptureView: ...
-
-    @property
-    def source_runner(self) -> SourceRunnerView: ...
-
-    @property
-    def perception(self) -> PerceptionView: ...
 
 
 class PublisherStats(Protocol):
@@ -184,15 +118,16 @@ class Telemetry:
 
     def __init__(
         self,
-        app: AppView,
+        device: DeviceView,
         *,
+        mqtt: PublisherStats | None = None,
         history_s: float = 600.0,
         texts: int = 8,
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        self.app = app
-        self.privacy = app.config.privacy
+        self.device = device
+        self.privacy = device.config.privacy
         self.history_s = history_s
         self._monotonic = monotonic
         self._wall = wall
@@ -212,7 +147,7 @@ class Telemetry:
         self.connection_reason = ""
         self.connection_since: float | None = None  # wall clock of the last state change
         self.model_text: deque[dict[str, Any]] = deque(maxlen=texts)
-        config = app.config
+        config = device.config
         self.geometry = scene_geometry(config)
         # Every configured line and zone is shown from the start: totals 0, zones unknown
         # until the first frame says how many are inside.
@@ -227,7 +162,7 @@ class Telemetry:
         self.frame_size: tuple[int, int] | None = None  # width, height of the last frame
         self.state_changes = Changes()
         self.frame_changes = Changes()
-        self.mqtt: PublisherStats | None = None
+        self.mqtt = mqtt  # the MQTT publisher's counts (None: no MQTT)
         self.http: ConnectionStats | None = None  # set by the status server while it runs
         self._display: DisplayFrame | None = None
         self._frame_seq = 0
@@ -354,30 +289,28 @@ class Telemetry:
 
     def decode_ms(self) -> float | None:
         """Mean time to decode a frame that was read (None: not measured by this app)."""
-        stats = getattr(self.app.source_runner, "stats", None)  # views in tests have none
-        mean = getattr(stats, "decode_ms_mean", None)
-        return float(mean) if mean is not None else None
+        return self.device.decode_ms
 
     def session_time(self) -> float:
-        session = self.app.session
+        session = self.device.session
         if session is None:
             return 0.0
-        return max(0.0, self.app.clock.now() - session.started_at)
+        return max(0.0, self.device.clock.now() - session.started_at)
 
     def model_state(self) -> str:
-        session = self.app.session
+        session = self.device.session
         return self.connection_state or (session.connection_state if session else "connecting")
 
     def model_connected(self) -> bool:
-        session = self.app.session
+        session = self.device.session
         return session is not None and session.model_connected
 
     def health(self) -> Health:
         """Counting is what makes a device healthy; a missing model only degrades it."""
-        session = self.app.session
+        session = self.device.session
         if session is None:
             return Health(False, "starting", summary="starting")
-        state = self.app.source_runner.state
+        state = self.device.source_runner.state
         if state is not SourceState.RUNNING:
             reason = f" ({self.source_reason})" if self.source_reason else ""
             return Health(False, f"source {state.value}{reason}", summary=f"source {state.value}")
@@ -391,8 +324,7 @@ class Telemetry:
             off.append(f"model {self.model_state()}{since}{reason}")
             summary.append(f"model {self.model_state()}{since}")
         # A log that cannot keep up does not stop the counting, but it must be seen.
-        log_problems = getattr(self.app, "log_problems", None)
-        problems = log_problems() if log_problems is not None else []
+        problems = self.device.logs.problems()
         if problems:
             off.extend(problems)
             summary.append("event log failing")
@@ -406,7 +338,7 @@ class Telemetry:
         return Health(True, "ok", summary="ok")
 
     def running_streams(self) -> list[dict[str, Any]]:
-        session = self.app.session
+        session = self.device.session
         if session is None:
             return []
         keep = ("id", "name", "by", "running_s", "emissions", "frames_received", "frames_dropped")
@@ -422,17 +354,17 @@ class Telemetry:
         now = self.session_time()
         self._trim_history(now)
         health = self.health()
-        source_state = self.source_state or self.app.source_runner.state.value
+        source_state = self.source_state or self.device.source_runner.state.value
         model = {
-            "name": self.app.config.model_name(),
+            "name": self.device.config.model_name(),
             "state": self.model_state(),
             "connected": self.model_connected(),
             "since": _iso(self.connection_since) if self.connection_since else None,
             "reason": self.connection_reason,
         }
         data: dict[str, Any] = {
-            "device_id": self.app.config.device_id,
-            "model": self.app.config.model_name(),
+            "device_id": self.device.config.device_id,
+            "model": self.device.config.model_name(),
             "privacy": self.privacy,
             "t": round(now, 2),
             "count": self.count,
@@ -448,13 +380,13 @@ class Telemetry:
                 "state": source_state,
                 "reason": self.source_reason,
                 # The camera's frame rate and, when it was asked for fewer, what it gave.
-                "fps": getattr(getattr(self.app, "source", None), "fps", None),
-                "fps_note": getattr(getattr(self.app, "source", None), "fps_note", None),
+                "fps": self.device.source_fps,
+                "fps_note": self.device.source_fps_note,
             },
             "connection": {"state": model["state"], "reason": self.connection_reason},
             "model_state": model,
             "streams": self.running_streams(),
-            "startable": self.app.session.streaming_tools() if self.app.session else [],
+            "startable": self.device.session.streaming_tools() if self.device.session else [],
             "model_text": list(self.model_text),
             "frame_seq": self.frame_seq,
             "frame_size": list(self.frame_size) if self.frame_size else None,
@@ -471,12 +403,12 @@ class Telemetry:
         """What the detector costs now: its rate, the frames the motion gate held."""
         decode = self.decode_ms()
         return {
-            "motion_gate": self.app.config.motion == "on",
+            "motion_gate": self.device.config.motion == "on",
             "gated": self.gated,
             "motion": None if self.motion is None else round(self.motion, 4),
             "detections_per_s": round(self.detections_per_s(), 2),
-            "frames_detected": self.app.perception.stats.detected,
-            "frames_gated": self.app.perception.stats.gated,
+            "frames_detected": self.device.perception.stats.detected,
+            "frames_gated": self.device.perception.stats.gated,
             "decode_ms": None if decode is None else round(decode, 2),
         }
 
@@ -535,4 +467,4 @@ class Telemetry:
         return generate_latest(self.registry)
 
 
-__all__ = ["AppView", "Health", "Telemetry", "scene_geometry", "strip_credentials", "track_json"]
+__all__ = ["Health", "Telemetry", "scene_geometry", "strip_credentials", "track_json"]

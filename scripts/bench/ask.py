@@ -34,7 +34,7 @@ from machine import describe_cpu
 
 from device.app.ask import AskApp, AskOptions
 from device.app.config import build
-from device.app.run import sample_video
+from device.app.parts import sample_video
 from live.events import JobProgress, ToolResult
 from live.testing import ScriptedTurnModel, call, say
 from live.turn_model import TurnReply, TurnRequest

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from machine import describe_cpu
 from motion import empty_plaza, write_still
 
-from device.app.run import sample_video
+from device.app.parts import sample_video
 from tests.truth import TRUTH_FILE, Score, Series, load_truth, score
 
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from machine import describe_cpu
 
-from device.app.run import sample_video
+from device.app.parts import sample_video
 
 GOAL = 0.35
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

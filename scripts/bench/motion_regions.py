@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from machine import describe_cpu  # noqa: E402
 
-from device.app.run import sample_video  # noqa: E402
+from device.app.parts import sample_video  # noqa: E402
 from device.motion import MotionConfig, small_plane  # noqa: E402
 from models.detections import box_iou  # noqa: E402
 from models.detector import PersonDetector  # noqa: E402

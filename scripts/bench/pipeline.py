@@ -41,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from machine import describe_cpu
 
 from device.app.config import build
-from device.app.run import App, sample_video
+from device.app.parts import sample_video
+from device.app.wiring import build_app
 from device.bus import EventBus
 from device.events import CountChanged
 from device.perception import SharedDetector
@@ -181,7 +182,9 @@ async def run_once(
     source = TimedSource(open_source(source_path, clock_now=time.monotonic))
     clock = MonotonicClock()
     bus = EventBus(clock)
-    app = App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=source)
+    app = build_app(
+        config, operations=False, bus=bus, out=io.StringIO(), clock=clock, source=source
+    )
     feed = TimedPerceive(app.capture.perceive)
     app.capture.perceive = feed
     probe = Probe(feed)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from machine import describe_cpu
 from motion import run_command
 
-from device.app.run import sample_video
+from device.app.parts import sample_video
 
 GOAL = 0.6
 

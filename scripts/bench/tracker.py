@@ -74,7 +74,7 @@ def synthetic(people: int, frames: int, seed: int = 1) -> list[Detections]:
 def video_detections(step: int = 2) -> list[Detections]:
     import cv2
 
-    from device.app.run import sample_video
+    from device.app.parts import sample_video
     from models.detector import PersonDetector
 
     path = sample_video()

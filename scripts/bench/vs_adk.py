@@ -367,7 +367,7 @@ def e2e_naive(video: Path, seconds: float) -> dict[str, Any]:
 
 
 def find_video() -> Path | None:
-    from device.app.run import sample_video
+    from device.app.parts import sample_video
 
     return sample_video()
 

@@ -145,7 +145,7 @@ def test_the_app_asks_its_camera_for_the_detection_rate_and_the_status_shows_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from device.app.config import build
-    from device.app.run import App
+    from device.app.wiring import build_app
     from device.outputs.telemetry import Telemetry
 
     driver = FakeDriver()
@@ -155,11 +155,11 @@ def test_the_app_asks_its_camera_for_the_detection_rate_and_the_status_shows_it(
         environ={},
         system_config=tmp_path / "none.toml",
     )
-    app: Any = App(config)
+    app: Any = build_app(config)
     assert app.source.wanted_fps == 2.0  # the default count's detection rate
     app.source.open()
     try:
-        state = Telemetry(app).state()
+        state = Telemetry(app.state).state()
         assert state["source"]["fps"] == 5.0
         assert state["source"]["fps_note"] == "asked for 5 fps (its default 30): gives 5"
     finally:
@@ -170,13 +170,13 @@ def test_camera_fps_asks_for_exactly_that_and_0_leaves_the_camera_alone(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from device.app.config import build
-    from device.app.run import App
+    from device.app.wiring import build_app
 
     def app_with(driver: FakeDriver, **flags: str) -> Any:
         monkeypatch.setattr(cv2, "VideoCapture", lambda *a: driver)
         given = {"source": "0", "model": "local", "http": "", **flags}
         config = build(given, environ={}, system_config=tmp_path / "none.toml")
-        return App(config)
+        return build_app(config)
 
     dim = FakeDriver()
     app = app_with(dim, camera_fps="15")  # a dim scene: shorter exposures than at 5 fps

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from device.app.config import build
-from device.app.run import App
+from device.app.wiring import build_app
 from device.sources import SourceError
 from live.eventlog import read_events
 from live.frame import Frame
@@ -217,7 +217,7 @@ async def test_a_file_source_that_raises_mid_run_reconnects_and_loses_no_frame(
         system_config=Path("/nonexistent"),
     )  # fmt: skip
     source = FlakyFile()
-    app = App(config, out=io.StringIO(), source_override=source)
+    app = build_app(config, operations=False, out=io.StringIO(), source=source)
     app.source_runner.initial_backoff_s = 0.01
     assert await app.run() == 0
     events = read_jsonl(out)

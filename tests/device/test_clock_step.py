@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from device.app.config import build
-from device.app.run import App
+from device.app.wiring import build_app
 from live.events import Event
 from live.walltime import StepWatch, wall_time
 from tests.cameras import VtestCamera, vtest_frames
@@ -67,7 +67,9 @@ async def test_the_device_says_a_clock_step_and_logs_it(tmp_path: Path) -> None:
     wall = SteppingWall()
     out = io.StringIO()
     camera = VtestCamera(vtest_frames(20))
-    app = App(config, out=out, source_override=camera, wall_steps=StepWatch(wall=wall))
+    app = build_app(
+        config, operations=False, out=out, source=camera, wall_steps=StepWatch(wall=wall)
+    )
     counted, stepped = anyio.Event(), anyio.Event()
 
     class Watch:

@@ -40,7 +40,7 @@ def test_a_key_in_the_environment_selects_gemini_and_never_shows_in_repr() -> No
 
 
 def test_the_effective_configuration_shows_no_secret() -> None:
-    from device.app.run import describe_config
+    from device.app.describe import describe_config
 
     config = make(
         {"http_token": "tok-123456", "mqtt": "mqtt://user:pa55word@broker:1883"},
@@ -166,7 +166,7 @@ def test_the_sample_video_is_found_from_any_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A service starts in / or its home, not in the repository.
-    from device.app.run import sample_video
+    from device.app.parts import sample_video
     from tests.datafiles import REPO_ROOT
 
     monkeypatch.chdir(tmp_path)

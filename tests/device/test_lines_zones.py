@@ -284,7 +284,7 @@ def test_the_model_may_watch_every_line_and_zone_and_a_few_counts_besides(
     tmp_path: object,
 ) -> None:
     from device.app.config import build
-    from device.app.run import SPARE_STREAMS, session_config
+    from device.app.parts import SPARE_STREAMS, session_config
 
     config = build(
         {"lines": [f"l{i}=0.5,0,0.5,1" for i in range(30)], "zones": ["z=0,0,1,0,1,1"]},

@@ -21,7 +21,9 @@ import numpy as np
 import pytest
 
 from device.app.config import ConfigError, build
-from device.app.run import App, motion_config
+from device.app.parts import motion_config
+from device.app.run import App
+from device.app.wiring import build_app
 from device.bus import EventBus
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.motion import MotionConfig, MotionDetector, MotionGate, small_plane
@@ -381,9 +383,9 @@ async def run_app(
     bus = EventBus(clock)
     recorder = Recorder()
     bus.subscribe(recorder)
-    app = App(config, bus=bus, out=io.StringIO(), clock=clock)
+    app = build_app(config, operations=False, bus=bus, out=io.StringIO(), clock=clock)
     app.perception.shared = SharedDetector(detector)  # type: ignore[arg-type]
-    telemetry = Telemetry(app)
+    telemetry = Telemetry(app.state)
     bus.subscribe(telemetry)
     bus.on_percept(telemetry.on_percept)
     assert await app.run() == 0

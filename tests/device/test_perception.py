@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from device.app.config import build
-from device.app.run import App
+from device.app.wiring import build_app
 from device.bus import EventBus
 from device.events import CountChanged
 from device.perception import Perception, SharedDetector
@@ -128,7 +128,7 @@ async def test_the_detector_runs_once_per_frame_for_every_consumer(tmp_path: Pat
     recorder = Recorder()
     bus.subscribe(recorder)
     bus.on_percept(recorder.percepts.append)
-    app = App(config, bus=bus, out=io.StringIO(), clock=clock)
+    app = build_app(config, operations=False, bus=bus, out=io.StringIO(), clock=clock)
     detector = CountingDetector()
     app.perception.shared = SharedDetector(detector)
 
@@ -193,7 +193,7 @@ async def test_a_line_and_a_zone_on_the_real_video_detect_and_track_once_per_fra
     recorder = Recorder()
     bus.subscribe(recorder)
     bus.on_percept(recorder.percepts.append)
-    app = App(config, bus=bus, out=io.StringIO(), clock=clock)
+    app = build_app(config, operations=False, bus=bus, out=io.StringIO(), clock=clock)
     detector = CountingDetector(threshold=0.2)
     app.perception.shared = SharedDetector(detector)
     assert await app.run() == 0

@@ -61,7 +61,7 @@ def test_an_unknown_profile_is_one_line(tmp_path: Path) -> None:
 def test_one_detector_thread_by_default_and_the_setting_reaches_onnxruntime(
     tmp_path: Path,
 ) -> None:
-    from device.app.run import detector_factory
+    from device.app.parts import detector_factory
 
     def intra_op_threads(cfg: Config) -> int:
         detector = detector_factory(cfg)()

@@ -19,6 +19,7 @@ import pytest
 
 from device.app.config import build
 from device.app.run import App
+from device.app.wiring import build_app
 from device.bus import EventBus
 from device.events import CountChanged
 from live.clock import MonotonicClock
@@ -79,7 +80,9 @@ def watched_app(camera: VtestCamera, **flags: Any) -> tuple[App, Probe]:
     probe = Probe()
     bus.subscribe(probe)
     bus.on_percept(probe.on_result)
-    return App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=camera), probe
+    return build_app(
+        config, operations=False, bus=bus, out=io.StringIO(), clock=clock, source=camera
+    ), probe
 
 
 async def test_every_camera_fault_is_survived_and_the_count_resumes(tmp_path: Path) -> None:
@@ -100,7 +103,9 @@ async def test_every_camera_fault_is_survived_and_the_count_resumes(tmp_path: Pa
     bus = EventBus(clock)
     bus.subscribe(probe)
     bus.on_percept(probe.on_result)
-    app = App(config, bus=bus, out=io.StringIO(), clock=clock, source_override=camera)
+    app = build_app(
+        config, operations=False, bus=bus, out=io.StringIO(), clock=clock, source=camera
+    )
     app.source_runner.initial_backoff_s = 0.05
     app.source_runner.max_backoff_s = 0.2
     codes: list[int] = []

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from device.app.config import build
-from device.app.run import App
+from device.app.wiring import build_app
 from device.bus import EventBus
 from device.sources import SourceError
 from live.clock import MonotonicClock
@@ -73,7 +73,7 @@ async def test_a_driver_quoting_the_url_never_shows_its_password(tmp_path: Path)
     bus = EventBus(clock)
     bus.subscribe(probe)
     console = io.StringIO()
-    app = App(config, bus=bus, out=console, clock=clock, source_override=camera)
+    app = build_app(config, operations=False, bus=bus, out=console, clock=clock, source=camera)
     app.source_runner.initial_backoff_s = 0.05
     app.source_runner.max_backoff_s = 0.2
 

@@ -90,7 +90,7 @@ async def test_a_database_locked_for_8_s_is_said_and_then_caught_up(tmp_path: Pa
         await anyio.to_thread.run_sync(_wait_caught_up, base, 30)
     assert run.exit_code == 0
     same_events(db_events(db), run.events())
-    assert run.app.event_log is not None and run.app.event_log.complete
+    assert run.app.logs.db is not None and run.app.logs.db.complete
 
 
 def _wait_healthy(base: str) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from device.app.config import Config
-from device.app.run import detector_factory
+from device.app.parts import detector_factory
 from models.detections import box_iou
 from models.detector import (
     DEFAULT_MODEL_PATH,

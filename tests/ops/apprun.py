@@ -13,8 +13,9 @@ from typing import Any
 import anyio
 
 from device.app.config import build
-from device.app.operations import Operations, setup_operations
+from device.app.operations import Operations
 from device.app.run import App
+from device.app.wiring import build_app
 from device.sources import FrameSource
 from tests.datafiles import data_file
 
@@ -59,9 +60,8 @@ async def running_app(
         environ=dict(environ or {}),
         system_config=tmp_path / "no-system-config.toml",
     )
-    app = App(config, out=io.StringIO(), source_override=source)
-    ops = setup_operations(app)
-    running = RunningApp(app, ops, events)
+    app = build_app(config, out=io.StringIO(), source=source)
+    running = RunningApp(app, app.operations, events)
 
     done = anyio.Event()
 

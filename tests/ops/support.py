@@ -26,6 +26,7 @@ from device.app.config import Config
 from device.capture import CaptureStats
 from device.events import CountChanged, LineCrossed, ZoneCount
 from device.feeds.runner import SourceState
+from device.outputs.view import NoLogs
 from device.perception import PerceptionStats
 from live.clock import FakeClock
 from live.events import Event
@@ -136,16 +137,23 @@ class FakeSourceRunner:
 @dataclass
 class FakePerception:
     stats: PerceptionStats = field(default_factory=PerceptionStats)
+    tracker: Any = None
 
 
 @dataclass
 class FakeApp:
+    """A fake of the device's read-only view (``device/outputs/view.py:DeviceView``)."""
+
     config: Config = field(default_factory=lambda: Config(device_id="test-cam", model="local"))
     clock: FakeClock = field(default_factory=FakeClock)
     session: FakeSession | None = field(default_factory=FakeSession)
     capture: FakeCapture = field(default_factory=FakeCapture)
     source_runner: FakeSourceRunner = field(default_factory=FakeSourceRunner)
     perception: FakePerception = field(default_factory=FakePerception)
+    source_fps: float | None = None
+    source_fps_note: str | None = None
+    decode_ms: float | None = None
+    logs: NoLogs = field(default_factory=NoLogs)
 
 
 # ----------------------------------------------------------------------- broker

@@ -1,4 +1,4 @@
-"""attach_operations on the real App: the wiring, and no secret in any response."""
+"""The operations outputs on the real App: the wiring, and no secret in any response."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import anyio
 import pytest
 
 from device.app.config import ConfigError, build
-from device.app.operations import attach_operations, setup_operations
 from device.app.run import App
+from device.app.wiring import build_app
 from device.events import CountChanged
 from device.outputs.mqtt import MqttPublisher
 from device.outputs.status_server import StatusServer
@@ -27,16 +27,23 @@ TOKEN = "tok-MARKER-5e1f"
 def make_app(tmp_path: Path, **flags: object) -> App:
     settings = {"source": str(data_file("vtest.avi")), "model": "local", **flags}
     config = build(settings, environ={}, system_config=tmp_path / "none.toml")
-    return App(config, out=io.StringIO())
+    return build_app(config, out=io.StringIO())
 
 
-async def test_attach_adds_what_the_config_asks_for(tmp_path: Path) -> None:
-    app = make_app(tmp_path, http="127.0.0.1:0", mqtt="mqtt://127.0.0.1:1", device_id="cam-1")
-    ops = setup_operations(app)
+async def test_the_wiring_adds_what_the_config_asks_for(tmp_path: Path) -> None:
+    app = make_app(
+        tmp_path,
+        http="127.0.0.1:0",
+        mqtt="mqtt://127.0.0.1:1",
+        device_id="cam-1",
+        lines=["door=0.5,0.0,0.5,1.0"],
+    )
+    ops = app.operations
     assert isinstance(ops.server, StatusServer) and isinstance(ops.mqtt, MqttPublisher)
     assert isinstance(ops.telemetry, Telemetry) and ops.telemetry.mqtt is ops.mqtt
-    assert app.services == [ops.mqtt, ops.server]
-    assert app.bus is not None
+    assert ops.telemetry.device is app.state  # the read-only view, not the app
+    assert ops.services == [ops.mqtt, ops.server]
+    assert list(ops.mqtt.latest_lines) == ["door"]  # the configured lines, from the start
     # Each output subscribed to the app's bus: a count reaches them all, once.
     app.bus.publish(CountChanged(count=3, previous=None, raw=3, t_media=1.0))
     assert ops.telemetry.count == 3 and ops.mqtt.latest_count is not None
@@ -44,8 +51,7 @@ async def test_attach_adds_what_the_config_asks_for(tmp_path: Path) -> None:
     ops.server.close()
 
     quiet = make_app(tmp_path, http="")
-    attach_operations(quiet)
-    assert quiet.services == []
+    assert quiet.operations.services == [] and quiet.operations.telemetry is None
 
 
 @pytest.mark.parametrize(
@@ -60,11 +66,9 @@ async def test_attach_adds_what_the_config_asks_for(tmp_path: Path) -> None:
 async def test_bad_settings_are_one_line_config_errors(
     tmp_path: Path, flags: dict[str, str], message: str
 ) -> None:
-    app = make_app(tmp_path, **flags)
     with pytest.raises(ConfigError, match=message) as info:
-        attach_operations(app)
+        make_app(tmp_path, **flags)
     assert "\n" not in str(info.value) and "s3cret" not in str(info.value)
-    assert app.services == []
 
 
 async def test_no_response_contains_the_api_key_or_token(tmp_path: Path) -> None:

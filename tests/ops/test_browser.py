@@ -168,7 +168,7 @@ async def test_page_shows_the_newest_frame_not_the_one_before(
         telemetry.on_percept(make_percept(image=image))
 
     async with browser_page(chromium) as page, anyio.create_task_group() as tg:
-        await tg.start(server.run, app)
+        await tg.start(server.run)
         show((0, 0, 255))
         await page.goto(f"http://127.0.0.1:{server.port}/")
         for bgr in ((0, 0, 255), (0, 255, 0), (255, 0, 0)):

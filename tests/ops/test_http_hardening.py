@@ -38,7 +38,7 @@ async def serving(
     server = StatusServer(telemetry, address or HttpAddress("127.0.0.1", 0), **options)
     server.listen()
     async with anyio.create_task_group() as tg:
-        await tg.start(server.run, telemetry.app)
+        await tg.start(server.run)
         try:
             yield server, telemetry, server.port
         finally:

@@ -299,7 +299,7 @@ def test_a_killed_lookout_goes_unavailable_and_its_restart_never_serves_the_old_
                 timeout=15,
             )
         except AssertionError as exc:
-            hint = "(is attach_operations wired into `lookout run`?)"
+            hint = "(are the operations wired into `lookout run`?)"
             raise AssertionError(f"{exc} {hint}\nlookout output:\n{log.read_text()}") from None
         _end(process)
         watch.wait_for(has(f"{base}/state", b"offline"), "the last will")

@@ -16,8 +16,7 @@ import anyio
 import pytest
 
 from device.app.config import build
-from device.app.operations import setup_operations
-from device.app.run import App
+from device.app.wiring import build_app
 from tests.cameras import VtestCamera, vtest_frames
 from tests.ops.support import Broker, Received, Subscriber
 
@@ -51,10 +50,9 @@ async def test_camera_down_makes_the_sensors_unavailable_and_back_brings_a_fresh
         environ={},
         system_config=tmp_path / "none.toml",
     )  # fmt: skip
-    app = App(config, out=io.StringIO(), source_override=camera)
+    app = build_app(config, out=io.StringIO(), source=camera)
     app.source_runner.initial_backoff_s = 0.1
     app.source_runner.max_backoff_s = 0.3
-    setup_operations(app)
     stale_after = app.perception.stale_after_s()
 
     def wait(predicate: object, what: str, timeout: float = 15) -> None:

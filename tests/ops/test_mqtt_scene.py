@@ -13,7 +13,7 @@ from device.app.config import Config, ConfigError, LineSpec, ZoneSpec
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.outputs.mqtt import MqttPublisher, MqttSettings, parse_mqtt
 from live.clock import FakeClock
-from tests.ops.support import Broker, FakeApp, Received, Subscriber
+from tests.ops.support import Broker, Received, Subscriber
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -306,9 +306,15 @@ async def test_the_app_config_names_the_lines_and_zones(broker: Broker) -> None:
         zones={"till": ZoneSpec(points=((0, 0), (0.5, 0), (0.5, 0.5)), dwell=20)},
     )
     watch = Subscriber(broker.port, ["homeassistant/#"])
-    pub = MqttPublisher(parse_mqtt(broker.url), device_id="s6", backoff_s=(0.05, 0.3))
+    pub = MqttPublisher(
+        parse_mqtt(broker.url),
+        device_id="s6",
+        lines=list(config.lines),
+        zones=list(config.zones),
+        backoff_s=(0.05, 0.3),
+    )
     async with anyio.create_task_group() as tg:
-        await tg.start(pub.run, FakeApp(config=config))
+        await tg.start(pub.run)
         await wait(
             watch,
             lambda ms: (

@@ -20,8 +20,7 @@ import anyio
 import pytest
 
 from device.app.config import build
-from device.app.operations import setup_operations
-from device.app.run import App
+from device.app.wiring import build_app
 from device.sources import FrameSource, open_source
 from live.eventlog import read_events
 from live.frame import Frame
@@ -87,8 +86,8 @@ async def test_events_sqlite_mqtt_and_the_page_agree_on_lines_and_zones(
         environ={}, system_config=tmp_path / "none.toml",
     )  # fmt: skip
     source = HeldSource(open_source(str(data_file("vtest.avi")), clock_now=time.monotonic))
-    app = App(config, out=io.StringIO(), source_override=source)
-    ops = setup_operations(app)
+    app = build_app(config, out=io.StringIO(), source=source)
+    ops = app.operations
     code: list[int] = []
 
     async def run() -> None:

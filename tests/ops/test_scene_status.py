@@ -281,7 +281,7 @@ async def serving(app: FakeApp) -> AsyncIterator[tuple[Telemetry, str]]:
     server = StatusServer(telemetry, HttpAddress("127.0.0.1", 0))
     server.listen()
     async with anyio.create_task_group() as tg:
-        await tg.start(server.run, app)
+        await tg.start(server.run)
         try:
             yield telemetry, f"http://127.0.0.1:{server.port}"
         finally:

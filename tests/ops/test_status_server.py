@@ -37,7 +37,7 @@ async def serving(
     server = StatusServer(telemetry, address or HttpAddress("127.0.0.1", 0), **options)
     server.listen()
     async with anyio.create_task_group() as tg:
-        await tg.start(server.run, app)
+        await tg.start(server.run)
         try:
             yield server, telemetry, f"http://127.0.0.1:{server.port}"
         finally:
@@ -346,7 +346,7 @@ async def test_shutdown_is_prompt_with_streams_open() -> None:
     async with aiohttp.ClientSession() as http:
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
-                await tg.start(server.run, app)
+                await tg.start(server.run)
                 events = await http.get(base + "/events")
                 mjpeg = await http.get(base + "/stream.mjpg")
                 await next_sse(events)

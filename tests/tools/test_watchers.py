@@ -174,7 +174,7 @@ def test_the_instruction_names_the_lines_and_zones_and_the_tools_exist_only_with
     tmp_path: Any,
 ) -> None:
     from device.app.config import build
-    from device.app.run import scene_tools, system_instruction
+    from device.app.parts import scene_tools, system_instruction
 
     bare = build({}, environ={}, system_config=tmp_path / "none.toml")
     assert scene_tools(bare, lambda: None) == []

@@ -1,0 +1,293 @@
+"""The device's parts as the configuration sets them up, shared by ``run``, ``count`` and ``ask``.
+
+Each function reads the configuration and makes one part (the source, the
+detector, perception, the source's runner, the tools over lines and zones, the
+model, the session's settings); nothing here runs or opens anything but the
+detector's check in ``preflight``. ``device/app/wiring.py`` puts them together
+for a run.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from google.genai import types
+
+from device.app.config import Config, ConfigError
+from device.feeds.runner import SourceRunner, StateChange
+from device.motion import MotionConfig
+from device.perception import Perception, tracker_config
+from device.scene import SceneSpec
+from device.sources import (
+    FrameSource,
+    ImageFolderSource,
+    SourceError,
+    check_decodable,
+    open_source,
+)
+from live import EmitMode, ReconnectPolicy, SessionConfig
+from live.clock import Clock
+from live.events import Event
+from live.model import LiveModel
+from live.tool import Tool
+from models.detector import DetectorError, PersonDetector, shipped_model
+from models.local import LocalModel
+from tools import FunctionTool
+from tools.percept import CountUnknown, Percept
+from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
+
+SPARE_STREAMS = 16  # streams the model may run at once beyond one per line and zone
+
+SYSTEM_INSTRUCTION = (
+    "You are Lookout, a camera agent. Call count_people once at the start and keep it "
+    "running: it reports the number of people in view whenever it changes. When it "
+    "reports a change, say briefly how many people are in view now. Do not describe "
+    "people's appearance. Use stop_streaming(function_name='count_people') when asked "
+    "to stop counting, and count_people_now for the count at this moment."
+)
+
+
+def sample_video() -> Path | None:
+    """The sample video, wherever set-up put it."""
+    here = Path(__file__).resolve().parents[2]  # the repository (device/app/parts.py)
+    candidates = []
+    if os.environ.get("LOOKOUT_DATA_DIR"):
+        candidates.append(Path(os.environ["LOOKOUT_DATA_DIR"]) / "vtest.avi")
+    candidates += [
+        Path.cwd() / "data" / "vtest.avi",
+        here / "data" / "vtest.avi",
+        here.parent / "shared" / "data" / "vtest.avi",
+    ]
+    return next((p for p in candidates if p.is_file()), None)
+
+
+def configured_source(config: Config, clock: Clock) -> FrameSource:
+    """The source ``--source`` names, else the sample video; nothing is opened yet."""
+    spec = config.source
+    if spec is None:
+        video = sample_video()
+        if video is None:
+            raise SourceError(
+                "no --source given and the sample video is missing "
+                "(run python3 scripts/fetch_sample_data.py)"
+            )
+        spec = str(video)
+    return open_source(
+        spec,
+        clock_now=clock.now,
+        folder_fps=config.folder_fps,
+        max_image_pixels=config.max_image_pixels,
+        # A stuck network read gives up a little after the watchdog does.
+        read_timeout_s=config.stall_timeout * 2,
+    )
+
+
+def detector_factory(config: Config) -> Callable[[], PersonDetector]:
+    """Builds the configured detector when first needed (loading takes a while).
+
+    It reports boxes down to the tracker's low score: those below the user's
+    threshold are never counted, they only keep a half-hidden person's track.
+    """
+    low = tracker_config(config.threshold).low
+    path = config.detector or shipped_model(config.precision)  # an explicit file wins
+    threads = config.detector_threads or None  # 0: onnxruntime's own choice
+    return functools.partial(PersonDetector, path, threshold=low, threads=threads)
+
+
+def scene_spec(config: Config) -> SceneSpec:
+    """The configured lines and zones, for perception."""
+    return SceneSpec(
+        lines={name: spec.points for name, spec in config.lines.items()},
+        zones={
+            name: (spec.points, spec.dwell if spec.dwell is not None else config.dwell)
+            for name, spec in config.zones.items()
+        },
+        anchor=config.anchor,
+    )
+
+
+def configured_runner(
+    config: Config,
+    source: FrameSource,
+    clock: Clock,
+    on_state: Callable[[StateChange], None],
+    *,
+    on_skipped: Callable[[str], None] = lambda message: None,
+    first_open_attempts: int | None = None,
+) -> SourceRunner:
+    """The source's runner with the configured loop and stall watchdog (run and ask)."""
+    return SourceRunner(
+        source,
+        clock=clock,
+        on_state=on_state,
+        on_skipped=on_skipped,
+        loop=config.loop,
+        stall_timeout_s=config.stall_timeout,
+        first_open_attempts=first_open_attempts,
+    )
+
+
+def configured_perception(
+    config: Config,
+    detect_fps: float,
+    source: FrameSource,
+    publish: Callable[[Event], None] = lambda event: None,
+    on_percept: Callable[[Percept], None] = lambda percept: None,
+    on_unknown: Callable[[CountUnknown], None] = lambda unknown: None,
+    now: Callable[[], float] = time.monotonic,
+) -> Perception:
+    """Perception with the configured detector, scene and gate (run, count and ask).
+
+    Raises ConfigError for lines on frames that cannot be linked (unrelated photos).
+    """
+    perception = Perception(
+        detector_factory(config),
+        detect_fps=detect_fps,
+        threshold=config.threshold,
+        publish=publish,
+        on_percept=on_percept,
+        on_unknown=on_unknown,
+        now=now,
+        scene=scene_spec(config),
+        motion=motion_config(config),
+        photos=unrelated_photos(config, source),
+    )
+    if config.lines and not perception.linked:
+        raise ConfigError(unlinked_lines(source))
+    return perception
+
+
+def unlinked_lines(source: FrameSource) -> str:
+    """Why lines cannot be counted on ``source`` (its frames are not linked)."""
+    if isinstance(source, ImageFolderSource):
+        return (
+            "lines need people followed from frame to frame, and the images of a folder are "
+            "counted each on its own (give --timelapse if they are a time-lapse of one scene)"
+        )
+    return "lines need people followed from frame to frame: detect more often (--detect-fps)"
+
+
+def unrelated_photos(config: Config, source: FrameSource) -> bool:
+    """Whether the frames are unrelated photos (people cannot be followed from one to the
+    next): an image folder, unless the user says it is a time-lapse of one scene."""
+    return isinstance(source, ImageFolderSource) and not config.timelapse
+
+
+def motion_config(config: Config) -> MotionConfig | None:
+    """The motion gate's settings; None with ``--motion off`` (detect every due frame)."""
+    if config.motion == "off":
+        return None
+    return MotionConfig(
+        threshold=config.motion_threshold,
+        heartbeat_s=config.motion_heartbeat,
+        hangover_s=config.motion_hangover,
+        pixel_delta=config.motion_pixel_delta,
+    )
+
+
+def preflight(perception: Perception, source: FrameSource) -> None:
+    """What the user caused, found before anything runs: raises ConfigError (one line).
+
+    The detector must load (a file that is not a model is a configuration error,
+    not a run that counts nothing), and a file source must decode its first frame
+    (a text file is not a camera to keep reconnecting to).
+    """
+    load_detector(perception)
+    try:
+        check_decodable(source)
+    except SourceError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def load_detector(perception: Perception) -> None:
+    """The detector must load: a file that is not a model is a ConfigError (one line)."""
+    try:
+        perception.shared.get()
+    except DetectorError as exc:
+        raise ConfigError(f"detector: {exc}") from None
+
+
+def scene_tools(config: Config, current: Callable[[], Percept | None]) -> list[Tool]:
+    """``watch_line``/``watch_zone`` over the configured names (none configured: no tool)."""
+    watchers = SceneWatchers(lines=list(config.lines), zones=list(config.zones), current=current)
+    tools: list[Tool] = []
+    if config.lines:
+        tools.append(FunctionTool(watchers.watch_line_tool(), name=LINE_TOOL))
+    if config.zones:
+        tools.append(FunctionTool(watchers.watch_zone_tool(), name=ZONE_TOOL))
+    return tools
+
+
+def system_instruction(config: Config) -> str:
+    """The built-in instruction, naming the configured lines and zones."""
+    text = SYSTEM_INSTRUCTION
+    if config.lines:
+        names = ", ".join(config.lines)
+        text += (
+            f" The device counts people crossing these lines: {names}. Call watch_line for "
+            "each at the start and keep them running: each reports the run's in and out "
+            "totals after a crossing. Say the totals when asked how many came in or went "
+            "out; do not announce every crossing."
+        )
+    if config.zones:
+        names = ", ".join(
+            f"{name} (dwell {spec.dwell if spec.dwell is not None else config.dwell:g} s)"
+            for name, spec in config.zones.items()
+        )
+        text += (
+            f" It watches these zones: {names}. Call watch_zone for each at the start and "
+            "keep them running; say when someone has stayed longer than the dwell time."
+        )
+    return text
+
+
+def build_model(config: Config) -> LiveModel:
+    if not config.uses_gemini:
+        return LocalModel()
+    from models.gemini import GeminiLiveModel, GeminiOptions
+
+    return GeminiLiveModel(GeminiOptions(model=config.model_name()), api_key=config.api_key)
+
+
+def session_config(config: Config) -> SessionConfig:
+    return SessionConfig(
+        emit_mode=EmitMode(config.emit),
+        scheduling=types.FunctionResponseScheduling(config.scheduling.upper()),
+        system_instruction=config.system_instruction or system_instruction(config),
+        forward_frames=config.send_frames,
+        privacy=config.privacy,
+        model_frame_interval_s=1.0 / config.fps,
+        stop_timeout_s=1.0,
+        flush_timeout_s=0.5,
+        reconnect=ReconnectPolicy(
+            max_attempts=config.model_attempts if config.require_model else None
+        ),
+        # Room for a watch of every line and zone, and a few counts besides.
+        max_streams=SPARE_STREAMS + len(config.lines) + len(config.zones),
+        secrets=config.secrets(),
+    )
+
+
+__all__ = [
+    "SPARE_STREAMS",
+    "SYSTEM_INSTRUCTION",
+    "build_model",
+    "configured_perception",
+    "configured_runner",
+    "configured_source",
+    "detector_factory",
+    "load_detector",
+    "motion_config",
+    "preflight",
+    "sample_video",
+    "scene_spec",
+    "scene_tools",
+    "session_config",
+    "system_instruction",
+    "unlinked_lines",
+    "unrelated_photos",
+]

@@ -1,0 +1,54 @@
+"""The running device as its outputs see it: ``DeviceState``, the app's ``DeviceView``.
+
+Built once by the wiring from the parts it made; it only reads them. The
+session counts as there once it runs (before that the page says "starting").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from device.app.config import Config
+from device.app.logs import EventLogs
+from device.capture import CaptureLoop
+from device.feeds.runner import SourceRunner
+from device.perception import Perception
+from device.sources import FrameSource
+from live.clock import Clock
+from live.session import LiveSession
+
+
+@dataclass(frozen=True)
+class DeviceState:
+    """A read-only view of one run's parts (``device/outputs/view.py:DeviceView``)."""
+
+    config: Config
+    clock: Clock
+    live_session: LiveSession
+    capture: CaptureLoop
+    source_runner: SourceRunner
+    perception: Perception
+    source: FrameSource
+    logs: EventLogs
+
+    @property
+    def session(self) -> LiveSession | None:
+        """The live session once it runs (None: starting)."""
+        return self.live_session if self.live_session.started else None
+
+    @property
+    def source_fps(self) -> float | None:
+        return self.source.fps
+
+    @property
+    def source_fps_note(self) -> str | None:
+        # Only cameras that were asked for a rate say what they gave.
+        note = getattr(self.source, "fps_note", None)
+        return note if isinstance(note, str) else None
+
+    @property
+    def decode_ms(self) -> float | None:
+        return self.source_runner.stats.decode_ms_mean
+
+
+__all__ = ["DeviceState"]

@@ -1,0 +1,207 @@
+"""One run's parts, built once, in dependency order, from the configuration: ``build_app``.
+
+Each part is given what it needs when it is made and nothing is assigned to it
+afterwards. The order is the dependencies' own:
+
+    clock, bus                        (given, or made here)
+    source, model, request queue
+    perception                        -> bus (events, percepts), queue (unknown, in-band)
+    tools (count_people, watchers)    -> perception
+    stop switch, console              -> bus (subscribed first: it says things first)
+    event logs (JSONL, SQLite)        -> bus
+    count freshness                   -> bus, perception, source
+    source runner                     -> source, freshness (its state callback)
+    live session                      -> model, tools, queue, bus (where its events go)
+    capture loop                      -> source runner, queue, perception, session (fast pace)
+    device state (read-only view)     -> the parts above
+    operations (page, /metrics, MQTT) -> device state, bus
+    App                               -> all of it; ``App.run`` runs it
+
+Tests and benchmarks inject a bus, a clock, a source, a model or a wall-clock
+watch; ``operations=False`` leaves out the status page and MQTT.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable
+from typing import TextIO
+
+from device.app.config import Config
+from device.app.freshness import CountFreshness
+from device.app.logs import EventLogs
+from device.app.operations import Operations, build_operations
+from device.app.parts import (
+    build_model,
+    configured_perception,
+    configured_runner,
+    configured_source,
+    preflight,
+    scene_tools,
+    session_config,
+)
+from device.app.run import App, StopSwitch
+from device.app.state import DeviceState
+from device.bus import EventBus
+from device.capture import CaptureLoop
+from device.outputs.console import ConsoleSink
+from device.sources import FrameSource
+from live import LiveRequestQueue, Runner
+from live.clock import Clock, MonotonicClock
+from live.events import ErrorEvent
+from live.model import LiveModel
+from live.tool import Tool
+from live.walltime import StepWatch
+from tools import FunctionTool
+from tools.count_people import CountPeople, check_count_args, coalesce_counts
+from tools.percept import CountUnknown
+
+
+def build_app(
+    config: Config,
+    *,
+    bus: EventBus | None = None,
+    out: TextIO | None = None,
+    clock: Clock | None = None,
+    read_stdin: bool = False,
+    source: FrameSource | None = None,
+    model: LiveModel | None = None,
+    wall_steps: StepWatch | None = None,
+    operations: bool = True,
+    check: bool = False,
+) -> App:
+    """Build one run of the device from ``config``.
+
+    ``source``, ``model``: injected instead of the configured ones (tests, benchmarks).
+    ``check``: find what the user caused (a detector that does not load, a source that
+    does not decode) before the outputs bind their ports, as ``lookout run`` does.
+    Raises ConfigError, SourceError or OSError with one line for what the user got wrong.
+    """
+    clock = clock or MonotonicClock()
+    bus = bus or EventBus(clock)
+    out = out or sys.stdout
+    source = source or configured_source(config, clock)
+    model = model or build_model(config)
+    queue = LiveRequestQueue()
+
+    def tell_tools(unknown: CountUnknown) -> None:
+        """The tools hear an unknown count in-band, in order with the percepts they read."""
+        if not queue.closed:
+            queue.send_realtime(percept=unknown)
+
+    perception = configured_perception(
+        config,
+        config.detection_fps(),
+        source,
+        bus.publish,
+        bus.percept,
+        tell_tools,
+        clock.now,
+    )
+    counter = CountPeople(current=perception.current, why_unknown=lambda: perception.unknown_reason)
+    tools: list[Tool] = [
+        FunctionTool(
+            counter, name="count_people", check=check_count_args, coalesce=coalesce_counts
+        ),
+        FunctionTool(counter.count_people_now),
+        *scene_tools(config, perception.current),
+    ]
+    stop = StopSwitch(queue)
+    console = ConsoleSink(
+        out,
+        fallback_after_s=config.fallback_after,
+        # Whoever read the console left (``| head -2``): end quietly, like other tools.
+        on_closed=stop.request,
+        live_source=source.live,
+    )
+    bus.subscribe(console)
+    run_id = uuid.uuid4().hex[:12]
+    logs = EventLogs.open(config, bus, run_id)
+    freshness = CountFreshness(bus, perception, source, clock)
+    source_runner = configured_runner(
+        config,
+        source,
+        clock,
+        freshness.on_source_state,
+        on_skipped=lambda message: bus.publish(ErrorEvent(message=message, where="source")),
+    )
+    sample_fps = config.detection_fps()
+    if config.send_frames and not config.privacy:
+        sample_fps = max(sample_fps, config.fps)
+    request_fps = getattr(source, "request_fps", None)
+    if request_fps is not None and config.camera_fps != 0:
+        # A camera then sends little more than is sampled (0: leave it at its own rate).
+        request_fps(sample_fps, config.camera_fps)
+    runner = Runner(
+        model,
+        tools,
+        session_config(config),
+        clock=clock,
+        on_event=bus.publish,  # the session's events reach every output, the logs among them
+        epoch=bus.epoch,
+    )
+    session = runner.session(queue)
+    capture = CaptureLoop(
+        source_runner,
+        queue,
+        clock=clock,
+        sample_fps=sample_fps,
+        perceive=perception.process,
+        max_side=config.max_side,
+        jpeg_quality=config.jpeg_quality,
+        pace=config.pace,
+        live=source.live,
+        consumers=session,  # a fast replay waits for the tools (and the model) to keep up
+        media_duration_s=None if source.live else config.duration,
+    )
+    state = DeviceState(
+        config=config,
+        clock=clock,
+        live_session=session,
+        capture=capture,
+        source_runner=source_runner,
+        perception=perception,
+        source=source,
+        logs=logs,
+    )
+    if check:
+        preflight(perception, source)
+    ops = (
+        build_operations(config, state, bus, clock, announce=_printer(out))
+        if operations
+        else Operations()
+    )
+    return App(
+        config=config,
+        bus=bus,
+        clock=clock,
+        out=out,
+        read_stdin=read_stdin,
+        run_id=run_id,
+        source=source,
+        perception=perception,
+        counter=counter,
+        queue=queue,
+        session=session,
+        console=console,
+        logs=logs,
+        freshness=freshness,
+        source_runner=source_runner,
+        capture=capture,
+        state=state,
+        operations=ops,
+        stop=stop,
+        wall_steps=wall_steps or StepWatch(),
+    )
+
+
+def _printer(out: TextIO) -> Callable[[str], None]:
+    def announce(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    return announce
+
+
+__all__ = ["build_app"]

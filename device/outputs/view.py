@@ -1,0 +1,163 @@
+"""The one read-only view of the running device that the outputs read (page, /metrics, MQTT).
+
+Outputs take what changes from the bus (events and percepts); what they read
+besides, at a request or a scrape, is this view: counters the device keeps
+anyway (capture, perception, the session's), the source's state and rate, the
+event logs' health, the configuration. The app builds one
+(``device/app/state.py:DeviceState``) and hands it to each output; tests drive
+the outputs with small fakes of it. No output ever sees the app itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from device.app.config import Config
+from device.capture import CaptureStats
+from device.feeds.runner import SourceState
+from device.perception import PerceptionStats
+from device.tracker import TrackerStats
+from live.clock import Clock
+from live.session import DeviceCall, SessionStats
+
+
+class SessionView(Protocol):
+    """The live session: its counters and states, and the device calls the page makes."""
+
+    @property
+    def stats(self) -> SessionStats: ...
+
+    @property
+    def connection_state(self) -> str: ...
+
+    @property
+    def model_connected(self) -> bool: ...
+
+    @property
+    def started_at(self) -> float: ...
+
+    def running_streams(self) -> list[dict[str, Any]]: ...
+
+    def streaming_tools(self) -> list[str]: ...
+
+    async def stop_streaming(
+        self, function_name: str | None = None, call_id: str | None = None
+    ) -> dict[str, Any]: ...
+
+    async def call_tool(self, name: str, args: dict[str, Any] | None = None) -> DeviceCall: ...
+
+
+class CaptureView(Protocol):
+    @property
+    def stats(self) -> CaptureStats: ...
+
+
+class SourceRunnerView(Protocol):
+    @property
+    def state(self) -> SourceState: ...
+
+
+class TrackerView(Protocol):
+    @property
+    def stats(self) -> TrackerStats: ...
+
+
+class PerceptionView(Protocol):
+    @property
+    def stats(self) -> PerceptionStats: ...
+
+    @property
+    def tracker(self) -> TrackerView | None: ...
+
+
+class LogCountsView(Protocol):
+    """One event log's counts (``device/app/logs.py:LogCounts``)."""
+
+    @property
+    def log(self) -> str: ...
+
+    @property
+    def written(self) -> int: ...
+
+    @property
+    def lost(self) -> int: ...
+
+    @property
+    def pending(self) -> int: ...
+
+    @property
+    def failing(self) -> bool: ...
+
+
+class LogsView(Protocol):
+    """The run's event logs: what is wrong with them now, and their counts."""
+
+    def problems(self) -> list[str]: ...
+
+    def counts(self) -> Sequence[LogCountsView]: ...
+
+
+class NoLogs:
+    """A device without event logs."""
+
+    def problems(self) -> list[str]:
+        return []
+
+    def counts(self) -> Sequence[LogCountsView]:
+        return []
+
+
+class DeviceView(Protocol):
+    """What the outputs read of the running device; read-only."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def session(self) -> SessionView | None:
+        """The live session once it runs (None: starting)."""
+        ...
+
+    @property
+    def capture(self) -> CaptureView: ...
+
+    @property
+    def source_runner(self) -> SourceRunnerView: ...
+
+    @property
+    def perception(self) -> PerceptionView: ...
+
+    @property
+    def source_fps(self) -> float | None:
+        """The source's frame rate (a camera's, as it gave it)."""
+        ...
+
+    @property
+    def source_fps_note(self) -> str | None:
+        """What the camera was asked for and what it gave (None: nothing asked)."""
+        ...
+
+    @property
+    def decode_ms(self) -> float | None:
+        """Mean time to decode a frame that was read (None: not measured)."""
+        ...
+
+    @property
+    def logs(self) -> LogsView: ...
+
+
+__all__ = [
+    "CaptureView",
+    "DeviceView",
+    "LogCountsView",
+    "LogsView",
+    "NoLogs",
+    "PerceptionView",
+    "SessionView",
+    "SourceRunnerView",
+    "TrackerView",
+]
