@@ -20,6 +20,7 @@ from anyio.abc import TaskStatus
 
 from device.app.config import Config, ConfigError
 from device.bus import EventBus
+from device.outputs.connection_guard import GuardStats
 from device.outputs.host_check import parse_hosts
 from device.outputs.mqtt import MqttPublisher, parse_mqtt
 from device.outputs.status_server import StatusServer, parse_http
@@ -100,7 +101,8 @@ def build_operations(
     telemetry: Telemetry | None = None
     server: StatusServer | None = None
     if address is not None:
-        telemetry = Telemetry(device, mqtt=mqtt)
+        connections = GuardStats()  # the server counts them, /metrics shows them
+        telemetry = Telemetry(device, mqtt=mqtt, http=connections)
         server = StatusServer(
             telemetry,
             address,
@@ -108,6 +110,7 @@ def build_operations(
             secrets=tuple(secrets),
             announce=announce,
             hosts=hosts,
+            connections=connections,
         )
         # Bind last: every check that can fail has passed, so no socket is left open.
         if config.http != DEFAULT_HTTP:

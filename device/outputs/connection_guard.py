@@ -66,11 +66,12 @@ class ConnectionGuard:
         *,
         max_connections: int,
         head_timeout_s: float,
+        stats: GuardStats | None = None,
     ) -> None:
         self.inner = inner
         self.max_connections = max_connections
         self.head_timeout_s = head_timeout_s
-        self.stats = GuardStats()
+        self.stats = stats if stats is not None else GuardStats()
         self._said_full = False
 
     def __call__(self) -> asyncio.Protocol:

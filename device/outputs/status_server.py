@@ -156,7 +156,10 @@ class StatusServer:
         head_timeout_s: float = 5.0,
         body_timeout_s: float = 5.0,
         keepalive_s: float = 15.0,
+        connections: GuardStats | None = None,
     ) -> None:
+        """``connections``: where the server counts its connections (the metrics read
+        them from the same object; made here when not given)."""
         self.telemetry = telemetry
         self.address = address
         self.hosts = HostPolicy.for_bind(address.loopback, hosts)
@@ -166,7 +169,7 @@ class StatusServer:
         self.body_timeout_s = body_timeout_s
         self.keepalive_s = keepalive_s
         self.mjpeg_idle_s = mjpeg_idle_s
-        self.connections = GuardStats()
+        self.connections = connections if connections is not None else GuardStats()
         self.viewers_refused = 0
         self.token = token or None
         self.secrets = tuple(s for s in (*secrets, token) if s)
@@ -270,9 +273,8 @@ class StatusServer:
             runner.server,
             max_connections=cap_for_limit(self.max_connections),
             head_timeout_s=self.head_timeout_s,
+            stats=self.connections,
         )
-        self.connections = guard.stats
-        self.telemetry.http = guard.stats
         server: asyncio.Server | None = None
         try:
             server = await asyncio.get_running_loop().create_server(guard, sock=self._sock)

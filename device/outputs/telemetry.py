@@ -121,6 +121,7 @@ class Telemetry:
         device: DeviceView,
         *,
         mqtt: PublisherStats | None = None,
+        http: ConnectionStats | None = None,
         history_s: float = 600.0,
         texts: int = 8,
         monotonic: Callable[[], float] = time.monotonic,
@@ -163,7 +164,7 @@ class Telemetry:
         self.state_changes = Changes()
         self.frame_changes = Changes()
         self.mqtt = mqtt  # the MQTT publisher's counts (None: no MQTT)
-        self.http: ConnectionStats | None = None  # set by the status server while it runs
+        self.http = http  # the status server's connection counts (None: not shown)
         self._display: DisplayFrame | None = None
         self._frame_seq = 0
         self._jpeg: tuple[int, bytes] | None = None

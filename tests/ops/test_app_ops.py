@@ -43,6 +43,7 @@ async def test_the_wiring_adds_what_the_config_asks_for(tmp_path: Path) -> None:
     assert isinstance(ops.telemetry, Telemetry) and ops.telemetry.mqtt is ops.mqtt
     assert ops.telemetry.device is app.state  # the read-only view, not the app
     assert ops.services == [ops.mqtt, ops.server]
+    assert ops.telemetry.http is ops.server.connections  # the server counts, /metrics reads
     assert list(ops.mqtt.latest_lines) == ["door"]  # the configured lines, from the start
     # Each output subscribed to the app's bus: a count reaches them all, once.
     app.bus.publish(CountChanged(count=3, previous=None, raw=3, t_media=1.0))
