@@ -39,7 +39,9 @@ from device.capture import prepared
 from device.events import SourceStateEvent
 from device.feeds.runner import StateChange
 from device.feeds.sampler import FrameSampler
+from device.frame import Frame
 from device.outputs.sinks import EventSink, JsonlSink
+from device.percept import Percept
 from device.perception import Perception
 from device.sources import FrameSource
 from live import MemoryEventLog, SQLiteEventLog
@@ -54,13 +56,11 @@ from live.events import (
     ToolCall,
     ToolResult,
 )
-from live.frame import Frame
 from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
 from live.printable import printable, printable_lines
 from live.turn_model import TurnModel
 from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner
 from tools.occupancy import MemoryOccupancyLog, OccupancyLog, OccupancyTools, SQLiteOccupancyLog
-from tools.percept import Percept
 from tools.visitors import VisitorCounter
 
 log = logging.getLogger("lookout.ask")

@@ -44,6 +44,7 @@ from device.feeds.runner import SourceRunner, SourceState, StateChange
 from device.motion import MotionConfig
 from device.outputs.console import ConsoleSink
 from device.outputs.sinks import JsonlSink
+from device.percept import CountUnknown, Percept
 from device.perception import Perception, tracker_config
 from device.scene import SceneSpec
 from device.sources import (
@@ -72,7 +73,6 @@ from models.detector import PersonDetector, shipped_model
 from models.local import LocalModel
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
-from tools.percept import CountUnknown, Percept
 from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
 
 log = logging.getLogger("lookout.app")
