@@ -78,7 +78,7 @@ ASK_INSTRUCTION = (
 
 
 def model_name(config: Config) -> str:
-    from models.gemini_turns import DEFAULT_TURN_MODEL
+    from models.gemini.turns import DEFAULT_TURN_MODEL
 
     if config.model:
         return config.model
@@ -88,10 +88,10 @@ def model_name(config: Config) -> str:
 def build_turn_model(config: Config) -> TurnModel:
     name = model_name(config)
     if name == "local":
-        from models.local_turns import LocalTurnModel
+        from models.local.turns import LocalTurnModel
 
         return LocalTurnModel()
-    from models.gemini_turns import GeminiTurnModel
+    from models.gemini.turns import GeminiTurnModel
 
     return GeminiTurnModel(name, api_key=config.api_key)
 
