@@ -22,7 +22,8 @@ from device.app.config import Config, ConfigError
 from device.bus import EventBus
 from device.outputs.connection_guard import GuardStats
 from device.outputs.host_check import parse_hosts
-from device.outputs.mqtt import MqttPublisher, parse_mqtt
+from device.outputs.mqtt import MqttPublisher
+from device.outputs.mqtt_settings import parse_mqtt
 from device.outputs.status_server import StatusServer, parse_http
 from device.outputs.telemetry import Telemetry
 from device.outputs.view import DeviceView

@@ -20,6 +20,7 @@ from google.genai import types
 from device.app.config import Config, ConfigError
 from device.feeds.runner import SourceRunner, StateChange
 from device.motion import MotionConfig
+from device.percept import CountUnknown, Percept
 from device.perception import Perception, tracker_config
 from device.scene import SceneSpec
 from device.sources import (
@@ -35,9 +36,8 @@ from live.events import Event
 from live.model import LiveModel
 from live.tool import Tool
 from models.detector import DetectorError, PersonDetector, shipped_model
-from models.local import LocalModel
+from models.local.model import LocalModel
 from tools import FunctionTool
-from tools.percept import CountUnknown, Percept
 from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
 
 SPARE_STREAMS = 16  # streams the model may run at once beyond one per line and zone
@@ -248,7 +248,7 @@ def system_instruction(config: Config) -> str:
 def build_model(config: Config) -> LiveModel:
     if not config.uses_gemini:
         return LocalModel()
-    from models.gemini import GeminiLiveModel, GeminiOptions
+    from models.gemini.model import GeminiLiveModel, GeminiOptions
 
     return GeminiLiveModel(GeminiOptions(model=config.model_name()), api_key=config.api_key)
 

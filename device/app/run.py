@@ -38,6 +38,7 @@ from device.capture import CaptureLoop
 from device.events import CaptureStatsEvent, ClockStep
 from device.feeds.runner import SourceRunner
 from device.outputs.console import ConsoleSink
+from device.percept import Percept
 from device.perception import Perception
 from device.sources import FrameSource, SourceError
 from live import LiveRequestQueue, LiveSession
@@ -45,7 +46,6 @@ from live.clock import Clock
 from live.events import ErrorEvent
 from live.walltime import StepWatch
 from tools.count_people import CountPeople
-from tools.percept import Percept
 
 log = logging.getLogger("lookout.app")
 

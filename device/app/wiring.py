@@ -46,6 +46,7 @@ from device.app.state import DeviceState
 from device.bus import EventBus
 from device.capture import CaptureLoop
 from device.outputs.console import ConsoleSink
+from device.percept import CountUnknown
 from device.sources import FrameSource
 from live import LiveRequestQueue, Runner
 from live.clock import Clock, MonotonicClock
@@ -55,7 +56,6 @@ from live.tool import Tool
 from live.walltime import StepWatch
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
-from tools.percept import CountUnknown
 
 
 def build_app(

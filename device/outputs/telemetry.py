@@ -30,9 +30,9 @@ from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.view import DeviceView
+from device.percept import LineTotals, Percept, Track, ZoneState
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped, Transcript
 from live.redact import strip_credentials
-from tools.percept import LineTotals, Percept, Track, ZoneState
 
 DETECT_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
 RATE_WINDOW_S = 10.0  # detector runs per second are counted over this much time

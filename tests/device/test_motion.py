@@ -26,18 +26,19 @@ from device.app.run import App
 from device.app.wiring import build_app
 from device.bus import EventBus
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
+from device.frame import Frame
 from device.motion import MotionConfig, MotionDetector, MotionGate, small_plane
 from device.outputs.telemetry import Telemetry
-from device.perception import Perception, SharedDetector
+from device.percept import Percept
+from device.perception import Perception
 from device.scene import SceneSpec
+from device.shared_detector import SharedDetector
 from live.clock import MonotonicClock
 from live.events import Event
-from live.frame import Frame
 from models.detections import Detections
 from models.detector import PersonDetector
 from tests.datafiles import data_file
 from tests.recorder import Recorder
-from tools.percept import Percept
 
 pytestmark = pytest.mark.anyio
 

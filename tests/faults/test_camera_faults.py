@@ -22,10 +22,10 @@ from device.app.run import App
 from device.app.wiring import build_app
 from device.bus import EventBus
 from device.events import CountChanged
+from device.percept import Percept
 from live.clock import MonotonicClock
 from live.events import Emission, Event
 from tests.cameras import VtestCamera, vtest_frames
-from tools.percept import Percept
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
