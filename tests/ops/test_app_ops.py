@@ -44,7 +44,7 @@ async def test_the_wiring_adds_what_the_config_asks_for(tmp_path: Path) -> None:
     assert ops.telemetry.device is app.state  # the read-only view, not the app
     assert ops.services == [ops.mqtt, ops.server]
     assert ops.telemetry.http is ops.server.connections  # the server counts, /metrics reads
-    assert list(ops.mqtt.latest_lines) == ["door"]  # the configured lines, from the start
+    assert list(ops.mqtt.topics.latest_lines) == ["door"]  # the configured lines, at once
     # Each output subscribed to the app's bus: a count reaches them all, once.
     app.bus.publish(CountChanged(count=3, previous=None, raw=3, t_media=1.0))
     assert ops.telemetry.count == 3 and ops.mqtt.latest_count is not None
