@@ -31,7 +31,7 @@ from device.grid import SampleGrid
 from live.clock import Clock
 from live.frame import Frame
 from live.requests import LiveRequestQueue
-from tools.percept import Percept
+from tools.percept import CountUnknown, Percept
 
 log = logging.getLogger("lookout.capture")
 
@@ -98,7 +98,7 @@ class CaptureLoop:
     def __init__(
         self,
         feed: FrameFeed,
-        queue: LiveRequestQueue,
+        queue: LiveRequestQueue[Percept | CountUnknown],
         *,
         clock: Clock,
         sample_fps: float,

@@ -62,7 +62,7 @@ def make_context(
     clock: Clock,
     publish: Callable[[Event], None],
     *,
-    input_stream: InputStream | None = None,
+    input_stream: InputStream[Any] | None = None,
 ) -> ToolContext:
     return ToolContext(
         call_id=call_id,

@@ -104,7 +104,7 @@ class Runner:
         self.epoch = epoch
 
     @contextlib.asynccontextmanager
-    async def run_live(self, queue: LiveRequestQueue) -> AsyncIterator[LiveSession]:
+    async def run_live(self, queue: LiveRequestQueue[Any]) -> AsyncIterator[LiveSession]:
         session = LiveSession(self, queue)
         async with anyio.create_task_group() as tg:
             # The session's own tasks live in a nested group so that ending the session
@@ -119,7 +119,7 @@ class Runner:
 
 
 class LiveSession:
-    def __init__(self, runner: Runner, queue: LiveRequestQueue) -> None:
+    def __init__(self, runner: Runner, queue: LiveRequestQueue[Any]) -> None:
         self.runner = runner
         self.config = runner.config
         self.clock = runner.clock
@@ -241,7 +241,7 @@ class LiveSession:
         """Names of the tools whose calls are streams (what a page may start)."""
         return [t.name for t in self._tools.values() if t.is_streaming]
 
-    def input_streams(self) -> dict[str, InputStream]:
+    def input_streams(self) -> dict[str, InputStream[Any]]:
         return self._streams.input_streams()
 
     def publish(self, event: Event) -> None:
