@@ -33,12 +33,13 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from google.genai import types
 
 from live import dispatch
+from live.backoff import milestone
 from live.calls import Calls, DeviceCall
 from live.clock import Clock, MonotonicClock
 from live.config import EmitMode, SessionConfig
 from live.connection import ModelLink
 from live.eventlog import EventLog
-from live.events import Event, from_model
+from live.events import ErrorEvent, Event, from_model
 from live.fanout import Fanout
 from live.input_stream import InputStream
 from live.model import (
@@ -50,7 +51,7 @@ from live.model import (
     ModelToolCancellation,
     ModelUsage,
 )
-from live.outbox import Outbox, render_emission
+from live.outbox import Outbox, OutItem, describe, render_emission
 from live.requests import LiveRequestQueue
 from live.stop_streaming import STOP_STREAMING, StopStreamingTool
 from live.streams import DEVICE, StreamRegistry
@@ -66,6 +67,7 @@ class SessionStats:
     frames_model_lane_dropped: int = 0
     emissions: int = 0
     emissions_coalesced: int = 0
+    outbox_dropped: int = 0  # messages for the model dropped past ``outbox_max``
     tool_calls: int = 0
     reconnects: int = 0
     events_dropped: int = 0
@@ -133,6 +135,8 @@ class LiveSession:
         self._outbox = Outbox(
             lambda emission: render_emission(self.config.emit_mode, emission),
             coalesce_by_tool(self._tools),
+            max_items=self.config.outbox_max,
+            on_drop=self._outbox_dropped,
         )
         self._link = ModelLink(
             runner.model,
@@ -195,6 +199,7 @@ class LiveSession:
             self._fanout.frames_model_lane_dropped + self._outbox.stats.frames_dropped
         )
         stats.emissions_coalesced = self._outbox.stats.coalesced
+        stats.outbox_dropped = self._outbox.stats.dropped
         stats.reconnects = self._link.reconnects
         return stats
 
@@ -359,6 +364,19 @@ class LiveSession:
         self._tg.start_soon(func, *args)
 
     # ----------------------------------------------------------------- events
+
+    def _outbox_dropped(self, item: OutItem) -> None:
+        """A message for the model went past the outbox's bound: counted, and said at the
+        1st, 10th, 100th... (a long outage must not flood the log)."""
+        dropped = self._outbox.stats.dropped
+        if not milestone(dropped):
+            return
+        message = (
+            f"outbox full ({self.config.outbox_max} messages waiting for the model): "
+            f"dropped the oldest, {describe(item)}; {dropped} dropped so far"
+        )
+        log.warning("%s", message)
+        self._emit(ErrorEvent(message=message, where="outbox"))
 
     def _emit(self, event: Event) -> None:
         if event.t == 0.0:
