@@ -40,15 +40,15 @@ import anyio
 import numpy as np
 
 from device.events import CountChanged
+from device.frame import Frame
 from device.grid import SampleGrid
 from device.motion import MotionConfig, MotionGate
+from device.percept import CountUnknown, Percept, Track
 from device.presence import PresenceRule, each_detection
 from device.scene import Scene, SceneSpec
 from device.tracker import Tracker, TrackerConfig, can_follow
 from live.events import ErrorEvent, Event
-from live.frame import Frame
 from models.detections import Detections, Detector
-from tools.percept import CountUnknown, Percept, Track
 
 log = logging.getLogger("lookout.perception")
 

@@ -18,8 +18,8 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
+from device.percept import CountUnknown, CurrentPercept, Percept
 from live import InputStream
-from tools.percept import CountUnknown, CurrentPercept, Percept
 
 V = TypeVar("V")
 Payload = dict[str, Any]

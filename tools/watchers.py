@@ -21,8 +21,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from device.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
 from live import InputStream, ToolContext
-from tools.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
 from tools.watch import Watch, watch_changes
 
 LINE_TOOL = "watch_line"

@@ -24,18 +24,18 @@ from device.app.config import ConfigError, build
 from device.app.run import App, motion_config
 from device.bus import EventBus
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
+from device.frame import Frame
 from device.motion import MotionConfig, MotionDetector, MotionGate, small_plane
 from device.outputs.telemetry import Telemetry
+from device.percept import Percept
 from device.perception import Perception, SharedDetector
 from device.scene import SceneSpec
 from live.clock import MonotonicClock
 from live.events import Event
-from live.frame import Frame
 from models.detections import Detections
 from models.detector import PersonDetector
 from tests.datafiles import data_file
 from tests.recorder import Recorder
-from tools.percept import Percept
 
 pytestmark = pytest.mark.anyio
 
