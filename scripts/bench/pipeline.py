@@ -46,7 +46,7 @@ from device.bus import EventBus
 from device.events import CountChanged
 from device.frame import Frame
 from device.percept import Percept
-from device.perception import SharedDetector
+from device.shared_detector import SharedDetector
 from device.sources import FrameSource, open_source
 from live.clock import MonotonicClock
 from live.events import Emission, Event

@@ -28,8 +28,9 @@ from device.frame import Frame
 from device.motion import MotionConfig, MotionDetector, MotionGate, small_plane
 from device.outputs.telemetry import Telemetry
 from device.percept import Percept
-from device.perception import Perception, SharedDetector
+from device.perception import Perception
 from device.scene import SceneSpec
+from device.shared_detector import SharedDetector
 from live.clock import MonotonicClock
 from live.events import Event
 from models.detections import Detections

@@ -19,7 +19,8 @@ from device.bus import EventBus
 from device.events import CountChanged
 from device.frame import Frame
 from device.percept import Percept
-from device.perception import Perception, SharedDetector
+from device.perception import Perception
+from device.shared_detector import SharedDetector
 from live.clock import MonotonicClock
 from live.events import Emission, Event
 from models.detections import Detections
