@@ -15,6 +15,9 @@ The work is split by job: ``fanout`` (input to tools and the model lane),
 jobs, shared with request-response turns), ``connection`` (the model link),
 ``outbox`` (what waits for the model, merged while it is away). This module
 only wires them together and decides where answers go.
+
+Kept whole: one class, the session's face (stats, states, device calls, stops)
+over the parts it builds in dependency order, and their one lifecycle.
 """
 
 from __future__ import annotations
@@ -33,11 +36,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from google.genai import types
 
 from live import dispatch
+from live.backoff import milestone
 from live.calls import Calls, Deliveries, DeviceCall
 from live.clock import Clock, MonotonicClock
 from live.config import EmitMode, SessionConfig
 from live.connection import ModelLink
-from live.events import Event, from_model
+from live.events import ErrorEvent, Event, from_model
 from live.fanout import Fanout
 from live.input_stream import InputStream
 from live.model import (
@@ -49,7 +53,7 @@ from live.model import (
     ModelToolCancellation,
     ModelUsage,
 )
-from live.outbox import Outbox, render_emission
+from live.outbox import Outbox, OutItem, describe, render_emission
 from live.requests import LiveRequestQueue
 from live.stop_streaming import STOP_STREAMING, StopStreamingTool
 from live.streams import DEVICE, StreamRegistry
@@ -65,6 +69,7 @@ class SessionStats:
     frames_model_lane_dropped: int = 0
     emissions: int = 0
     emissions_coalesced: int = 0
+    outbox_dropped: int = 0  # messages for the model dropped past ``outbox_max``
     tool_calls: int = 0
     reconnects: int = 0
     events_dropped: int = 0
@@ -104,12 +109,12 @@ class Runner:
         # Events carry ``t`` in seconds since the epoch (default: when the session starts).
         self.epoch = epoch
 
-    def session(self, queue: LiveRequestQueue) -> LiveSession:
+    def session(self, queue: LiveRequestQueue[Any]) -> LiveSession:
         """A session over ``queue``, built but not running (``run`` starts it)."""
         return LiveSession(self, queue)
 
     def run_live(
-        self, queue: LiveRequestQueue
+        self, queue: LiveRequestQueue[Any]
     ) -> contextlib.AbstractAsyncContextManager[LiveSession]:
         """Start a session over ``queue``; it ends when the block is left."""
         return self.session(queue).run()
@@ -124,7 +129,7 @@ class LiveSession:
     fan-out; no part reaches another before it exists.
     """
 
-    def __init__(self, runner: Runner, queue: LiveRequestQueue) -> None:
+    def __init__(self, runner: Runner, queue: LiveRequestQueue[Any]) -> None:
         self.runner = runner
         self.config = runner.config
         self.clock = runner.clock
@@ -144,6 +149,8 @@ class LiveSession:
         self._outbox = Outbox(
             lambda emission: render_emission(self.config.emit_mode, emission),
             coalesce_by_tool(self._tools),
+            max_items=self.config.outbox_max,
+            on_drop=self._outbox_dropped,
         )
         self._deliveries = Deliveries(self.config, self._outbox, emit=self._emit)
         self._streams = StreamRegistry(
@@ -200,7 +207,9 @@ class LiveSession:
         """Whether the session has started running (it may have ended since)."""
         return self._tg is not None
 
-    def _stream_context(self, tool: Tool, call_id: str, stream: InputStream | None) -> ToolContext:
+    def _stream_context(
+        self, tool: Tool, call_id: str, stream: InputStream[Any] | None
+    ) -> ToolContext:
         return dispatch.make_context(tool, call_id, self.clock, self._emit, input_stream=stream)
 
     # ----------------------------------------------------------------- public
@@ -224,6 +233,7 @@ class LiveSession:
             self._fanout.frames_model_lane_dropped + self._outbox.stats.frames_dropped
         )
         stats.emissions_coalesced = self._outbox.stats.coalesced
+        stats.outbox_dropped = self._outbox.stats.dropped
         stats.reconnects = self._link.reconnects
         return stats
 
@@ -270,7 +280,7 @@ class LiveSession:
         """Names of the tools whose calls are streams (what a page may start)."""
         return [t.name for t in self._tools.values() if t.is_streaming]
 
-    def input_streams(self) -> dict[str, InputStream]:
+    def input_streams(self) -> dict[str, InputStream[Any]]:
         return self._streams.input_streams()
 
     def publish(self, event: Event) -> None:
@@ -388,6 +398,19 @@ class LiveSession:
         self._tg.start_soon(func, *args)
 
     # ----------------------------------------------------------------- events
+
+    def _outbox_dropped(self, item: OutItem) -> None:
+        """A message for the model went past the outbox's bound: counted, and said at the
+        1st, 10th, 100th... (a long outage must not flood the log)."""
+        dropped = self._outbox.stats.dropped
+        if not milestone(dropped):
+            return
+        message = (
+            f"outbox full ({self.config.outbox_max} messages waiting for the model): "
+            f"dropped the oldest, {describe(item)}; {dropped} dropped so far"
+        )
+        log.warning("%s", message)
+        self._emit(ErrorEvent(message=message, where="outbox"))
 
     def _emit(self, event: Event) -> None:
         if event.t == 0.0:

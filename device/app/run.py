@@ -21,7 +21,7 @@ import logging
 import signal
 import sys
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 import anyio
 from anyio import CancelScope
@@ -38,7 +38,7 @@ from device.capture import CaptureLoop
 from device.events import CaptureStatsEvent, ClockStep
 from device.feeds.runner import SourceRunner
 from device.outputs.console import ConsoleSink
-from device.percept import Percept
+from device.percept import CountUnknown, Percept
 from device.perception import Perception
 from device.sources import FrameSource, SourceError
 from live import LiveRequestQueue, LiveSession
@@ -57,7 +57,7 @@ CLOCK_CHECK_S = 1.0  # how often the wall clock is compared with the monotonic o
 class StopSwitch:
     """Ends the run: the request queue closes, so the session and the capture loop end."""
 
-    def __init__(self, queue: LiveRequestQueue) -> None:
+    def __init__(self, queue: LiveRequestQueue[Any]) -> None:
         self.queue = queue
         self.requested = False
 
@@ -80,7 +80,7 @@ class App:
     source: FrameSource
     perception: Perception
     counter: CountPeople
-    queue: LiveRequestQueue
+    queue: LiveRequestQueue[Percept | CountUnknown]
     session: LiveSession
     console: ConsoleSink
     logs: EventLogs

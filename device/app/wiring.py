@@ -46,7 +46,7 @@ from device.app.state import DeviceState
 from device.bus import EventBus
 from device.capture import CaptureLoop
 from device.outputs.console import ConsoleSink
-from device.percept import CountUnknown
+from device.percept import CountUnknown, Percept
 from device.sources import FrameSource
 from live import LiveRequestQueue, Runner
 from live.clock import Clock, MonotonicClock
@@ -83,7 +83,7 @@ def build_app(
     out = out or sys.stdout
     source = source or configured_source(config, clock)
     model = model or build_model(config)
-    queue = LiveRequestQueue()
+    queue: LiveRequestQueue[Percept | CountUnknown] = LiveRequestQueue()
 
     def tell_tools(unknown: CountUnknown) -> None:
         """The tools hear an unknown count in-band, in order with the percepts they read."""
