@@ -1,7 +1,8 @@
 """The ``lookout`` command line: run, ask, count, doctor, report.
 
-The flags of run, ask and doctor are generated from the fields of device.config.Config
-(and AskFlags), so names, help and validation have one source.
+The flags of run, ask and doctor are generated from the settings of device.config (and
+AskFlags), so names, help and validation have one source; run's --help groups them by
+the config file's sections.
 """
 
 from __future__ import annotations
@@ -11,27 +12,29 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
-from device.app.config import (
+from device.config import (
     COMMAND_LINE,
-    MAX_FPS,
+    FIELDS,
+    SECTION_OF,
     SETTINGS,
     SYSTEM_CONFIG,
     Config,
     ConfigError,
     apply,
-    base_type,
     build,
-    choices,
     flag_name,
     parse_flags,
+    value_of,
 )
+from device.config.explain import base_type, choices
+from device.config.values import MAX_FPS
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -95,13 +98,21 @@ _METAVARS: dict[Any, str] = {int: "N", float: "N", Path: "PATH"}
 REPEATED = {"lines": "NAME=X1,Y1,X2,Y2", "zones": "NAME=X1,Y1,X2,Y2,X3,Y3[,...]"}
 
 
-def _add_fields(
-    parser: argparse.ArgumentParser, model: type[BaseModel], names: Sequence[str]
-) -> None:
+def _add_settings(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    """One flag per setting, in a group per section of the config file."""
+    groups: dict[str, Any] = {}
+    for name in names:
+        section = SECTION_OF[name]
+        if section not in groups:
+            groups[section] = parser.add_argument_group(f"{section} ([{section}] in the file)")
+        _add_fields(groups[section], FIELDS, [name])
+
+
+def _add_fields(parser: Any, fields: Mapping[str, FieldInfo], names: Sequence[str]) -> None:
     """One flag per field. Values stay strings (None: not given) for the model to validate,
     so that a bad value gets the model's message and "not given" is never a default."""
     for name in names:
-        field = model.model_fields[name]
+        field = fields[name]
         text = f"{field.description} (default: {_default_text(field)})"
         options: dict[str, Any] = {"default": None, "help": text.replace("%", "%%")}
         kind = base_type(field)
@@ -129,7 +140,9 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
 
 def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run the live agent (default: sample video, local model)")
-    _add_fields(p, Config, RUN_SETTINGS)
+    _add_settings(p, RUN_SETTINGS)
+    # --model-fps was --fps, which read as the detector's rate: the old flag still works, said.
+    p.add_argument("--fps", metavar="N", help=argparse.SUPPRESS)
     p.add_argument("--no-http", action="store_true", help="no status server (same as --http '')")
     _add_config(p)
     p.add_argument(
@@ -151,7 +164,7 @@ def _add_count(sub: Any) -> None:
         metavar="N",
         help="look at every Nth frame (default: the frames lookout run looks at, --detect-fps)",
     )
-    _add_fields(p, Config, COUNT_SETTINGS)
+    _add_settings(p, COUNT_SETTINGS)
     # Before --folder-fps was a setting, count called it --fps; old scripts keep working.
     p.add_argument("--fps", type=str, dest="legacy_fps", metavar="N", help=argparse.SUPPRESS)
     _add_config(p)
@@ -164,15 +177,15 @@ def _add_ask(sub: Any) -> None:
         help="ask one question (how many people now, an occupancy report, a report's counts)",
     )
     p.add_argument("question", help='e.g. "how many people?" or "report for 5 minutes"')
-    _add_fields(p, Config, ASK_SETTINGS)
-    _add_fields(p, AskFlags, tuple(AskFlags.model_fields))
+    _add_settings(p, ASK_SETTINGS)
+    _add_fields(p, AskFlags.model_fields, tuple(AskFlags.model_fields))
     _add_config(p)
     p.add_argument("-v", "--verbose", action="store_true", help="log more")
 
 
 def _add_doctor(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check camera/source, model file, runtime, API key")
-    _add_fields(p, Config, DOCTOR_SETTINGS)
+    _add_settings(p, DOCTOR_SETTINGS)
     _add_config(p)
 
 
@@ -222,8 +235,14 @@ def _quiet_native_logs(verbose: bool) -> None:
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def _set_up_logging(verbose: bool, quiet: dict[str, int]) -> None:
-    """Log to stderr; without -v the ``quiet`` loggers only from the level given."""
+def _set_up_logging(log_level: str, verbose: bool, quiet: dict[str, int]) -> None:
+    """Log to stderr: Lookout's own loggers (``lookout.*``) from ``log_level`` (-v: at
+    least info), other libraries' from warning (-v: info). At warning and above, the
+    ``quiet`` loggers (whose news the console says already, as events) only from their
+    own level; asked for more (info, debug, -v), they say everything."""
+    level = logging.getLevelNamesMapping()[log_level.upper()]
+    if verbose:
+        level = min(level, logging.INFO)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT, stream=sys.stderr
     )
@@ -234,9 +253,11 @@ def _set_up_logging(verbose: bool, quiet: dict[str, int]) -> None:
         handler.addFilter(RepeatFilter())
         if type(handler) is logging.StreamHandler:  # ours, not a test's capturing one
             handler.setFormatter(SafeFormatter(LOG_FORMAT))
-    if not verbose:
-        for name, level in quiet.items():
-            logging.getLogger(name).setLevel(level)
+    logging.getLogger("lookout").setLevel(level)
+    for name, quiet_level in quiet.items():
+        logging.getLogger(name).setLevel(
+            logging.NOTSET if level < logging.WARNING else max(quiet_level, level)
+        )
 
 
 def _exit_now_if_threads_linger(code: int) -> int:
@@ -261,19 +282,20 @@ def _exit_now_if_threads_linger(code: int) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     _quiet_native_logs(args.verbose)
     flags = {name: getattr(args, name) for name in RUN_SETTINGS}
+    flags["fps"] = args.fps  # the old name of --model-fps: taken, with a warning
     if args.no_http:
         flags["http"] = ""
     try:
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
-    if config.profile != "none":
-        from device.app.profiles import profile_choice
+    if config.perception.profile != "none":
+        from device.config.profiles import profile_choice
 
         # What the profile chose (and, for auto, what it measured): said once at start,
         # with what the file or the flags set over it.
-        chosen, why = profile_choice(config.profile, scene=bool(config.lines or config.zones))
-        effective = {"precision": config.precision, "detect_fps": config.detection_fps()}
+        chosen, why = profile_choice(config.perception.profile, scene=config.has_scene)
+        effective = {"precision": config.perception.precision, "detect_fps": config.detection_fps()}
         kept = [
             f"{name.replace('_', '-')} {effective[name]:g}"
             if isinstance(effective[name], float)
@@ -291,6 +313,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     # The console already reports source and connection states as events.
     _set_up_logging(
+        config.device.log_level,
         args.verbose,
         {
             "lookout.source": logging.ERROR,
@@ -353,7 +376,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     # Errors reach the console as events already; the log would say them twice.
     _set_up_logging(
-        args.verbose, {"lookout.source": logging.CRITICAL, "lookout.turns": logging.CRITICAL,
+        config.device.log_level, args.verbose, {"lookout.source": logging.CRITICAL, "lookout.turns": logging.CRITICAL,
                        "lookout.tool": logging.CRITICAL},
     )  # fmt: skip
     options = AskOptions(
@@ -413,7 +436,7 @@ def cmd_count(args: argparse.Namespace) -> int:
                 source,
                 perception,
                 every=args.every,
-                max_side=config.max_side,
+                max_side=config.source.max_side,
                 as_json=args.json,
             )
         )
@@ -432,7 +455,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc))
     for name in DOCTOR_SETTINGS:
-        setattr(args, name, getattr(checked, name))
+        setattr(args, name, value_of(checked, name))
     return doctor(args)
 
 

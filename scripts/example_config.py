@@ -2,7 +2,7 @@
 
     python scripts/example_config.py > scripts/lookout.example.toml
 
-It is made from ``device.app.config.Config`` itself (a test checks that the
+It is made from ``device.config.Config`` itself (a test checks that the
 checked-in file is what this prints), so no setting is ever missing from it.
 Only ``loop`` is set: a service replaying the sample video (no ``source``)
 must not end after 80 s, or ``Restart=on-failure`` would leave it stopped;
@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from device.app.config import SETTINGS, Config, flag_name
+from device.config import SETTINGS, Config, flag_name
 
 HEADER = """\
 # Lookout configuration: /etc/lookout/lookout.toml (or lookout run --config FILE).

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 
-from device.app.config import ConfigError
 from device.app.run import App
+from device.config import ConfigError
 from device.outputs.host_check import parse_hosts
 from device.outputs.mqtt import MqttPublisher, parse_mqtt
 from device.outputs.status_server import StatusServer, parse_http
@@ -51,12 +51,16 @@ def setup_operations(app: App) -> Operations:
     config = app.config
     ops = Operations()
     secrets = list(config.secrets())
-    mqtt_settings = parse_mqtt(config.mqtt) if config.mqtt else None
+    mqtt_settings = parse_mqtt(config.outputs.mqtt) if config.outputs.mqtt else None
     if mqtt_settings is not None and mqtt_settings.password:
         secrets.append(mqtt_settings.password)
-    if config.http:
-        address = parse_http(config.http)
-        if not address.loopback and not config.http_token and not config.http_insecure:
+    if config.outputs.http:
+        address = parse_http(config.outputs.http)
+        if (
+            not address.loopback
+            and not config.outputs.http_token
+            and not config.outputs.http_insecure
+        ):
             raise ConfigError(
                 f"status server: --http {address} is reachable from the network: set a token "
                 "(--http-token-file FILE or LOOKOUT_HTTP_TOKEN), or pass --http-insecure"
@@ -65,15 +69,15 @@ def setup_operations(app: App) -> Operations:
         ops.server = StatusServer(
             ops.telemetry,
             address,
-            token=config.http_token,
+            token=config.outputs.http_token,
             secrets=tuple(secrets),
             announce=_printer(app),
-            hosts=parse_hosts(config.http_hosts),
+            hosts=parse_hosts(config.outputs.http_hosts),
         )
     if mqtt_settings is not None:
         ops.mqtt = MqttPublisher(
             mqtt_settings,
-            device_id=config.device_id,
+            device_id=config.device.device_id,
             model=config.model_name(),
             version=_version(),
             clock=app.clock,
@@ -81,7 +85,7 @@ def setup_operations(app: App) -> Operations:
         )
     # Bind last: every check that can fail has passed, so no socket is left open.
     if ops.server is not None:
-        if config.http != DEFAULT_HTTP:
+        if config.outputs.http != DEFAULT_HTTP:
             ops.server.listen()  # an address the user chose: taken is their error (exit 2)
         else:
             try:
@@ -107,7 +111,7 @@ def setup_operations(app: App) -> Operations:
 
 
 def attach_operations(app: App) -> None:
-    """Status server (unless ``config.http`` is empty), metrics and MQTT, per app.config."""
+    """Status server (unless ``config.outputs.http`` is empty), metrics and MQTT, per app.config."""
     setup_operations(app)
 
 

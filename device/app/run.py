@@ -29,10 +29,10 @@ from anyio.abc import TaskStatus
 from google.genai import types
 
 from device.app.commands import QUIT, run_command
-from device.app.config import Config, ConfigError
-from device.app.paths import check_writable_file, open_output
 from device.bus import EventBus
 from device.capture import CaptureLoop
+from device.config import Config, ConfigError
+from device.config.paths import check_writable_file, open_output
 from device.events import (
     CaptureStatsEvent,
     ClockStep,
@@ -113,7 +113,7 @@ def sample_video() -> Path | None:
 
 def configured_source(config: Config, clock: Clock) -> FrameSource:
     """The source ``--source`` names, else the sample video; nothing is opened yet."""
-    spec = config.source
+    spec = config.source.source
     if spec is None:
         video = sample_video()
         if video is None:
@@ -125,10 +125,10 @@ def configured_source(config: Config, clock: Clock) -> FrameSource:
     return open_source(
         spec,
         clock_now=clock.now,
-        folder_fps=config.folder_fps,
-        max_image_pixels=config.max_image_pixels,
+        folder_fps=config.source.folder_fps,
+        max_image_pixels=config.source.max_image_pixels,
         # A stuck network read gives up a little after the watchdog does.
-        read_timeout_s=config.stall_timeout * 2,
+        read_timeout_s=config.source.stall_timeout * 2,
     )
 
 
@@ -138,21 +138,23 @@ def detector_factory(config: Config) -> Callable[[], PersonDetector]:
     It reports boxes down to the tracker's low score: those below the user's
     threshold are never counted, they only keep a half-hidden person's track.
     """
-    low = tracker_config(config.threshold).low
-    path = config.detector or shipped_model(config.precision)  # an explicit file wins
-    threads = config.detector_threads or None  # 0: onnxruntime's own choice
+    low = tracker_config(config.perception.threshold).low
+    path = config.perception.detector or shipped_model(
+        config.perception.precision
+    )  # an explicit file wins
+    threads = config.perception.detector_threads or None  # 0: onnxruntime's own choice
     return functools.partial(PersonDetector, path, threshold=low, threads=threads)
 
 
 def scene_spec(config: Config) -> SceneSpec:
     """The configured lines and zones, for perception."""
     return SceneSpec(
-        lines={name: spec.points for name, spec in config.lines.items()},
+        lines={name: spec.points for name, spec in config.scene.lines.items()},
         zones={
-            name: (spec.points, spec.dwell if spec.dwell is not None else config.dwell)
-            for name, spec in config.zones.items()
+            name: (spec.points, spec.dwell if spec.dwell is not None else config.scene.dwell)
+            for name, spec in config.scene.zones.items()
         },
-        anchor=config.anchor,
+        anchor=config.scene.anchor,
     )
 
 
@@ -171,8 +173,8 @@ def configured_runner(
         clock=clock,
         on_state=on_state,
         on_skipped=on_skipped,
-        loop=config.loop,
-        stall_timeout_s=config.stall_timeout,
+        loop=config.source.loop,
+        stall_timeout_s=config.source.stall_timeout,
         first_open_attempts=first_open_attempts,
     )
 
@@ -193,7 +195,7 @@ def configured_perception(
     perception = Perception(
         detector_factory(config),
         detect_fps=detect_fps,
-        threshold=config.threshold,
+        threshold=config.perception.threshold,
         publish=publish,
         on_percept=on_percept,
         on_unknown=on_unknown,
@@ -202,7 +204,7 @@ def configured_perception(
         motion=motion_config(config),
         photos=unrelated_photos(config, source),
     )
-    if config.lines and not perception.linked:
+    if config.scene.lines and not perception.linked:
         raise ConfigError(unlinked_lines(source))
     return perception
 
@@ -220,18 +222,18 @@ def unlinked_lines(source: FrameSource) -> str:
 def unrelated_photos(config: Config, source: FrameSource) -> bool:
     """Whether the frames are unrelated photos (people cannot be followed from one to the
     next): an image folder, unless the user says it is a time-lapse of one scene."""
-    return isinstance(source, ImageFolderSource) and not config.timelapse
+    return isinstance(source, ImageFolderSource) and not config.source.timelapse
 
 
 def motion_config(config: Config) -> MotionConfig | None:
     """The motion gate's settings; None with ``--motion off`` (detect every due frame)."""
-    if config.motion == "off":
+    if config.perception.motion == "off":
         return None
     return MotionConfig(
-        threshold=config.motion_threshold,
-        heartbeat_s=config.motion_heartbeat,
-        hangover_s=config.motion_hangover,
-        pixel_delta=config.motion_pixel_delta,
+        threshold=config.perception.motion_threshold,
+        heartbeat_s=config.perception.motion_heartbeat,
+        hangover_s=config.perception.motion_hangover,
+        pixel_delta=config.perception.motion_pixel_delta,
     )
 
 
@@ -261,11 +263,13 @@ def load_detector(perception: Perception) -> None:
 
 def scene_tools(config: Config, current: Callable[[], Percept | None]) -> list[Tool]:
     """``watch_line``/``watch_zone`` over the configured names (none configured: no tool)."""
-    watchers = SceneWatchers(lines=list(config.lines), zones=list(config.zones), current=current)
+    watchers = SceneWatchers(
+        lines=list(config.scene.lines), zones=list(config.scene.zones), current=current
+    )
     tools: list[Tool] = []
-    if config.lines:
+    if config.scene.lines:
         tools.append(FunctionTool(watchers.watch_line_tool(), name=LINE_TOOL))
-    if config.zones:
+    if config.scene.zones:
         tools.append(FunctionTool(watchers.watch_zone_tool(), name=ZONE_TOOL))
     return tools
 
@@ -273,18 +277,18 @@ def scene_tools(config: Config, current: Callable[[], Percept | None]) -> list[T
 def system_instruction(config: Config) -> str:
     """The built-in instruction, naming the configured lines and zones."""
     text = SYSTEM_INSTRUCTION
-    if config.lines:
-        names = ", ".join(config.lines)
+    if config.scene.lines:
+        names = ", ".join(config.scene.lines)
         text += (
             f" The device counts people crossing these lines: {names}. Call watch_line for "
             "each at the start and keep them running: each reports the run's in and out "
             "totals after a crossing. Say the totals when asked how many came in or went "
             "out; do not announce every crossing."
         )
-    if config.zones:
+    if config.scene.zones:
         names = ", ".join(
-            f"{name} (dwell {spec.dwell if spec.dwell is not None else config.dwell:g} s)"
-            for name, spec in config.zones.items()
+            f"{name} (dwell {spec.dwell if spec.dwell is not None else config.scene.dwell:g} s)"
+            for name, spec in config.scene.zones.items()
         )
         text += (
             f" It watches these zones: {names}. Call watch_zone for each at the start and "
@@ -298,24 +302,24 @@ def build_model(config: Config) -> LiveModel:
         return LocalModel()
     from models.gemini import GeminiLiveModel, GeminiOptions
 
-    return GeminiLiveModel(GeminiOptions(model=config.model_name()), api_key=config.api_key)
+    return GeminiLiveModel(GeminiOptions(model=config.model_name()), api_key=config.model.api_key)
 
 
 def session_config(config: Config) -> SessionConfig:
     return SessionConfig(
-        emit_mode=EmitMode(config.emit),
-        scheduling=types.FunctionResponseScheduling(config.scheduling.upper()),
-        system_instruction=config.system_instruction or system_instruction(config),
-        forward_frames=config.send_frames,
-        privacy=config.privacy,
-        model_frame_interval_s=1.0 / config.fps,
+        emit_mode=EmitMode(config.model.emit),
+        scheduling=types.FunctionResponseScheduling(config.model.scheduling.upper()),
+        system_instruction=config.model.system_instruction or system_instruction(config),
+        send_frames=config.model.send_frames,
+        privacy=config.device.privacy,
+        model_frame_interval_s=1.0 / config.model.model_fps,
         stop_timeout_s=1.0,
         flush_timeout_s=0.5,
         reconnect=ReconnectPolicy(
-            max_attempts=config.model_attempts if config.require_model else None
+            max_attempts=config.model.model_attempts if config.model.require_model else None
         ),
         # Room for a watch of every line and zone, and a few counts besides.
-        max_streams=SPARE_STREAMS + len(config.lines) + len(config.zones),
+        max_streams=SPARE_STREAMS + len(config.scene.lines) + len(config.scene.zones),
         secrets=config.secrets(),
     )
 
@@ -375,7 +379,7 @@ class App:
         self.failure: str | None = None
         self.console = ConsoleSink(
             self.out,
-            fallback_after_s=self.config.fallback_after,
+            fallback_after_s=self.config.model.fallback_after,
             on_closed=self._stdout_closed,
             live_source=self.source.live,
         )
@@ -383,20 +387,22 @@ class App:
         self.jsonl: JsonlSink | None = None
         self.event_log: SQLiteEventLog | None = None
         # What the user asked to be written must be writable: said now, in one line.
-        if self.config.events is not None:
-            check_writable_file("events", self.config.events)
+        if self.config.outputs.events is not None:
+            check_writable_file("events", self.config.outputs.events)
             self.jsonl = open_output(
-                "events", self.config.events, lambda p: JsonlSink(p, on_problem=self._log_problem)
+                "events",
+                self.config.outputs.events,
+                lambda p: JsonlSink(p, on_problem=self._log_problem),
             )
             bus.subscribe(self.jsonl)
         # Outputs that deliver events elsewhere (MQTT): why some never arrived (None: all did).
         self.delivery_checks: list[Callable[[], str | None]] = []
         self.run_id = uuid.uuid4().hex[:12]
-        if self.config.db is not None:
-            check_writable_file("db", self.config.db, "database file")
+        if self.config.outputs.db is not None:
+            check_writable_file("db", self.config.outputs.db, "database file")
             self.event_log = open_output(
                 "db",
-                self.config.db,
+                self.config.outputs.db,
                 lambda p: SQLiteEventLog(p, session=self.run_id, on_problem=self._log_problem),
             )
             bus.subscribe(_LogSink(self.event_log, lambda: self._flush_budget_s))
@@ -408,23 +414,23 @@ class App:
             on_skipped=lambda message: bus.publish(ErrorEvent(message=message, where="source")),
         )
         sample_fps = self.config.detection_fps()
-        if self.config.send_frames and not self.config.privacy:
-            sample_fps = max(sample_fps, self.config.fps)
+        if self.config.model.send_frames and not self.config.device.privacy:
+            sample_fps = max(sample_fps, self.config.model.model_fps)
         request_fps = getattr(self.source, "request_fps", None)
-        if request_fps is not None and self.config.camera_fps != 0:
+        if request_fps is not None and self.config.source.camera_fps != 0:
             # A camera then sends little more than is sampled (0: leave it at its own rate).
-            request_fps(sample_fps, self.config.camera_fps)
+            request_fps(sample_fps, self.config.source.camera_fps)
         self.capture = CaptureLoop(
             self.source_runner,
             self.queue,
             clock=self.clock,
             sample_fps=sample_fps,
             perceive=self.perception.process,
-            max_side=self.config.max_side,
-            jpeg_quality=self.config.jpeg_quality,
-            pace=self.config.pace,
+            max_side=self.config.source.max_side,
+            jpeg_quality=self.config.source.jpeg_quality,
+            pace=self.config.source.pace,
             live=self.source.live,
-            media_duration_s=None if self.source.live else self.config.duration,
+            media_duration_s=None if self.source.live else self.config.source.duration,
         )
         self._stop_requested = False
         # How long closing may wait for the event log to catch up: a run that ends by
@@ -469,15 +475,17 @@ class App:
             health = self.event_log.health()
             if health.degraded:
                 problems.append(
-                    f"event log {self.config.db}: {health.last_error}; "
+                    f"event log {self.config.outputs.db}: {health.last_error}; "
                     f"{health.pending:,} events waiting"
                 )
             if health.dropped:
-                problems.append(f"event log {self.config.db}: {health.dropped:,} events lost")
+                problems.append(
+                    f"event log {self.config.outputs.db}: {health.dropped:,} events lost"
+                )
         if self.jsonl is not None and (self.jsonl.degraded or self.jsonl.lost):
             why = f": {self.jsonl.last_error}" if self.jsonl.degraded else ""
             lost = f"{self.jsonl.lost:,} lines lost"
-            problems.append(f"events file {self.config.events}{why}; {lost}")
+            problems.append(f"events file {self.config.outputs.events}{why}; {lost}")
         return problems
 
     def log_incomplete(self) -> str | None:
@@ -486,12 +494,11 @@ class App:
         if self.event_log is not None and not self.event_log.complete:
             health = self.event_log.health()
             problems.append(
-                f"{self.config.db}: {health.dropped:,} events lost ({health.last_error})"
+                f"{self.config.outputs.db}: {health.dropped:,} events lost ({health.last_error})"
             )
         if self.jsonl is not None and not self.jsonl.complete:
-            problems.append(
-                f"{self.config.events}: {self.jsonl.lost:,} lines lost ({self.jsonl.last_error})"
-            )
+            events = self.config.outputs.events
+            problems.append(f"{events}: {self.jsonl.lost:,} lines lost ({self.jsonl.last_error})")
         return "; ".join(problems) or None
 
     def _on_source_state(self, change: StateChange) -> None:
@@ -587,14 +594,14 @@ class App:
                         await tg.start(service.run, self)
                     await tg.start(self.source_runner.run)
                     tg.start_soon(self._capture_then_close, session)
-                    if self.config.duration is not None and self.source.live:
+                    if self.config.source.duration is not None and self.source.live:
                         # A camera runs for wall time; a recording for its own media time.
-                        tg.start_soon(self._stop_after, self.config.duration)
+                        tg.start_soon(self._stop_after, self.config.source.duration)
                     if self.read_stdin:
                         tg.start_soon(self._read_commands, session)
                     if self.console.tty:
                         tg.start_soon(self._show_progress)
-                    if self.source.live or self.config.pace == "realtime":
+                    if self.source.live or self.config.source.pace == "realtime":
                         # A fast replay waits for its consumers: a pause there is not staleness.
                         tg.start_soon(self._watch_freshness)
                     tg.start_soon(self._watch_wall_clock)
@@ -719,7 +726,7 @@ class App:
         """How long a replayed file is, in media time (None: a camera, a loop, unknown)."""
         fps = self.source.fps
         frames = getattr(self.source, "frame_count", None)
-        if self.source.live or self.config.loop or not fps or not frames:
+        if self.source.live or self.config.source.loop or not fps or not frames:
             return None
         return float(frames / fps)
 
@@ -789,7 +796,7 @@ URL_SETTINGS = frozenset({"source", "mqtt"})
 
 def describe_config(config: Config) -> dict[str, Any]:
     """The effective configuration without secrets (for logs and the status page)."""
-    data = config.model_dump(mode="json")  # api_key is never dumped; paths become strings
+    data = config.dump_flat()  # by setting name, as the run event has always carried it
     if data.get("http_token"):
         data["http_token"] = "***"
     # Camera and broker URLs carry passwords more often than not, in the user info or the

@@ -169,7 +169,7 @@ class AppCollector(Collector):
         info = GaugeMetricFamily(
             "lookout_info", "Device and model of this process", labels=["device_id", "model"]
         )
-        info.add_metric([app.config.device_id, app.config.model_name()], 1.0)
+        info.add_metric([app.config.device.device_id, app.config.model_name()], 1.0)
         yield info
 
 

@@ -71,7 +71,7 @@ import anyio
 from aiomqtt.exceptions import MqttConnectError
 from anyio.abc import TaskGroup, TaskStatus
 
-from device.app.config import ConfigError
+from device.config import ConfigError
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
 from device.outputs.mqtt_client import Client
@@ -510,7 +510,7 @@ class MqttPublisher:
     # ------------------------------------------------------------ service
 
     async def run(self, app: AppView, *, task_status: TaskStatus[None]) -> None:
-        self.add_scene(lines=list(app.config.lines), zones=list(app.config.zones))
+        self.add_scene(lines=list(app.config.scene.lines), zones=list(app.config.scene.zones))
         # Started at once: the app must not wait for (or fail on) an absent broker.
         task_status.started()
         async with anyio.create_task_group() as tg:

@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from machine import describe_cpu
 
-from device.app.config import build
 from device.app.run import App, sample_video
 from device.bus import EventBus
+from device.config import build
 from device.events import CountChanged
 from device.perception import SharedDetector
 from device.sources import FrameSource, open_source
@@ -223,7 +223,7 @@ async def run_once(
         "scene": scene,
         "tracker_runs": app.perception.tracker.stats.updates,
         "track_ms": app.perception.stats.track_ms_mean,
-        "streams": 1 + extra_streams + (len(config.lines) + len(config.zones)),
+        "streams": 1 + extra_streams + (len(config.scene.lines) + len(config.scene.zones)),
         "exit": code,
         "wall_s": wall,
         "cpu_pct": 100 * cpu / wall,

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from device.app.config import build
 from device.app.run import App
+from device.config import build
 from device.sources import SourceError
 from live.eventlog import read_events
 from live.frame import Frame

@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 import pytest
 
-from device.app.config import build
 from device.app.run import App
 from device.bus import EventBus
+from device.config import build
 from device.events import CountChanged
 from live.clock import MonotonicClock
 from live.events import Emission, Event

@@ -502,7 +502,7 @@ async def test_abrupt_drop_reconnects(srv: FakeLiveServer) -> None:
 async def test_frames_reach_the_model_only_when_asked(
     srv: FakeLiveServer, forward: bool, privacy: bool, expected: bool
 ) -> None:
-    config = SessionConfig(forward_frames=forward, privacy=privacy, model_frame_interval_s=0.0)
+    config = SessionConfig(send_frames=forward, privacy=privacy, model_frame_interval_s=0.0)
     async with running(srv, config) as run:
         [call_id] = await run.call(ToolCallSpec("watch", id="f1"))
         for n in (1, 2, 3):

@@ -12,9 +12,9 @@ from typing import Any
 
 import anyio
 
-from device.app.config import build
 from device.app.operations import Operations, setup_operations
 from device.app.run import App
+from device.config import build
 from device.sources import FrameSource
 from tests.datafiles import data_file
 

@@ -22,8 +22,8 @@ import pytest
 from paho.mqtt import client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from device.app.config import Config
 from device.capture import CaptureStats
+from device.config import Config
 from device.events import CountChanged, LineCrossed, ZoneCount
 from device.feeds.runner import SourceState
 from device.perception import PerceptionStats
@@ -140,7 +140,7 @@ class FakePerception:
 
 @dataclass
 class FakeApp:
-    config: Config = field(default_factory=lambda: Config(device_id="test-cam", model="local"))
+    config: Config = field(default_factory=lambda: Config.of(device_id="test-cam", model="local"))
     clock: FakeClock = field(default_factory=FakeClock)
     session: FakeSession | None = field(default_factory=FakeSession)
     capture: FakeCapture = field(default_factory=FakeCapture)

@@ -15,9 +15,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from device.app.config import build
 from device.app.operations import setup_operations
 from device.app.run import App
+from device.config import build
 from tests.cameras import VtestCamera, vtest_frames
 from tests.ops.support import Broker, Received, Subscriber
 

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from device.app.config import Config, ConfigError, LineSpec, ZoneSpec
+from device.config import Config, ConfigError, LineSpec, ZoneSpec
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.outputs.mqtt import MqttPublisher, MqttSettings, parse_mqtt
 from live.clock import FakeClock

@@ -19,9 +19,9 @@ from typing import Any
 import anyio
 import pytest
 
-from device.app.config import build
 from device.app.operations import setup_operations
 from device.app.run import App
+from device.config import build
 from device.sources import FrameSource, open_source
 from live.eventlog import read_events
 from live.frame import Frame

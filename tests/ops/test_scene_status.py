@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from device.app.config import Config
+from device.config import Config
 from device.events import CountChanged, LineCrossed, ZoneCount
 from device.outputs.render import BOX_COLOR, DETECTION_COLOR, LINE_COLOR
 from device.outputs.status_server import HttpAddress, StatusServer

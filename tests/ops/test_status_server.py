@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 import pytest
 
-from device.app.config import Config, ConfigError
+from device.config import Config, ConfigError
 from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
 from device.outputs.status_server import MJPEG_BOUNDARY, HttpAddress, StatusServer, parse_http
@@ -169,7 +169,7 @@ async def test_snapshot_is_the_annotated_frame_once_there_is_one() -> None:
 
 
 async def test_privacy_mode_serves_no_image_anywhere() -> None:
-    app = FakeApp(config=Config(device_id="p", model="local", privacy=True))
+    app = FakeApp(config=Config.of(device_id="p", model="local", privacy=True))
     async with serving(app) as (_, tel, base), aiohttp.ClientSession() as http:
         tel.on_percept(frame())
         for path in ("/snapshot.jpg", "/stream.mjpg"):
