@@ -215,13 +215,21 @@ def parsed(*argv: str) -> Config:
 
 def test_the_new_settings_default_parse_from_flags_and_from_a_file(tmp_path: Path) -> None:
     default = parsed()
-    assert (default.model.require_model, default.model.model_attempts, default.model.fallback_after) == (
+    assert (
+        default.model.require_model,
+        default.model.model_attempts,
+        default.model.fallback_after,
+    ) == (
         False,
         6,
         30.0,
     )
     flagged = parsed("--require-model", "--model-attempts", "3", "--fallback-after", "12.5")
-    assert (flagged.model.require_model, flagged.model.model_attempts, flagged.model.fallback_after) == (
+    assert (
+        flagged.model.require_model,
+        flagged.model.model_attempts,
+        flagged.model.fallback_after,
+    ) == (
         True,
         3,
         12.5,
@@ -232,7 +240,11 @@ def test_the_new_settings_default_parse_from_flags_and_from_a_file(tmp_path: Pat
         encoding="utf-8",
     )
     filed = make(config_path=path)
-    assert (filed.model.require_model, filed.model.model_attempts, filed.model.fallback_after) == (True, 20, 0.0)
+    assert (filed.model.require_model, filed.model.model_attempts, filed.model.fallback_after) == (
+        True,
+        20,
+        0.0,
+    )
     # Flags win over the file.
     assert make({"model_attempts": "2"}, config_path=path).model.model_attempts == 2
 
