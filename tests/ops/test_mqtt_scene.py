@@ -299,7 +299,7 @@ async def test_clean_shutdown_clears_zones_and_keeps_line_totals(broker: Broker)
 
 
 async def test_the_app_config_names_the_lines_and_zones(broker: Broker) -> None:
-    config = Config(
+    config = Config.of(
         device_id="s6",
         model="local",
         lines={"gate": LineSpec(points=((0.5, 0.0), (0.5, 1.0)))},
