@@ -16,6 +16,7 @@ import pytest
 
 from device.config import SECTION_OF, SECTIONS, SETTINGS, ConfigError, build, env_name
 from device.config.layers import NOT_FROM_ENV
+from device.log_limit import RepeatFilter
 from tests.cli import lookout, lookout_in_process
 from tests.datafiles import REPO_ROOT
 
@@ -265,11 +266,24 @@ def test_run_help_shows_model_fps_in_its_section_and_hides_the_old_name() -> Non
 
 @pytest.fixture
 def restored_loggers() -> Iterator[None]:
-    names = ["lookout", "lookout.source", "lookout.connection", "lookout.session"]
-    levels = {name: logging.getLogger(name).level for name in names}
+    """run sets the levels of Lookout's loggers (and the root's) and filters the root's
+    handlers: put them back after."""
+    root = logging.getLogger()
+    handlers, root_level = list(root.handlers), root.level
+    levels = {
+        name: logger.level
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+    }
     yield
-    for name, level in levels.items():
-        logging.getLogger(name).setLevel(level)
+    # pytest's capturing handlers live all session: the run's repeat filter must not stay.
+    for handler in {*handlers, *root.handlers}:
+        handler.filters[:] = [f for f in handler.filters if not isinstance(f, RepeatFilter)]
+    for name, logger in logging.Logger.manager.loggerDict.items():
+        if isinstance(logger, logging.Logger):
+            logger.setLevel(levels.get(name, logging.NOTSET))
+    root.handlers[:] = handlers
+    root.setLevel(root_level)
 
 
 @pytest.mark.usefixtures("restored_loggers")
