@@ -13,7 +13,7 @@ import anyio
 from google.genai import types
 
 from live.buffer import LatestWins
-from live.frame import JPEG_MIME, Frame
+from live.picture import JPEG_MIME, Picture
 from live.signal import Wakeup, take_when_ready
 
 
@@ -32,8 +32,9 @@ class LiveRequest:
     inside the process only, the decoded ``frame`` (so no tool decodes a JPEG
     again) and ``percept``: what the device's perception made of the frame, for
     the tools that consume it. Neither is ever sent to a model. When only a
-    ``Frame`` is given, the blob is its JPEG, made on first use. ``t_enqueue``
-    is when the request entered the queue (queue clock).
+    frame (a ``live/picture.py:Picture``) is given, the blob is its JPEG, made
+    on first use. ``t_enqueue`` is when the request entered the queue (queue
+    clock).
     """
 
     kind: RequestKind
@@ -50,7 +51,7 @@ class LiveRequest:
     def blob(self) -> types.Blob | None:
         if self.given_blob is not None:
             return self.given_blob
-        if isinstance(self.frame, Frame):
+        if isinstance(self.frame, Picture):
             return types.Blob(data=self.frame.jpeg(), mime_type=self.mime or JPEG_MIME)
         return None
 
@@ -62,7 +63,7 @@ class LiveRequest:
 
     @property
     def has_media(self) -> bool:
-        return self.given_blob is not None or isinstance(self.frame, Frame)
+        return self.given_blob is not None or isinstance(self.frame, Picture)
 
     @property
     def for_tools(self) -> bool:
@@ -71,8 +72,8 @@ class LiveRequest:
 
     @property
     def t_media(self) -> float | None:
-        """The frame's time in its source, when a ``Frame`` rides along."""
-        return self.frame.t_media if isinstance(self.frame, Frame) else None
+        """The frame's time in its source, when a frame rides along."""
+        return self.frame.t_media if isinstance(self.frame, Picture) else None
 
 
 @dataclass
@@ -153,13 +154,13 @@ class LiveRequestQueue:
     ) -> None:
         """A frame (or other media) for the tools and, if asked, the model.
 
-        Give a ``blob`` or a ``Frame`` (whose JPEG becomes the blob when needed), or
+        Give a ``blob`` or a frame (whose JPEG becomes the blob when needed), or
         only a ``percept``: a perception update for the tools (it has no picture, so
         it never reaches a model).
         """
         self._check_open()
-        if blob is None and not isinstance(frame, Frame) and percept is None:
-            raise ValueError("send_realtime needs a blob, a live.Frame or a percept")
+        if blob is None and not isinstance(frame, Picture) and percept is None:
+            raise ValueError("send_realtime needs a blob, a frame or a percept")
         request = LiveRequest(
             RequestKind.REALTIME,
             given_blob=blob,

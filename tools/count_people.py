@@ -23,10 +23,11 @@ import anyio
 import numpy as np
 from pydantic import Field
 
+from device.percept import CountUnknown, CurrentPercept, Percept
+from device.regions import count_people_in_region
 from live import InputStream, ToolArgumentError, ToolContext
 from live.tool import coalesce_updates
-from tools.percept import CountUnknown, CurrentPercept, Percept
-from tools.regions import count_people_in_region, parse_region
+from tools.regions import parse_region
 
 TOOL = "count_people"
 

@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 import anyio
 from pydantic import Field
 
+from device.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
 from live import InputStream, ToolContext
-from tools.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
 
 LINE_TOOL = "watch_line"
 ZONE_TOOL = "watch_zone"

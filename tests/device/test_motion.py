@@ -24,18 +24,19 @@ from device.app.run import App, motion_config
 from device.bus import EventBus
 from device.config import ConfigError, build
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
+from device.frame import Frame
 from device.motion import MotionConfig, MotionDetector, MotionGate, small_plane
 from device.outputs.telemetry import Telemetry
-from device.perception import Perception, SharedDetector
+from device.percept import Percept
+from device.perception import Perception
 from device.scene import SceneSpec
+from device.shared_detector import SharedDetector
 from live.clock import MonotonicClock
 from live.events import Event
-from live.frame import Frame
 from models.detections import Detections
 from models.detector import PersonDetector
 from tests.datafiles import data_file
 from tests.recorder import Recorder
-from tools.percept import Percept
 
 pytestmark = pytest.mark.anyio
 

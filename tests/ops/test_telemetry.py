@@ -14,10 +14,10 @@ from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
 from device.outputs.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry, strip_credentials
+from device.percept import Percept
 from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage
 from tests.ops.support import FakeApp, FakeSession
 from tests.percepts import make_percept
-from tools.percept import Percept
 
 
 def count(n: int, t: float, previous: int | None = None) -> CountChanged:
