@@ -29,7 +29,7 @@ import numpy as np
 
 from device.frame import Frame
 from device.grid import SampleGrid
-from device.percept import Percept
+from device.percept import CountUnknown, Percept
 from live.clock import Clock
 from live.requests import LiveRequestQueue
 
@@ -98,7 +98,7 @@ class CaptureLoop:
     def __init__(
         self,
         feed: FrameFeed,
-        queue: LiveRequestQueue,
+        queue: LiveRequestQueue[Percept | CountUnknown],
         *,
         clock: Clock,
         sample_fps: float,

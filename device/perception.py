@@ -201,8 +201,9 @@ class Perception:
             self._on_unknown(CountUnknown(reason))
         return was_known
 
-    def due(self, frame: Frame) -> bool:
-        """Whether ``frame`` is on the detection grid (``device/grid.py``), advancing it if so.
+    def take_slot(self, frame: Frame) -> bool:
+        """Takes ``frame``'s slot on the detection grid (``device/grid.py``), advancing the
+        grid; False when the frame is off it.
 
         Every unrelated photo is its own scene: each one offered is looked at.
         """
@@ -230,7 +231,7 @@ class Perception:
             start = time.perf_counter()
             share = gate.observe(frame.image, frame.t_media)
             self.stats.gate_ms_total += (time.perf_counter() - start) * 1000
-        if not force and not self.due(frame):
+        if not force and not self.take_slot(frame):
             self.stats.skipped_rate += 1
             return None
         # Only a known count can be held: the first frame, and the first after the count
@@ -239,7 +240,7 @@ class Perception:
             gate is not None
             and not force
             and self._latest is not None
-            and gate.due(frame.t_media) is None
+            and gate.decide(frame.t_media) is None
         ):
             return self._hold(frame, share)
         epoch = self._epoch

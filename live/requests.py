@@ -7,7 +7,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 from google.genai import types
@@ -15,6 +15,10 @@ from google.genai import types
 from live.buffer import LatestWins
 from live.picture import JPEG_MIME, Picture
 from live.signal import Wakeup, take_when_ready
+
+# What rides beside a frame for the tools (the device's percepts); the runtime never
+# looks inside, so it takes whatever type the device gives it, and keeps it typed.
+P = TypeVar("P")
 
 
 class RequestKind(enum.Enum):
@@ -25,7 +29,7 @@ class RequestKind(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class LiveRequest:
+class LiveRequest(Generic[P]):
     """One item put into a session.
 
     A realtime request carries a ``blob`` (what a model would receive) and,
@@ -42,7 +46,7 @@ class LiveRequest:
     turn_complete: bool = False
     given_blob: types.Blob | None = None
     frame: Any = None
-    percept: Any = None
+    percept: P | None = None
     mime: str = ""
     t_enqueue: float = 0.0
     seq: int = 0
@@ -84,13 +88,15 @@ class QueueStats:
 
 
 @dataclass
-class LiveRequestQueue:
+class LiveRequestQueue(Generic[P]):
     """Two lanes into a session.
 
     The content/control lane is lossless: text, activity markers and
     turn-completion must all arrive in order. The realtime lane (camera
     frames) is a ``LatestWins`` buffer: when the session falls behind, old
-    frames are dropped and counted.
+    frames are dropped and counted. ``P`` is the type of the percepts that
+    ride beside the frames (``LiveRequestQueue[Percept]``); the tools' input
+    streams carry the same ``LiveRequest[P]``.
     """
 
     realtime_maxsize: int = 2
@@ -100,8 +106,8 @@ class LiveRequestQueue:
     def __post_init__(self) -> None:
         if self.realtime_maxsize < 1:
             raise ValueError("realtime_maxsize must be at least 1")
-        self._content: deque[LiveRequest] = deque()
-        self._realtime: LatestWins[LiveRequest] = LatestWins(self.realtime_maxsize)
+        self._content: deque[LiveRequest[P]] = deque()
+        self._realtime: LatestWins[LiveRequest[P]] = LatestWins(self.realtime_maxsize)
         self._closed = False
         self._wakeup = Wakeup()
         self._seq = 0
@@ -126,7 +132,7 @@ class LiveRequestQueue:
     def _wake(self) -> None:
         self._wakeup.set()
 
-    def _put_content(self, request: LiveRequest) -> None:
+    def _put_content(self, request: LiveRequest[P]) -> None:
         self._content.append(request)
         self._wake()
 
@@ -150,7 +156,7 @@ class LiveRequestQueue:
         blob: types.Blob | None = None,
         *,
         frame: Any = None,
-        percept: Any = None,
+        percept: P | None = None,
     ) -> None:
         """A frame (or other media) for the tools and, if asked, the model.
 
@@ -193,19 +199,19 @@ class LiveRequestQueue:
         self._closed = True
         self._wake()
 
-    def get_nowait(self) -> LiveRequest | None:
+    def get_nowait(self) -> LiveRequest[P] | None:
         if self._content:
             return self._content.popleft()
         return self._realtime.get_nowait()
 
-    async def get(self) -> LiveRequest:
+    async def get(self) -> LiveRequest[P]:
         """Next request, content first. Raises ``anyio.EndOfStream`` after close."""
         return await take_when_ready(self.get_nowait, lambda: self._closed, self._wakeup)
 
-    def __aiter__(self) -> LiveRequestQueue:
+    def __aiter__(self) -> LiveRequestQueue[P]:
         return self
 
-    async def __anext__(self) -> LiveRequest:
+    async def __anext__(self) -> LiveRequest[P]:
         try:
             return await self.get()
         except anyio.EndOfStream:

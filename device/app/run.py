@@ -374,7 +374,7 @@ class App:
             FunctionTool(self.counter.count_people_now),
         ]
         self.tools += scene_tools(self.config, self.current_percept)
-        self.queue = LiveRequestQueue()
+        self.queue: LiveRequestQueue[Percept | CountUnknown] = LiveRequestQueue()
         self.session: LiveSession | None = None
         self.failure: str | None = None
         self.console = ConsoleSink(
