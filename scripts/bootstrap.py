@@ -96,12 +96,12 @@ def ensure_venv(extras: tuple[str, ...]) -> None:
     if extras:
         what = (
             "the test tools (pytest, ruff, mypy, playwright, onnx, matplotlib...) beside "
-            "Lookout's dependencies (about 830 MB in all"
+            "Lookout's dependencies (about 820 MB in all"
         )
     else:
         what = (
             "Lookout and what it needs to run: numpy, OpenCV, ONNX Runtime, google-genai, "
-            "aiohttp (about 410 MB"
+            "aiohttp (about 430 MB"
         )
     step(
         f"[2/3] installing {what}; usually 1 to 3 minutes, more on a slow line or a "
