@@ -280,7 +280,8 @@ def test_closing_while_the_lock_is_still_held_says_what_was_lost_and_does_not_ra
             log.record(text(i))
         started = time.monotonic()
         log.close(timeout=0.2)
-        assert time.monotonic() - started < 3.0  # the busy wait is cut short
+        # The busy wait (5 s) is cut short; the rest of the bound is for a busy CPU.
+        assert time.monotonic() - started < 4.5
     assert not log.complete
     health = log.health()
     assert health.closed and health.written == 1 and health.dropped == 12
