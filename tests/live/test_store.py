@@ -113,7 +113,8 @@ def test_events_recorded_while_another_process_holds_the_lock_are_all_written_in
         started = time.monotonic()
         for i in range(1, 200):
             log.record(text(i))
-        assert time.monotonic() - started < 1.0  # record() never waits on the lock
+        # record() never waits on the lock (a wait would hold it at the gate, 10 s).
+        assert time.monotonic() - started < 5
         message = problems.wait_for(PROBLEM_STARTED)
         assert message.startswith("event log: database is locked")
         assert "in memory and retrying" in message
