@@ -15,9 +15,9 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from device.percept import Percept
 from live.clock import Clock
 from live.events import Event
-from tools.percept import Percept
 
 log = logging.getLogger("lookout.bus")
 

@@ -27,11 +27,11 @@ import anyio
 import cv2
 import numpy as np
 
+from device.frame import Frame
 from device.grid import SampleGrid
+from device.percept import CountUnknown, Percept
 from live.clock import Clock
-from live.frame import Frame
 from live.requests import LiveRequestQueue
-from tools.percept import Percept
 
 log = logging.getLogger("lookout.capture")
 
@@ -98,7 +98,7 @@ class CaptureLoop:
     def __init__(
         self,
         feed: FrameFeed,
-        queue: LiveRequestQueue,
+        queue: LiveRequestQueue[Percept | CountUnknown],
         *,
         clock: Clock,
         sample_fps: float,

@@ -349,7 +349,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     from device.app.ask import AskApp, AskOptions
     from device.sources import SourceError
-    from models.gemini import MissingApiKey
+    from models.gemini.model import MissingApiKey
 
     # Errors reach the console as events already; the log would say them twice.
     _set_up_logging(

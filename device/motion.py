@@ -125,7 +125,7 @@ class GateStats:
 
 
 class MotionGate:
-    """Whether a frame on the detection grid needs the detector (``due``), from the motion
+    """Whether a frame on the detection grid needs the detector (``decide``), from the motion
     tests of every sampled frame (``observe``) and what the detections found (``ran``)."""
 
     def __init__(self, config: MotionConfig | None = None) -> None:
@@ -157,9 +157,9 @@ class MotionGate:
             self._motion_at = t
         return share
 
-    def due(self, t: float) -> str | None:
+    def decide(self, t: float) -> str | None:
         """Why the frame at ``t`` must be detected ("start", "motion", "heartbeat"), or None
-        when nothing moved and the last detections stand."""
+        when nothing moved and the last detections stand; counted in ``stats``."""
         detected_at = self._detected_at
         if detected_at is None or t < detected_at:
             return "start"

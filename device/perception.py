@@ -26,12 +26,14 @@ and nothing carries over from the frame before.
 This is also the one place that decides whether the count is known: it is
 unknown until the first usable frame, and again from ``forget(reason)`` (the
 source stopped running, or frames stopped coming) until the next usable frame.
+
+Kept whole: one class whose steps (gate, detect, track, count, forget) share
+the state of one run; split, each part would reach into the others.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,52 +42,22 @@ import anyio
 import numpy as np
 
 from device.events import CountChanged
+from device.frame import Frame
 from device.grid import SampleGrid
 from device.motion import MotionConfig, MotionGate
+from device.percept import CountUnknown, Percept, Track
 from device.presence import PresenceRule, each_detection
 from device.scene import Scene, SceneSpec
+from device.shared_detector import DetectorFactory, SharedDetector
 from device.tracker import Tracker, TrackerConfig, can_follow
 from live.events import ErrorEvent, Event
-from live.frame import Frame
 from models.detections import Detections, Detector
-from tools.percept import CountUnknown, Percept, Track
 
 log = logging.getLogger("lookout.perception")
 
-DetectorFactory = Callable[[], Detector]
 # How long the source may be down (a camera glitch and its reconnect) and everyone still
 # be picked up where they were when frames come back, as after an occlusion.
 OUTAGE_GRACE_S = 10.0
-
-
-class SharedDetector:
-    """The detector, loaded on first use in a worker thread (loading takes a while).
-
-    An object with ``.detect()`` is the detector; anything else is a factory.
-    ``limiter`` allows one inference at a time: on a 2-core device two would
-    only slow each other.
-    """
-
-    def __init__(self, detector: Detector | DetectorFactory) -> None:
-        self._factory = detector
-        self._detector: Detector | None = detector if hasattr(detector, "detect") else None
-        self._lock = threading.Lock()
-        self.limiter = anyio.CapacityLimiter(1)
-
-    def get(self) -> Detector:
-        """The detector, loading it first if need be (call from a worker thread)."""
-        detector = self._detector
-        if detector is not None:
-            return detector  # the per-frame case: no lock once loaded
-        with self._lock:
-            if self._detector is None:
-                factory = self._factory
-                assert callable(factory)
-                self._detector = factory()
-            return self._detector
-
-    async def load(self) -> Detector:
-        return await anyio.to_thread.run_sync(self.get, limiter=self.limiter)
 
 
 @dataclass
@@ -229,8 +201,9 @@ class Perception:
             self._on_unknown(CountUnknown(reason))
         return was_known
 
-    def due(self, frame: Frame) -> bool:
-        """Whether ``frame`` is on the detection grid (``device/grid.py``), advancing it if so.
+    def take_slot(self, frame: Frame) -> bool:
+        """Takes ``frame``'s slot on the detection grid (``device/grid.py``), advancing the
+        grid; False when the frame is off it.
 
         Every unrelated photo is its own scene: each one offered is looked at.
         """
@@ -258,7 +231,7 @@ class Perception:
             start = time.perf_counter()
             share = gate.observe(frame.image, frame.t_media)
             self.stats.gate_ms_total += (time.perf_counter() - start) * 1000
-        if not force and not self.due(frame):
+        if not force and not self.take_slot(frame):
             self.stats.skipped_rate += 1
             return None
         # Only a known count can be held: the first frame, and the first after the count
@@ -267,7 +240,7 @@ class Perception:
             gate is not None
             and not force
             and self._latest is not None
-            and gate.due(frame.t_media) is None
+            and gate.decide(frame.t_media) is None
         ):
             return self._hold(frame, share)
         epoch = self._epoch
@@ -454,4 +427,4 @@ def _keys(people: tuple[Track, ...]) -> frozenset[int]:
     return frozenset(t.key for t in people if t.seen)
 
 
-__all__ = ["Perception", "PerceptionStats", "SharedDetector", "tracker_config"]
+__all__ = ["Perception", "PerceptionStats", "tracker_config"]

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from device.events import DwellPassed, LineCrossed, ZoneCount
 from device.lines import LineCounter
+from device.percept import Anchor, LineTotals, Track, ZoneState
 from device.zones import ZoneWatcher
 from live.events import Event
-from tools.percept import Anchor, LineTotals, Track, ZoneState
 
 Point = tuple[float, float]
 

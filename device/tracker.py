@@ -39,8 +39,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from device import kalman
+from device.percept import Track, TrackState
 from models.detections import Detections, pairwise_iou
-from tools.percept import Track, TrackState
 
 F64 = NDArray[np.float64]
 

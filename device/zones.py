@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tools.percept import Anchor, Track, ZoneState
-from tools.regions import inside
+from device.percept import Anchor, Track, ZoneState
+from device.regions import inside
 
 
 @dataclass(frozen=True)

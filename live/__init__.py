@@ -1,18 +1,71 @@
 """Lookout's live runtime: request queue, input fan-out, streaming tools, session loop.
 
 This package imports nothing else of Lookout's.
+
+Its names load on first use: importing one of its modules (``live.events``,
+``live.picture``) loads that module, not the session and google-genai.
 """
 
-from live.clock import Clock, FakeClock, MonotonicClock
-from live.config import PENDING_STATUS, EmitMode, ReconnectPolicy, SessionConfig, StreamBounds
-from live.eventlog import EventLog, MemoryEventLog, SQLiteEventLog, read_events
-from live.input_stream import InputStream
-from live.model import ConnectionLost, LiveConnection, LiveModel, LiveSetup, ModelSetupError
-from live.requests import LiveRequest, LiveRequestQueue, RequestKind
-from live.session import DeviceCall, LiveSession, Runner
-from live.stop_streaming import STOP_STREAMING
-from live.store import SQLiteStore, StoreError, StoreHealth
-from live.tool import Tool, ToolArgumentError, ToolContext, ToolUnavailable
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from live.clock import Clock, FakeClock, MonotonicClock
+    from live.config import PENDING_STATUS, EmitMode, ReconnectPolicy, SessionConfig, StreamBounds
+    from live.eventlog import EventLog, MemoryEventLog, SQLiteEventLog, read_events
+    from live.input_stream import InputStream
+    from live.model import ConnectionLost, LiveConnection, LiveModel, LiveSetup, ModelSetupError
+    from live.requests import LiveRequest, LiveRequestQueue, RequestKind
+    from live.session import DeviceCall, LiveSession, Runner
+    from live.stop_streaming import STOP_STREAMING
+    from live.store import SQLiteStore, StoreError, StoreHealth
+    from live.tool import Tool, ToolArgumentError, ToolContext, ToolUnavailable
+
+_WHERE = {
+    "Clock": "live.clock",
+    "ConnectionLost": "live.model",
+    "DeviceCall": "live.session",
+    "EmitMode": "live.config",
+    "EventLog": "live.eventlog",
+    "FakeClock": "live.clock",
+    "InputStream": "live.input_stream",
+    "LiveConnection": "live.model",
+    "LiveModel": "live.model",
+    "LiveRequest": "live.requests",
+    "LiveRequestQueue": "live.requests",
+    "LiveSession": "live.session",
+    "LiveSetup": "live.model",
+    "MemoryEventLog": "live.eventlog",
+    "ModelSetupError": "live.model",
+    "MonotonicClock": "live.clock",
+    "PENDING_STATUS": "live.config",
+    "ReconnectPolicy": "live.config",
+    "RequestKind": "live.requests",
+    "Runner": "live.session",
+    "SQLiteEventLog": "live.eventlog",
+    "SQLiteStore": "live.store",
+    "STOP_STREAMING": "live.stop_streaming",
+    "SessionConfig": "live.config",
+    "StoreError": "live.store",
+    "StoreHealth": "live.store",
+    "StreamBounds": "live.config",
+    "Tool": "live.tool",
+    "ToolArgumentError": "live.tool",
+    "ToolContext": "live.tool",
+    "ToolUnavailable": "live.tool",
+    "read_events": "live.eventlog",
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "PENDING_STATUS",

@@ -95,7 +95,9 @@ class SessionConfig:
     max_streams: int | None = None
     # How long a stop waits for a tool's cleanup before reporting it as stuck.
     stop_timeout_s: float = 5.0
-    # Messages kept for the model while it is disconnected.
+    # Messages the device posts on its own (text, activity, frames) kept for the model
+    # while it cannot take them; past this the oldest are dropped, counted and said.
+    # Answers and emissions are one per call (merged while it is away): never dropped.
     outbox_max: int = 256
     # At teardown, how long queued answers may take to reach a live connection.
     flush_timeout_s: float = 1.0

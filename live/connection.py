@@ -14,6 +14,9 @@ so a model that drops us (or says GoAway) right after every setup is retried
 with back-off. A run of failures in a row is said once, then again at the
 10th, 100th, 1000th... with the count, and its end once (``connected``, after
 how many): a flapping model costs a few lines a day, not one per attempt.
+
+Kept whole: one class, the state machine of one connection and how its
+failures are said; its states and its sayings change together.
 """
 
 from __future__ import annotations

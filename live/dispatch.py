@@ -62,7 +62,7 @@ def make_context(
     clock: Clock,
     publish: Callable[[Event], None],
     *,
-    input_stream: InputStream | None = None,
+    input_stream: InputStream[Any] | None = None,
 ) -> ToolContext:
     return ToolContext(
         call_id=call_id,
@@ -144,7 +144,7 @@ class JobProgressReporter:
         if fraction is not None:
             fraction = min(1.0, max(0.0, float(fraction)))
         job.fraction, job.message = fraction, message
-        if not self._throttle.due(fraction):
+        if not self._throttle.admit(fraction):
             return
         self._emit(
             JobProgress(

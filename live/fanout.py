@@ -10,6 +10,8 @@ the model produce ever comes back in here.
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 from google.genai import types
 
@@ -27,7 +29,7 @@ from live.streams import StreamRegistry
 class Fanout:
     def __init__(
         self,
-        queue: LiveRequestQueue,
+        queue: LiveRequestQueue[Any],
         config: SessionConfig,
         clock: Clock,
         registry: StreamRegistry,
@@ -43,7 +45,7 @@ class Fanout:
         self.frames_in = 0
         self.frames_to_model = 0
         self.closing = False
-        self._model_lane: LatestWins[LiveRequest] = LatestWins(1)
+        self._model_lane: LatestWins[LiveRequest[Any]] = LatestWins(1)
         self._model_lane_lost = 0  # frames the lane could not send (model away)
         self._pumped_seq = 0
         self._pumped = Wakeup()
@@ -59,7 +61,7 @@ class Fanout:
             self._pumped_seq = max(self._pumped_seq, request.seq)
             self._pumped.set()
 
-    def _route(self, request: LiveRequest) -> None:
+    def _route(self, request: LiveRequest[Any]) -> None:
         if request.kind is RequestKind.REALTIME:
             self.frames_in += 1
             for stream in self.registry.input_streams().values():
@@ -122,7 +124,7 @@ class Fanout:
         self._pumped.set()
 
 
-def _blob_of(request: LiveRequest) -> types.Blob | None:
+def _blob_of(request: LiveRequest[Any]) -> types.Blob | None:
     return request.blob
 
 

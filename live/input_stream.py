@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
+from typing import Generic, TypeVar
 
 from live.buffer import BufferStats, LatestWins
 from live.requests import LiveRequest
 
 InputStats = BufferStats
+P = TypeVar("P")
 
 
-class InputStream(LatestWins[LiveRequest]):
+class InputStream(LatestWins[LiveRequest[P]], Generic[P]):
     """Bounded, latest-wins queue of realtime input for one tool call.
 
     Each call gets a fresh one, so a slow tool can only ever fall behind by
     ``maxsize`` items: older items are dropped (and counted) when a newer one
     arrives, and the tool always works on recent input. Only realtime requests
     whose MIME type matches ``accept`` get in — never the tool's own output,
-    function responses or control messages.
+    function responses or control messages. ``P`` is the type of the percepts
+    the requests carry: a tool declares ``stream: InputStream[Percept]``.
     """
 
     def __init__(
@@ -29,13 +32,13 @@ class InputStream(LatestWins[LiveRequest]):
         self.after_seq = after_seq
         self.accept = tuple(accept)
 
-    def accepts(self, request: LiveRequest) -> bool:
+    def accepts(self, request: LiveRequest[P]) -> bool:
         if not request.for_tools:
             return False
         mime = request.mime_type
         return any(fnmatch.fnmatchcase(mime, pattern) for pattern in self.accept)
 
-    def offer(self, request: LiveRequest) -> bool:
+    def offer(self, request: LiveRequest[P]) -> bool:
         """Put a request in if it is meant for this call's tool; never blocks."""
         if self.closed or request.seq <= self.after_seq or not self.accepts(request):
             return False

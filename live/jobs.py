@@ -114,7 +114,8 @@ class ProgressThrottle:
         self._interval_s = interval_s
         self._last = -math.inf
 
-    def due(self, fraction: float | None) -> bool:
+    def admit(self, fraction: float | None) -> bool:
+        """Whether this report goes out; one that does starts the next interval."""
         now = self._now()
         if now - self._last < self._interval_s and fraction != 1.0:
             return False

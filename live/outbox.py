@@ -9,6 +9,12 @@ the stream), a new emission replaces the one still waiting, through the tool's
 once, with what changed while it was away, not a replay of every change (the
 event log has every one). Camera frames are never kept for later: a picture
 from before an outage is worth nothing.
+
+What the device posts on its own (text, activity markers, frames) is bounded
+(``SessionConfig.outbox_max``): past the bound the oldest of it goes, counted
+(``stats.dropped``) and handed to ``on_drop``, which says it. Answers and
+emissions are never dropped for room: there is one per call (a stream's
+emissions merge into one), so the model's own calls bound them.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 from google.genai import types
 
 from live.config import EmitMode
-from live.model import Outbound, SendContent, SendRealtime, SendToolResponse
+from live.model import Outbound, SendActivity, SendContent, SendRealtime, SendToolResponse
 from live.signal import Wakeup
 
 Coalesce = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]]
@@ -78,14 +84,47 @@ class OutboxStats:
     sent: int = 0
     coalesced: int = 0
     frames_dropped: int = 0
+    dropped: int = 0  # messages pushed out past the bound
     max_depth: int = 0
 
 
+def _unasked(item: OutItem) -> bool:
+    """Posted by the device on its own (text, activity, a frame), not an answer to a call.
+
+    Answers and emissions are one per call (a stream's emissions merge into one), so
+    the model's calls bound them; what the device says on its own has no such bound.
+    """
+    return item.message is not None and not isinstance(item.message, SendToolResponse)
+
+
+def describe(item: OutItem) -> str:
+    """What a message the device posted is, in a word (for what says it was dropped)."""
+    message = item.message
+    if isinstance(message, SendContent):
+        return "text"
+    if isinstance(message, SendActivity):
+        return "activity marker"
+    if isinstance(message, SendRealtime):
+        return "frame"
+    return type(message).__name__
+
+
 class Outbox:
-    def __init__(self, render: Callable[[OutEmission], Outbound], coalesce: Coalesce) -> None:
+    def __init__(
+        self,
+        render: Callable[[OutEmission], Outbound],
+        coalesce: Coalesce,
+        *,
+        max_items: int | None = None,
+        on_drop: Callable[[OutItem], None] | None = None,
+    ) -> None:
+        if max_items is not None and max_items < 1:
+            raise ValueError("max_items must be at least 1")
         self.stats = OutboxStats()
         self._render = render
         self._coalesce = coalesce
+        self._max_items = max_items
+        self._on_drop = on_drop
         self._items: deque[OutItem] = deque()
         self._wakeup = Wakeup()  # something was posted
         self._changed = Wakeup()  # something left, or the connection changed
@@ -118,8 +157,20 @@ class Outbox:
     def _append(self, item: OutItem) -> None:
         self._items.append(item)
         self.stats.posted += 1
+        if self._max_items is not None and _unasked(item):
+            self._bound(self._max_items)
         self.stats.max_depth = max(self.stats.max_depth, len(self._items))
         self._wakeup.set()
+
+    def _bound(self, most: int) -> None:
+        """Past the bound, the oldest of what the model did not ask for goes."""
+        unasked = [i for i, waiting in enumerate(self._items) if _unasked(waiting)]
+        for index in reversed(unasked[: max(0, len(unasked) - most)]):
+            dropped = self._items[index]
+            del self._items[index]
+            self.stats.dropped += 1
+            if self._on_drop is not None:
+                self._on_drop(dropped)
 
     def drop_frames(self) -> int:
         kept = deque(i for i in self._items if not isinstance(i.message, SendRealtime))
@@ -201,4 +252,4 @@ class Outbox:
         return list(self._items)
 
 
-__all__ = ["OutEmission", "OutItem", "Outbox", "OutboxStats", "render_emission"]
+__all__ = ["OutEmission", "OutItem", "Outbox", "OutboxStats", "describe", "render_emission"]

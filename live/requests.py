@@ -7,14 +7,18 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 from google.genai import types
 
 from live.buffer import LatestWins
-from live.frame import JPEG_MIME, Frame
+from live.picture import JPEG_MIME, Picture
 from live.signal import Wakeup, take_when_ready
+
+# What rides beside a frame for the tools (the device's percepts); the runtime never
+# looks inside, so it takes whatever type the device gives it, and keeps it typed.
+P = TypeVar("P")
 
 
 class RequestKind(enum.Enum):
@@ -25,15 +29,16 @@ class RequestKind(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class LiveRequest:
+class LiveRequest(Generic[P]):
     """One item put into a session.
 
     A realtime request carries a ``blob`` (what a model would receive) and,
     inside the process only, the decoded ``frame`` (so no tool decodes a JPEG
     again) and ``percept``: what the device's perception made of the frame, for
     the tools that consume it. Neither is ever sent to a model. When only a
-    ``Frame`` is given, the blob is its JPEG, made on first use. ``t_enqueue``
-    is when the request entered the queue (queue clock).
+    frame (a ``live/picture.py:Picture``) is given, the blob is its JPEG, made
+    on first use. ``t_enqueue`` is when the request entered the queue (queue
+    clock).
     """
 
     kind: RequestKind
@@ -41,7 +46,7 @@ class LiveRequest:
     turn_complete: bool = False
     given_blob: types.Blob | None = None
     frame: Any = None
-    percept: Any = None
+    percept: P | None = None
     mime: str = ""
     t_enqueue: float = 0.0
     seq: int = 0
@@ -50,7 +55,7 @@ class LiveRequest:
     def blob(self) -> types.Blob | None:
         if self.given_blob is not None:
             return self.given_blob
-        if isinstance(self.frame, Frame):
+        if isinstance(self.frame, Picture):
             return types.Blob(data=self.frame.jpeg(), mime_type=self.mime or JPEG_MIME)
         return None
 
@@ -62,7 +67,7 @@ class LiveRequest:
 
     @property
     def has_media(self) -> bool:
-        return self.given_blob is not None or isinstance(self.frame, Frame)
+        return self.given_blob is not None or isinstance(self.frame, Picture)
 
     @property
     def for_tools(self) -> bool:
@@ -71,8 +76,8 @@ class LiveRequest:
 
     @property
     def t_media(self) -> float | None:
-        """The frame's time in its source, when a ``Frame`` rides along."""
-        return self.frame.t_media if isinstance(self.frame, Frame) else None
+        """The frame's time in its source, when a frame rides along."""
+        return self.frame.t_media if isinstance(self.frame, Picture) else None
 
 
 @dataclass
@@ -83,13 +88,15 @@ class QueueStats:
 
 
 @dataclass
-class LiveRequestQueue:
+class LiveRequestQueue(Generic[P]):
     """Two lanes into a session.
 
     The content/control lane is lossless: text, activity markers and
     turn-completion must all arrive in order. The realtime lane (camera
     frames) is a ``LatestWins`` buffer: when the session falls behind, old
-    frames are dropped and counted.
+    frames are dropped and counted. ``P`` is the type of the percepts that
+    ride beside the frames (``LiveRequestQueue[Percept]``); the tools' input
+    streams carry the same ``LiveRequest[P]``.
     """
 
     realtime_maxsize: int = 2
@@ -99,8 +106,8 @@ class LiveRequestQueue:
     def __post_init__(self) -> None:
         if self.realtime_maxsize < 1:
             raise ValueError("realtime_maxsize must be at least 1")
-        self._content: deque[LiveRequest] = deque()
-        self._realtime: LatestWins[LiveRequest] = LatestWins(self.realtime_maxsize)
+        self._content: deque[LiveRequest[P]] = deque()
+        self._realtime: LatestWins[LiveRequest[P]] = LatestWins(self.realtime_maxsize)
         self._closed = False
         self._wakeup = Wakeup()
         self._seq = 0
@@ -125,7 +132,7 @@ class LiveRequestQueue:
     def _wake(self) -> None:
         self._wakeup.set()
 
-    def _put_content(self, request: LiveRequest) -> None:
+    def _put_content(self, request: LiveRequest[P]) -> None:
         self._content.append(request)
         self._wake()
 
@@ -149,17 +156,17 @@ class LiveRequestQueue:
         blob: types.Blob | None = None,
         *,
         frame: Any = None,
-        percept: Any = None,
+        percept: P | None = None,
     ) -> None:
         """A frame (or other media) for the tools and, if asked, the model.
 
-        Give a ``blob`` or a ``Frame`` (whose JPEG becomes the blob when needed), or
+        Give a ``blob`` or a frame (whose JPEG becomes the blob when needed), or
         only a ``percept``: a perception update for the tools (it has no picture, so
         it never reaches a model).
         """
         self._check_open()
-        if blob is None and not isinstance(frame, Frame) and percept is None:
-            raise ValueError("send_realtime needs a blob, a live.Frame or a percept")
+        if blob is None and not isinstance(frame, Picture) and percept is None:
+            raise ValueError("send_realtime needs a blob, a frame or a percept")
         request = LiveRequest(
             RequestKind.REALTIME,
             given_blob=blob,
@@ -192,19 +199,19 @@ class LiveRequestQueue:
         self._closed = True
         self._wake()
 
-    def get_nowait(self) -> LiveRequest | None:
+    def get_nowait(self) -> LiveRequest[P] | None:
         if self._content:
             return self._content.popleft()
         return self._realtime.get_nowait()
 
-    async def get(self) -> LiveRequest:
+    async def get(self) -> LiveRequest[P]:
         """Next request, content first. Raises ``anyio.EndOfStream`` after close."""
         return await take_when_ready(self.get_nowait, lambda: self._closed, self._wakeup)
 
-    def __aiter__(self) -> LiveRequestQueue:
+    def __aiter__(self) -> LiveRequestQueue[P]:
         return self
 
-    async def __anext__(self) -> LiveRequest:
+    async def __anext__(self) -> LiveRequest[P]:
         try:
             return await self.get()
         except anyio.EndOfStream:

@@ -33,12 +33,13 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from google.genai import types
 
 from live import dispatch
+from live.backoff import milestone
 from live.calls import Calls, DeviceCall
 from live.clock import Clock, MonotonicClock
 from live.config import EmitMode, SessionConfig
 from live.connection import ModelLink
 from live.eventlog import EventLog
-from live.events import Event, from_model
+from live.events import ErrorEvent, Event, from_model
 from live.fanout import Fanout
 from live.input_stream import InputStream
 from live.model import (
@@ -50,7 +51,7 @@ from live.model import (
     ModelToolCancellation,
     ModelUsage,
 )
-from live.outbox import Outbox, render_emission
+from live.outbox import Outbox, OutItem, describe, render_emission
 from live.requests import LiveRequestQueue
 from live.stop_streaming import STOP_STREAMING, StopStreamingTool
 from live.streams import DEVICE, StreamRegistry
@@ -66,6 +67,7 @@ class SessionStats:
     frames_model_lane_dropped: int = 0
     emissions: int = 0
     emissions_coalesced: int = 0
+    outbox_dropped: int = 0  # messages for the model dropped past ``outbox_max``
     tool_calls: int = 0
     reconnects: int = 0
     events_dropped: int = 0
@@ -104,7 +106,7 @@ class Runner:
         self.epoch = epoch
 
     @contextlib.asynccontextmanager
-    async def run_live(self, queue: LiveRequestQueue) -> AsyncIterator[LiveSession]:
+    async def run_live(self, queue: LiveRequestQueue[Any]) -> AsyncIterator[LiveSession]:
         session = LiveSession(self, queue)
         async with anyio.create_task_group() as tg:
             # The session's own tasks live in a nested group so that ending the session
@@ -119,7 +121,7 @@ class Runner:
 
 
 class LiveSession:
-    def __init__(self, runner: Runner, queue: LiveRequestQueue) -> None:
+    def __init__(self, runner: Runner, queue: LiveRequestQueue[Any]) -> None:
         self.runner = runner
         self.config = runner.config
         self.clock = runner.clock
@@ -133,6 +135,8 @@ class LiveSession:
         self._outbox = Outbox(
             lambda emission: render_emission(self.config.emit_mode, emission),
             coalesce_by_tool(self._tools),
+            max_items=self.config.outbox_max,
+            on_drop=self._outbox_dropped,
         )
         self._link = ModelLink(
             runner.model,
@@ -195,6 +199,7 @@ class LiveSession:
             self._fanout.frames_model_lane_dropped + self._outbox.stats.frames_dropped
         )
         stats.emissions_coalesced = self._outbox.stats.coalesced
+        stats.outbox_dropped = self._outbox.stats.dropped
         stats.reconnects = self._link.reconnects
         return stats
 
@@ -241,7 +246,7 @@ class LiveSession:
         """Names of the tools whose calls are streams (what a page may start)."""
         return [t.name for t in self._tools.values() if t.is_streaming]
 
-    def input_streams(self) -> dict[str, InputStream]:
+    def input_streams(self) -> dict[str, InputStream[Any]]:
         return self._streams.input_streams()
 
     def publish(self, event: Event) -> None:
@@ -359,6 +364,19 @@ class LiveSession:
         self._tg.start_soon(func, *args)
 
     # ----------------------------------------------------------------- events
+
+    def _outbox_dropped(self, item: OutItem) -> None:
+        """A message for the model went past the outbox's bound: counted, and said at the
+        1st, 10th, 100th... (a long outage must not flood the log)."""
+        dropped = self._outbox.stats.dropped
+        if not milestone(dropped):
+            return
+        message = (
+            f"outbox full ({self.config.outbox_max} messages waiting for the model): "
+            f"dropped the oldest, {describe(item)}; {dropped} dropped so far"
+        )
+        log.warning("%s", message)
+        self._emit(ErrorEvent(message=message, where="outbox"))
 
     def _emit(self, event: Event) -> None:
         if event.t == 0.0:

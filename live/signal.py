@@ -4,6 +4,11 @@ anyio events are made on first wait (a buffer, a queue or an outbox may be
 built before the event loop runs) and replaced after each set, so a wait that
 begins later waits for the next change. Every waiter present at a ``set`` is
 woken. ``take_when_ready`` is the loop every consumer of a buffer runs.
+
+Not ``anyio.Condition``: its ``notify_all`` needs the lock held, and ``set`` is
+called from plain functions (a buffer's ``put``, a callback from another part
+of the session) that cannot take it; not a bare ``anyio.Event``, which is set
+once for good: ``Wakeup`` is that event, renewed after each set.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ when it starts and once when it ends (``on_problem`` listeners and the
 ``lookout.store`` logger), never once per write. The ledger has no lock of its
 own for its counts: the writer's lock guards them, so a count and the queue it
 describes always change together.
+
+Kept whole: one ledger; its counts, gaps and problem episodes are read and
+changed under one lock and only make sense together.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ lock, the disk is full, an I/O error) it keeps them in a bounded backlog,
 retries with backoff and, once it can write again, catches up in order. What
 the backlog cannot hold is dropped oldest first and counted by the ledger
 (``live.store_health``), whose gap records go with the next batch.
+
+Kept whole: one thread's loop and the states it moves through (writing,
+retrying, following the file's name, shutting down), which share its lock.
 """
 
 from __future__ import annotations

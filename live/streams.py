@@ -50,7 +50,7 @@ class StreamHandle:
     tool: Tool
     started_at: float
     by: str = MODEL
-    input: InputStream | None = None
+    input: InputStream[Any] | None = None
     scope: anyio.CancelScope | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
     emissions: int = 0
@@ -148,7 +148,7 @@ class StreamRegistry:
         *,
         deliver: Deliver,
         emit: Callable[[Event], None],
-        context: Callable[[Tool, str, InputStream | None], ToolContext],
+        context: Callable[[Tool, str, InputStream[Any] | None], ToolContext],
         emissions_so_far: Callable[[], int],
     ) -> None:
         self.config = config
@@ -168,7 +168,7 @@ class StreamRegistry:
         now = self.clock.now()
         return [handle.info(now) for handle in self.handles.values()]
 
-    def input_streams(self) -> dict[str, InputStream]:
+    def input_streams(self) -> dict[str, InputStream[Any]]:
         return {cid: h.input for cid, h in self.handles.items() if h.input is not None}
 
     def running(self, name: str) -> list[str]:
@@ -199,7 +199,7 @@ class StreamRegistry:
                     f"{tool.name} is already running (call id {running[0]}); "
                     "call stop_streaming first"
                 )
-        stream: InputStream | None = None
+        stream: InputStream[Any] | None = None
         if tool.consumes_input:
             # Frames queued before the call started are not this call's input.
             stream = InputStream(

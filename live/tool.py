@@ -39,7 +39,7 @@ class ToolContext:
     call_id: str
     function_name: str
     clock: Clock
-    input_stream: InputStream | None = None
+    input_stream: InputStream[Any] | None = None
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("lookout.tool"))
     publish: Callable[[Event], None] = field(default=lambda event: None)
     state: dict[str, Any] = field(default_factory=dict)

@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from live.frame import Frame
+from device.frame import Frame
+from device.percept import LineTotals, Percept, Track, ZoneState
 from models.detections import Detections
-from tools.percept import LineTotals, Percept, Track, ZoneState
 
 
 def a_track(

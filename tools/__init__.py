@@ -1,7 +1,34 @@
-"""Tool machinery (FunctionTool) and Lookout's tools."""
+"""Tool machinery (FunctionTool) and Lookout's tools.
 
-from live.stop_streaming import STOP_STREAMING, StopStreamingTool
-from tools.function_tool import FunctionTool, is_streaming_callable, schema_for
+Its names load on first use, so perception code that imports nothing of the
+tools does not pay for pydantic and the session.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from live.stop_streaming import STOP_STREAMING, StopStreamingTool
+    from tools.function_tool import FunctionTool, is_streaming_callable, schema_for
+
+_WHERE = {
+    "FunctionTool": "tools.function_tool",
+    "STOP_STREAMING": "live.stop_streaming",
+    "StopStreamingTool": "live.stop_streaming",
+    "is_streaming_callable": "tools.function_tool",
+    "schema_for": "tools.function_tool",
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "STOP_STREAMING",

@@ -19,14 +19,15 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-import anyio
 import numpy as np
 from pydantic import Field
 
+from device.percept import CountUnknown, CurrentPercept, Percept
+from device.regions import count_people_in_region
 from live import InputStream, ToolArgumentError, ToolContext
 from live.tool import coalesce_updates
-from tools.percept import CountUnknown, CurrentPercept, Percept
-from tools.regions import count_people_in_region, parse_region
+from tools.regions import parse_region
+from tools.watch import Watch, watch_changes
 
 TOOL = "count_people"
 
@@ -68,31 +69,33 @@ def coalesce_counts(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, A
     return merged
 
 
-@dataclass
-class _Watch:
-    """One call's view of the count: the device's own, or a region's, and what was said."""
+def _count_watch(polygon: np.ndarray | None, min_change: int, failure_alarm: int) -> Watch[int]:
+    """One call's view of the count: the device's own, or a region's."""
 
-    polygon: np.ndarray | None
-    min_change: int
-    reported: int | None = None
+    def read(percept: Percept) -> int | None:
+        if percept.count is None or polygon is None:
+            return percept.count
+        return count_people_in_region(percept.people, percept.frame.shape, polygon)
 
-    def forget(self, reason: str) -> dict[str, Any] | None:
-        """The count no longer holds: what the consumer must be told (if it had one)."""
-        previous, self.reported = self.reported, None
-        if previous is None:
-            return None
-        return {"people": None, "previous": previous, "reason": reason}
+    def unknown(reason: str, last: int | None) -> dict[str, Any] | None:
+        # Only a consumer that was told a count must hear that it no longer holds.
+        return None if last is None else {"people": None, "previous": last, "reason": reason}
 
-    def update(self, percept: Percept) -> dict[str, Any] | None:
-        value = percept.count
-        if value is None:
-            return None
-        if self.polygon is not None:
-            value = count_people_in_region(percept.people, percept.frame.shape, self.polygon)
-        if self.reported is not None and abs(value - self.reported) < self.min_change:
-            return None
-        previous, self.reported = self.reported, value
-        return {"people": value, "previous": previous}
+    def alarm(failures: int, error: str, last: int | None) -> dict[str, Any]:
+        return {
+            "status": "error",
+            "error": f"{failures} frames in a row could not be used ({error}); still trying",
+            "people": last,
+        }
+
+    return Watch(
+        read=read,
+        say=lambda value, last: {"people": value, "previous": last},
+        unknown=unknown,
+        changed=lambda last, value: abs(value - last) >= min_change,
+        alarm_after=failure_alarm,
+        alarm=alarm,
+    )
 
 
 @dataclass
@@ -104,12 +107,9 @@ class CountPeople:
     # Consecutive unusable frames before the model is told (once) that input is broken.
     failure_alarm: int = 10
 
-    def _watch(self, min_change: int, region: list[list[float]] | None) -> _Watch:
-        return _Watch(parse_region(region, tool=TOOL), min_change)
-
     async def __call__(
         self,
-        stream: InputStream,
+        stream: InputStream[Percept | CountUnknown],
         context: ToolContext,
         min_change: Annotated[
             int,
@@ -132,43 +132,9 @@ class CountPeople:
         """
         if min_change < 1:
             raise ToolArgumentError(f"{TOOL}: min_change must be at least 1")
-        watch = self._watch(min_change, region)
-        now = self.current()
-        if now is not None and now.error is None:
-            # The model needs a starting point, and the device already knows it.
-            first = watch.update(now)
-            if first is not None:
-                yield first
-        failures = 0
-        alarmed = False
-        while True:
-            try:
-                request = await stream.newest()
-            except anyio.EndOfStream:
-                return
-            percept = request.percept
-            if isinstance(percept, CountUnknown):
-                said = watch.forget(percept.reason)
-                if said is not None:
-                    yield said
-                continue
-            if not isinstance(percept, Percept):
-                continue  # a frame perception did not look at (off its rate)
-            if percept.error is not None:
-                failures += 1
-                if failures >= self.failure_alarm and not alarmed:
-                    alarmed = True
-                    yield {
-                        "status": "error",
-                        "error": f"{failures} frames in a row could not be used "
-                        f"({percept.error}); still trying",
-                        "people": watch.reported,
-                    }
-                continue
-            failures, alarmed = 0, False
-            change = watch.update(percept)
-            if change is not None:
-                yield change
+        watch = _count_watch(parse_region(region, tool=TOOL), min_change, self.failure_alarm)
+        async for said in watch_changes(stream, self.current, watch):
+            yield said
 
     async def count_people_now(self) -> dict[str, Any]:
         """How many people are in view right now (the device's current count, at once).

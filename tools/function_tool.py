@@ -64,6 +64,9 @@ def _is_hidden(annotation: Any) -> bool:
         return _is_hidden(get_args(annotation)[0])
     if isinstance(annotation, type) and issubclass(annotation, _HIDDEN_TYPES):
         return True
+    origin = get_origin(annotation)
+    if isinstance(origin, type) and issubclass(origin, _HIDDEN_TYPES):
+        return True  # InputStream[Percept]: hidden by its class, whatever it carries
     return any(_is_hidden(arg) for arg in get_args(annotation) if arg is not type(None))
 
 
@@ -224,6 +227,9 @@ def _hidden_kind(annotation: Any) -> type:
         return InputStream if "InputStream" in annotation else ToolContext
     if isinstance(annotation, type):
         return InputStream if issubclass(annotation, InputStream) else ToolContext
+    origin = get_origin(annotation)
+    if isinstance(origin, type) and issubclass(origin, _HIDDEN_TYPES):
+        return _hidden_kind(origin)
     for arg in get_args(annotation):
         if arg is not type(None):
             return _hidden_kind(arg)

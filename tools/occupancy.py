@@ -25,12 +25,12 @@ from typing import Annotated, Any, Protocol
 import anyio
 from pydantic import Field
 
+from device.percept import Percept
 from live.paging import paginate
 from live.tool import Tool, ToolArgumentError, ToolContext
 from tools.arguments import WholeRange
 from tools.function_tool import FunctionTool
 from tools.occupancy_log import MemoryOccupancyLog, OccupancyLog, SQLiteOccupancyLog
-from tools.percept import Percept
 
 MAX_REPORT_MINUTES = 24 * 60
 

@@ -1,4 +1,4 @@
-"""Regions of the frame, normalised to 0..1: parsing them and counting the people inside."""
+"""A tool's ``region`` argument: a normalised polygon, checked as the model gave it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from live.tool import ToolArgumentError
-from models.detections import Detections
-from tools.percept import Track
 
 
 def parse_region(region: Sequence[Sequence[float]] | None, *, tool: str) -> np.ndarray | None:
@@ -30,38 +28,4 @@ def parse_region(region: Sequence[Sequence[float]] | None, *, tool: str) -> np.n
     return np.asarray(points, dtype=np.float64)
 
 
-def inside(polygon: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Ray-casting point-in-polygon for many points at once."""
-    x, y = points[:, 0:1], points[:, 1:2]
-    x1, y1 = polygon[:, 0], polygon[:, 1]
-    x2, y2 = np.roll(x1, -1), np.roll(y1, -1)
-    crosses = (y1 > y) != (y2 > y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x_at = (x2 - x1) * (y - y1) / (y2 - y1) + x1
-    result: np.ndarray = np.logical_and(crosses, x < x_at).sum(axis=1) % 2 == 1
-    return result
-
-
-def count_in_region(
-    detections: Detections, shape: tuple[int, ...], region: np.ndarray | None
-) -> int:
-    """People whose feet (the bottom centre of the box) are inside ``region``."""
-    if region is None or len(detections) == 0:
-        return len(detections)
-    height, width = shape[:2]
-    feet = detections.feet() / np.array([width, height], dtype=np.float32)
-    return int(inside(region, feet).sum())
-
-
-def count_people_in_region(
-    people: Sequence[Track], shape: tuple[int, ...], region: np.ndarray | None
-) -> int:
-    """Tracked people whose feet are inside ``region`` (all of them without one)."""
-    if region is None or not people:
-        return len(people)
-    height, width = shape[:2]
-    feet = np.asarray([p.anchor("feet") for p in people], np.float64)
-    return int(inside(region, feet / np.array([width, height], np.float64)).sum())
-
-
-__all__ = ["count_in_region", "count_people_in_region", "inside", "parse_region"]
+__all__ = ["parse_region"]

@@ -19,11 +19,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-import anyio
 from pydantic import Field
 
+from device.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
 from live import InputStream, ToolContext
-from tools.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
+from tools.watch import Watch, watch_changes
 
 LINE_TOOL = "watch_line"
 ZONE_TOOL = "watch_zone"
@@ -67,7 +67,7 @@ class SceneWatchers:
         watchers = self
 
         async def watch_line(
-            stream: InputStream, context: ToolContext, name: str
+            stream: InputStream[Percept | CountUnknown], context: ToolContext, name: str
         ) -> AsyncIterator[dict[str, Any]]:
             """Count the people crossing a named line, in each direction.
 
@@ -92,7 +92,7 @@ class SceneWatchers:
         watchers = self
 
         async def watch_zone(
-            stream: InputStream,
+            stream: InputStream[Percept | CountUnknown],
             context: ToolContext,
             name: str,
             dwell_seconds: Annotated[
@@ -120,74 +120,47 @@ class SceneWatchers:
         ]
         return watch_zone
 
-    async def _line(self, stream: InputStream, name: str) -> AsyncIterator[dict[str, Any]]:
-        now = self.current()
-        told: LineTotals | None = None
-        if now is not None and name in now.lines:
-            told = now.lines[name]
-            yield line_payload(told)
-        told_at: float | None = None
-        pending: LineTotals | None = None
-        counting = True
-        while True:
-            try:
-                request = await stream.newest()
-            except anyio.EndOfStream:
-                return
-            percept = request.percept
-            if isinstance(percept, CountUnknown):
-                if counting:
-                    counting = False
-                    totals = told or LineTotals(name)
-                    yield line_payload(totals) | {"counting": False, "reason": percept.reason}
-                continue
-            if not isinstance(percept, Percept) or name not in percept.lines:
-                continue
-            totals = percept.lines[name]
-            if not counting:
-                counting = True
-                told, told_at, pending = totals, percept.t_media, None
-                yield line_payload(totals) | {"counting": True}
-                continue
-            if told is None or (totals.entered, totals.exited) != (told.entered, told.exited):
-                pending = totals
-            if pending is None:
-                continue
-            t = percept.t_media
-            if told_at is not None and told is not None and 0 <= t - told_at < self.min_interval_s:
-                continue  # rate bound: the next emission carries these totals
-            told, told_at, pending = pending, t, None
-            yield line_payload(told)
-
-    async def _zone(
-        self, stream: InputStream, name: str, dwell_s: float | None
+    def _line(
+        self, stream: InputStream[Percept | CountUnknown], name: str
     ) -> AsyncIterator[dict[str, Any]]:
-        told: dict[str, Any] | None = None
-        now = self.current()
-        if now is not None and name in now.zones and now.zones[name].people is not None:
-            told = zone_payload(now.zones[name], dwell_s)
-            yield told
-        while True:
-            try:
-                request = await stream.newest()
-            except anyio.EndOfStream:
-                return
-            percept = request.percept
-            if isinstance(percept, CountUnknown):
-                if told is not None and told["people"] is not None:
-                    told = {"zone": name, "people": None, "reason": percept.reason}
-                    yield told
-                continue
-            if not isinstance(percept, Percept) or name not in percept.zones:
-                continue
-            state = percept.zones[name]
-            if state.people is None:
-                continue
-            payload = zone_payload(state, dwell_s)
-            key = (payload["people"], payload["dwelling"])
-            if told is None or (told.get("people"), told.get("dwelling")) != key:
-                told = payload
-                yield payload
+        def unknown(reason: str, last: LineTotals | None) -> dict[str, Any]:
+            # Said even before any total: crossings now go unseen.
+            totals = last or LineTotals(name)
+            return line_payload(totals) | {"counting": False, "reason": reason}
+
+        watch = Watch(
+            read=lambda percept: percept.lines.get(name),
+            say=lambda totals, last: line_payload(totals),
+            unknown=unknown,
+            changed=lambda last, totals: (
+                (totals.entered, totals.exited) != (last.entered, last.exited)
+            ),
+            back={"counting": True},
+            min_interval_s=self.min_interval_s,
+        )
+        return watch_changes(stream, self.current, watch)
+
+    def _zone(
+        self, stream: InputStream[Percept | CountUnknown], name: str, dwell_s: float | None
+    ) -> AsyncIterator[dict[str, Any]]:
+        def read(percept: Percept) -> dict[str, Any] | None:
+            state = percept.zones.get(name)
+            if state is None or state.people is None:
+                return None
+            return zone_payload(state, dwell_s)
+
+        def unknown(reason: str, last: dict[str, Any] | None) -> dict[str, Any] | None:
+            return None if last is None else {"zone": name, "people": None, "reason": reason}
+
+        watch = Watch(
+            read=read,
+            say=lambda payload, last: payload,
+            unknown=unknown,
+            changed=lambda last, payload: (
+                (payload["people"], payload["dwelling"]) != (last["people"], last["dwelling"])
+            ),
+        )
+        return watch_changes(stream, self.current, watch)
 
 
 __all__ = ["LINE_TOOL", "ZONE_TOOL", "SceneWatchers", "line_payload", "zone_payload"]

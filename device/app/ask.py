@@ -39,7 +39,9 @@ from device.capture import prepared
 from device.events import SourceStateEvent
 from device.feeds.runner import StateChange
 from device.feeds.sampler import FrameSampler
+from device.frame import Frame
 from device.outputs.sinks import EventSink, JsonlSink
+from device.percept import Percept
 from device.perception import Perception
 from device.sources import FrameSource
 from live import MemoryEventLog, SQLiteEventLog
@@ -54,13 +56,11 @@ from live.events import (
     ToolCall,
     ToolResult,
 )
-from live.frame import Frame
 from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
 from live.printable import printable, printable_lines
 from live.turn_model import TurnModel
 from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner
 from tools.occupancy import MemoryOccupancyLog, OccupancyLog, OccupancyTools, SQLiteOccupancyLog
-from tools.percept import Percept
 from tools.visitors import VisitorCounter
 
 log = logging.getLogger("lookout.ask")
@@ -78,7 +78,7 @@ ASK_INSTRUCTION = (
 
 
 def model_name(config: Config) -> str:
-    from models.gemini_turns import DEFAULT_TURN_MODEL
+    from models.gemini.turns import DEFAULT_TURN_MODEL
 
     if config.model:
         return config.model
@@ -88,10 +88,10 @@ def model_name(config: Config) -> str:
 def build_turn_model(config: Config) -> TurnModel:
     name = model_name(config)
     if name == "local":
-        from models.local_turns import LocalTurnModel
+        from models.local.turns import LocalTurnModel
 
         return LocalTurnModel()
-    from models.gemini_turns import GeminiTurnModel
+    from models.gemini.turns import GeminiTurnModel
 
     return GeminiTurnModel(name, api_key=config.api_key)
 

@@ -9,7 +9,7 @@ for the model, when there is one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from live.requests import LiveRequestQueue
 from live.session import DeviceCall
@@ -50,7 +50,7 @@ def describe_count(response: dict[str, object]) -> str:
 async def run_command(
     text: str,
     session: CommandSession,
-    queue: LiveRequestQueue,
+    queue: LiveRequestQueue[Any],
     say: Callable[[str], None],
 ) -> None:
     """Answer one typed line (``quit`` is the caller's)."""

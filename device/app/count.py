@@ -25,11 +25,11 @@ from typing import Any, TextIO
 import anyio
 
 from device.capture import prepared
+from device.percept import Percept
 from device.perception import Perception
 from device.sources import FrameSource, ImageFolderSource, SourceError, UnreadableFrame
 from device.tracker import TrackerConfig
 from live.printable import printable
-from tools.percept import Percept
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1
 

@@ -157,7 +157,7 @@ def _check_gemini(model: str, key: str, timeout_s: float = 10.0) -> str:
 
     from live.model import ConnectionLost, LiveSetup, ModelSetupError
     from live.redact import redact
-    from models.gemini import GeminiLiveModel, GeminiOptions
+    from models.gemini.model import GeminiLiveModel, GeminiOptions
 
     async def handshake() -> str:
         live = GeminiLiveModel(GeminiOptions(model=model), api_key=key)

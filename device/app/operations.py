@@ -17,7 +17,8 @@ from importlib import metadata
 from device.app.config import ConfigError
 from device.app.run import App
 from device.outputs.host_check import parse_hosts
-from device.outputs.mqtt import MqttPublisher, parse_mqtt
+from device.outputs.mqtt import MqttPublisher
+from device.outputs.mqtt_settings import parse_mqtt
 from device.outputs.status_server import StatusServer, parse_http
 from device.outputs.telemetry import Telemetry
 

@@ -44,6 +44,7 @@ from device.feeds.runner import SourceRunner, SourceState, StateChange
 from device.motion import MotionConfig
 from device.outputs.console import ConsoleSink
 from device.outputs.sinks import JsonlSink
+from device.percept import CountUnknown, Percept
 from device.perception import Perception, tracker_config
 from device.scene import SceneSpec
 from device.sources import (
@@ -69,10 +70,9 @@ from live.redact import safe_url, strip_credentials
 from live.tool import Tool
 from live.walltime import StepWatch
 from models.detector import PersonDetector, shipped_model
-from models.local import LocalModel
+from models.local.model import LocalModel
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
-from tools.percept import CountUnknown, Percept
 from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
 
 log = logging.getLogger("lookout.app")
@@ -296,7 +296,7 @@ def system_instruction(config: Config) -> str:
 def build_model(config: Config) -> LiveModel:
     if not config.uses_gemini:
         return LocalModel()
-    from models.gemini import GeminiLiveModel, GeminiOptions
+    from models.gemini.model import GeminiLiveModel, GeminiOptions
 
     return GeminiLiveModel(GeminiOptions(model=config.model_name()), api_key=config.api_key)
 
@@ -370,7 +370,7 @@ class App:
             FunctionTool(self.counter.count_people_now),
         ]
         self.tools += scene_tools(self.config, self.current_percept)
-        self.queue = LiveRequestQueue()
+        self.queue: LiveRequestQueue[Percept | CountUnknown] = LiveRequestQueue()
         self.session: LiveSession | None = None
         self.failure: str | None = None
         self.console = ConsoleSink(

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from device.feeds.runner import SourceState, describe
+from device.feeds.state import SourceState, describe
+from device.frame import Frame
 from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable, UnreadableFrame
-from live.frame import Frame
 
 if TYPE_CHECKING:
     from device.feeds.runner import SourceRunner

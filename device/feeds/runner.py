@@ -7,7 +7,7 @@ frames are read is a strategy chosen by the kind of source:
 
 - files and folders (``files.FileReading``): every frame in order, on demand,
   because a replay must give the same results at any speed;
-- cameras and streams (``live.LiveReading``): a reader task reads as fast as the
+- cameras and streams (``camera.CameraReading``): a reader task reads as fast as the
   camera delivers and keeps only the newest frame, with a stall watchdog.
 
 Nothing here blocks the event loop, and all timing (backoff, watchdog) goes
@@ -16,69 +16,24 @@ through the injected Clock, so tests drive it in virtual time.
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
 import anyio.to_thread
 from anyio.abc import TaskStatus
 
+from device.feeds.camera import CameraReading
+from device.feeds.files import FileReading
+from device.feeds.state import SourceState, SourceStats, StateChange, describe, size
+from device.frame import Frame
 from device.sources import FrameSource, SourceError
 from live.backoff import Backoff
 from live.clock import Clock
-from live.frame import Frame
-from live.redact import strip_credentials
 
 log = logging.getLogger("lookout.source")
-
-
-class SourceState(enum.Enum):
-    OPENING = "opening"
-    RUNNING = "running"
-    RECONNECTING = "reconnecting"
-    ENDED = "ended"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class StateChange:
-    state: SourceState
-    reason: str
-    attempt: int = 0  # consecutive failures so far (RECONNECTING, FAILED)
-
-
-@dataclass
-class SourceStats:
-    frames_read: int = 0
-    read_errors: int = 0  # reads that raised (or gave nothing on a live source)
-    reopens: int = 0  # successful opens after the first one
-    stalls: int = 0  # live reads abandoned by the watchdog
-    skipped_unreadable: int = 0  # single undecodable images skipped
-    resolution_changes: int = 0
-    # Frames moved past without decoding them into pixels: nobody would have looked.
-    frames_undecoded: int = 0
-    decode_ms_total: float = 0.0  # decoding the frames that were read (frames_read)
-
-    @property
-    def decode_ms_mean(self) -> float:
-        return self.decode_ms_total / self.frames_read if self.frames_read else 0.0
-
-
-def describe(exc: BaseException) -> str:
-    """A failure as a source state's reason says it: a driver's text may quote the URL
-    it was given, which is shown as every source is (``safe_url``)."""
-    if isinstance(exc, SourceError):
-        return strip_credentials(str(exc))
-    text = strip_credentials(" ".join(str(exc).split()))
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def size(shape: tuple[int, ...]) -> str:
-    return f"{shape[1]}x{shape[0]}" if len(shape) >= 2 else str(shape)
 
 
 def _ignore_state(change: StateChange) -> None:
@@ -139,14 +94,10 @@ class SourceRunner:
         self._last_shape: tuple[int, ...] | None = None
         self._reading: Reading
         if source.live:
-            from device.feeds.live import LiveReading
-
-            self._reading = LiveReading(
+            self._reading = CameraReading(
                 self, stall_timeout_s=stall_timeout_s, first_open_attempts=first_open_attempts
             )
         else:
-            from device.feeds.files import FileReading
-
             self._reading = FileReading(self, loop=loop, max_failures=max_file_failures)
         self._running = False
         self._run_done: anyio.Event | None = None

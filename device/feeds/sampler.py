@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator
 import anyio
 
 from device.feeds.runner import SourceRunner
+from device.frame import Frame
 from device.grid import SampleGrid
 from device.sources import SourceError
 from live.clock import Clock
-from live.frame import Frame
 
 
 class SourceEnded(SourceError):

@@ -85,6 +85,11 @@ class AppCollector(Collector):
             ("lookout_model_reconnects", "Reconnects to the live model", stats.reconnects),
             ("lookout_frames_to_model", "Frames sent to the live model", stats.frames_to_model),
             ("lookout_events_dropped", "Events a slow reader missed", stats.events_dropped),
+            (
+                "lookout_outbox_dropped",
+                "Messages for the model dropped past the outbox bound",
+                stats.outbox_dropped,
+            ),
         )
         for name, documentation, value in counters:
             yield CounterMetricFamily(name, documentation, value=value)

@@ -50,39 +50,37 @@ drops the connection so that the broker fires the will: the broker never says
 ``online`` after the process is gone. Events that never reached the broker are
 counted, said on the console, in ``/healthz`` and ``/metrics``, and make
 ``lookout run`` exit 3 (``undelivered``), as an incomplete event log does.
+
+What the topics hold and what each event changes is ``mqtt_state.py``; this
+module delivers it. Kept whole: one connection's life (presence check,
+subscriptions, reading, the in-flight window, the farewell) shares that
+connection's state and cancel scopes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import re
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Hashable, Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import aiomqtt
 import anyio
 from aiomqtt.exceptions import MqttConnectError
 from anyio.abc import TaskGroup, TaskStatus
 
-from device.app.config import ConfigError
-from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
-from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
 from device.outputs.mqtt_client import Client
 from device.outputs.mqtt_health import LinkHealth, MqttStats
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
 from device.outputs.mqtt_presence import Instance, Presence
-from device.outputs.telemetry import AppView, strip_credentials
+from device.outputs.mqtt_settings import MqttSettings
+from device.outputs.mqtt_state import COUNT, Changes, MqttState
+from device.outputs.telemetry import AppView
 from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
 from live.events import Event
-from live.redact import safe_url
 from live.signal import Wakeup
 
 log = logging.getLogger("lookout.mqtt")
@@ -90,87 +88,6 @@ log = logging.getLogger("lookout.mqtt")
 # connection) logged as errors with a traceback. What matters is said by the publisher.
 client_log = logging.getLogger("lookout.mqtt.client")
 client_log.setLevel(logging.CRITICAL)
-
-EVENT_TYPES = frozenset(
-    {
-        "count",
-        "source_state",
-        "connection",
-        "model_text",
-        "transcript",
-        "stream_started",
-        "stream_stopped",
-        "error",
-        "capture_stats",
-        "crossing",
-        "zone",
-        "dwell",
-    }
-)
-_TOPIC_SAFE = re.compile(r"[A-Za-z0-9_-]+")
-
-
-@dataclass(frozen=True)
-class MqttSettings:
-    host: str
-    port: int = 1883
-    tls: bool = False
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-
-    def __str__(self) -> str:
-        scheme = "mqtts" if self.tls else "mqtt"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{scheme}://{host}:{self.port}"
-
-
-def parse_mqtt(url: str) -> MqttSettings:
-    """``mqtt://[user[:password]@]host[:port]`` (1883) or ``mqtts://...`` (TLS, 8883)."""
-    shown = safe_url(url)
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        raise ConfigError(f"mqtt: expected mqtt://host[:port], not {shown!r}") from None
-    if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
-        raise ConfigError(f"mqtt: expected mqtt://host[:port] or mqtts://..., not {shown!r}")
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ConfigError(f"mqtt: the URL takes no path or query: {shown!r}")
-    tls = parts.scheme == "mqtts"
-    return MqttSettings(
-        host=parts.hostname,
-        port=port if port is not None else (8883 if tls else 1883),
-        tls=tls,
-        username=unquote(parts.username) if parts.username else None,
-        password=unquote(parts.password) if parts.password else None,
-    )
-
-
-def check_device_id(device_id: str) -> str:
-    if not _TOPIC_SAFE.fullmatch(device_id):
-        raise ConfigError(
-            f"device_id {device_id!r} cannot name MQTT topics: use letters, digits, - and _"
-        )
-    return device_id
-
-
-def check_scene_name(kind: str, name: str) -> str:
-    if not _TOPIC_SAFE.fullmatch(name):
-        raise ConfigError(f"{kind} {name!r} cannot name MQTT topics: use letters, digits, - and _")
-    return name
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _json(data: dict[str, Any]) -> bytes:
-    return json.dumps(data, separators=(",", ":")).encode()
-
-
-def _retained(configs: Iterable[EntityConfig]) -> list[Message]:
-    """Discovery configs as Home Assistant wants them: JSON, QoS 1, retained."""
-    return [Message(config.topic, _json(config.config), 1, True) for config in configs]
 
 
 def _reason(exc: BaseException) -> str:
@@ -183,9 +100,6 @@ def _reason(exc: BaseException) -> str:
 
 class _Yielded(Exception):
     """Another process holds this device id: leave without publishing anything."""
-
-
-COUNT = ("count",)
 
 
 class MqttPublisher:
@@ -216,7 +130,6 @@ class MqttPublisher:
         instance: Instance | None = None,
     ) -> None:
         self.settings = settings
-        self.device_id = check_device_id(device_id)
         self.model = model
         self.version = version
         self.max_queue = max_queue
@@ -229,23 +142,19 @@ class MqttPublisher:
         self.rediscover_s = rediscover_s
         self.clock: Clock = clock or MonotonicClock()
         self.discovery_prefix = discovery_prefix
-        base = f"{topic_prefix}/{device_id}"
-        self.base_topic = base
-        self.state_topic = f"{base}/state"
-        self.count_topic = f"{base}/count"
-        self.counting_topic = f"{base}/counting"
-        self.events_topic = f"{base}/events"
-        self.presence_topic = f"{base}/instance"
-        self.client_id = f"lookout-{device_id}"
-        self.presence = Presence(instance or Instance.this_process())
-        self.ha_discovery = HomeAssistantDiscovery(
-            self,
-            device_id=self.device_id,
+        self.topics = MqttState(
+            device_id=device_id,
             model=model,
             version=version,
             heartbeat_s=heartbeat_s,
-            prefix=discovery_prefix,
+            topic_prefix=topic_prefix,
+            discovery_prefix=discovery_prefix,
         )
+        self.device_id = self.topics.device_id
+        self.state_topic = self.topics.state_topic
+        self.presence_topic = self.topics.presence_topic
+        self.client_id = f"lookout-{device_id}"
+        self.presence = Presence(instance or Instance.this_process())
         # Loading the CA store reads files: do it now, not on the event loop at each connect.
         self._tls = ssl.create_default_context() if settings.tls else None
         self.health = LinkHealth(
@@ -258,11 +167,6 @@ class MqttPublisher:
             announce=announce,
         )
         self.stats = self.health.stats
-        self.latest_count: Message | None = None
-        # Each line's retained totals (in, out), and each zone's retained count (None
-        # while unknown): what the state groups in the outbox are sent as.
-        self.latest_lines: dict[str, tuple[Message, Message]] = {}
-        self.latest_zones: dict[str, Message | None] = {}
         self.outbox = Outbox(max_queue)
         self._wakeup = Wakeup()
         self._connected_event = Wakeup()
@@ -297,131 +201,26 @@ class MqttPublisher:
     def queued(self) -> int:
         return len(self.outbox) + len(self._inflight)
 
-    def line_topic(self, name: str, leaf: str) -> str:
-        return f"{self.base_topic}/line/{name}/{leaf}"
-
-    def zone_topic(self, name: str, leaf: str) -> str:
-        return f"{self.base_topic}/zone/{name}/{leaf}"
+    @property
+    def latest_count(self) -> Message | None:
+        return self.topics.latest_count
 
     def add_scene(self, *, lines: Iterable[str] = (), zones: Iterable[str] = ()) -> None:
         """Report these lines and zones too (their totals start at 0, their counts unknown)."""
-        configs: list[Message] = []
-        for name in lines:
-            if name not in self.latest_lines:
-                check_scene_name("line", name)
-                self.latest_lines[name] = self._totals(name, 0, 0)
-                configs += _retained(self.ha_discovery.line_configs(name))
-                self._put_state(("line", name))
-        for name in zones:
-            if name not in self.latest_zones:
-                check_scene_name("zone", name)
-                self.latest_zones[name] = None
-                configs += _retained(self.ha_discovery.zone_configs(name))
-                self._put_state(("zone", name))
-        if self.stats.connected:
-            # The connect already announced the others; Home Assistant must learn of these.
-            for message in configs:
-                self._put_retained(message)
+        self._apply(self.topics.add_scene(lines=lines, zones=zones))
 
     def write(self, event: Event) -> None:
-        if event.type not in EVENT_TYPES:
-            return
-        data = event.to_dict()
-        if "source" in data and isinstance(data["source"], str):
-            data["source"] = strip_credentials(data["source"])
-        if isinstance(data.get("reason"), str):
-            data["reason"] = strip_credentials(data["reason"])
-        data["time"] = _now_iso()
-        if isinstance(event, CountChanged):
-            self._on_count(event, data)
-        elif isinstance(event, LineCrossed):
-            self._on_crossing(event)
-        elif isinstance(event, ZoneCount):
-            self._on_zone(event, data)
-        elif isinstance(event, DwellPassed):
-            self._on_dwell(event)
-        self._put_event(Message(self.events_topic, _json(data), qos=1, retain=False))
+        self._apply(self.topics.on_event(event))
 
-    def _on_count(self, event: CountChanged, data: dict[str, Any]) -> None:
-        if event.count is None:
-            # Unknown: the sensors go unavailable and no retained count is left standing.
-            self.latest_count = None
-        else:
-            count = {"count": event.count, "previous": event.previous, "t": data["t"],
-                     "time": data["time"]}  # fmt: skip
-            self.latest_count = Message(self.count_topic, _json(count), qos=1, retain=True)
-        self._put_state(COUNT)
-
-    def _count_state(self) -> list[Message]:
-        """The count and its ``counting``, in the order that never shows an old or empty
-        value as available: a known value before its ``online``, ``offline`` before a clear."""
-        if self.latest_count is not None:
-            return [self.latest_count, Message(self.counting_topic, b"online", 1, True)]
-        return [
-            Message(self.counting_topic, b"offline", 1, True),
-            Message(self.count_topic, b"", 1, True),
-        ]
-
-    def _known(self, kind: str, name: str) -> bool:
-        """Learn a name first seen in an event; False if it cannot name topics."""
-        try:
-            if kind == "line":
-                self.add_scene(lines=[name])
-            else:
-                self.add_scene(zones=[name])
-        except ConfigError as exc:
-            log.warning("MQTT: not publishing %s: %s", kind, exc)
-            return False
-        return True
-
-    def _totals(self, name: str, total_in: int, total_out: int) -> tuple[Message, Message]:
-        return (
-            Message(self.line_topic(name, "in"), str(total_in).encode(), 1, True),
-            Message(self.line_topic(name, "out"), str(total_out).encode(), 1, True),
-        )
-
-    def _on_crossing(self, event: LineCrossed) -> None:
-        if not self._known("line", event.line):
-            return
-        self.latest_lines[event.line] = self._totals(event.line, event.total_in, event.total_out)
-        self._put_state(("line", event.line))
-        crossing = {"event_type": event.direction, "track": event.track,
-                    "total_in": event.total_in, "total_out": event.total_out}  # fmt: skip
-        self._put_event(Message(self.line_topic(event.line, "crossing"), _json(crossing), 1, False))
-
-    def _zone_unknown(self, name: str) -> list[Message]:
-        # Unavailable first: Home Assistant must never read the empty payload as a value.
-        return [
-            Message(self.zone_topic(name, "counting"), b"offline", 1, True),
-            Message(self.zone_topic(name, "people"), b"", qos=1, retain=True),
-        ]
-
-    def _zone_state(self, name: str) -> list[Message]:
-        latest = self.latest_zones.get(name)
-        if latest is None:
-            return self._zone_unknown(name)
-        return [latest, Message(self.zone_topic(name, "counting"), b"online", 1, True)]
-
-    def _on_zone(self, event: ZoneCount, data: dict[str, Any]) -> None:
-        name = event.zone
-        if not self._known("zone", name):
-            return
-        if event.people is None:
-            self.latest_zones[name] = None
-        else:
-            state = {"people": event.people, "previous": event.previous,
-                     "dwelling": event.dwelling, "longest_s": event.longest_s, "t": data["t"],
-                     "time": data["time"]}  # fmt: skip
-            self.latest_zones[name] = Message(
-                self.zone_topic(name, "people"), _json(state), 1, True
-            )
-        self._put_state(("zone", name))
-
-    def _on_dwell(self, event: DwellPassed) -> None:
-        if not self._known("zone", event.zone):
-            return
-        dwell = {"event_type": "dwell", "track": event.track, "seconds": event.seconds}
-        self._put_event(Message(self.zone_topic(event.zone, "dwell"), _json(dwell), 1, False))
+    def _apply(self, changes: Changes) -> None:
+        for key in changes.states:
+            self._put_state(key)
+        if self.stats.connected:
+            # The connect already announced the others; Home Assistant must learn of these.
+            for message in changes.configs:
+                self._put_retained(message)
+        for message in changes.events:
+            self._put_event(message)
 
     def close(self) -> None:
         """Sink close: the connection belongs to ``run``, which flushes on cancellation."""
@@ -446,42 +245,10 @@ class MqttPublisher:
         what the broker was given already on this connection, unless forced)."""
         if entry.message is not None:
             return [entry.message]
-        messages = self._state(entry.key)
+        messages = self.topics.state(entry.key)
         if entry.force:
             return messages
         return [m for m in messages if self._sent.get(m.topic) != m.payload]
-
-    def _state(self, key: Hashable) -> list[Message]:
-        if key == COUNT:
-            return self._count_state()
-        assert isinstance(key, tuple)
-        kind, name = key
-        if kind == "line":
-            return list(self.latest_lines[name])
-        return self._zone_state(name)
-
-    def _state_keys(self) -> list[Hashable]:
-        return [COUNT, *(("line", n) for n in self.latest_lines),
-                *(("zone", n) for n in self.latest_zones)]  # fmt: skip
-
-    def _current(self) -> list[Message]:
-        """The whole retained state as it is now (at a connect, where the broker may hold an
-        earlier run's values, and when Home Assistant comes back)."""
-        return [m for key in self._state_keys() for m in self._state(key)]
-
-    # ----------------------------------------------------------- discovery
-
-    def discovery(self) -> list[Message]:
-        """Home Assistant MQTT discovery configs (retained)."""
-        return _retained(self.ha_discovery.configs(self.latest_lines, self.latest_zones))
-
-    def _removal(self, kind: str, name: str) -> list[Message]:
-        """Empty retained messages that delete a line's or zone's entities and state."""
-        leaves = ("in", "out") if kind == "line" else ("people", "counting")
-        topic = self.line_topic if kind == "line" else self.zone_topic
-        return [Message(t, b"", 1, True) for t in self.ha_discovery.config_topics(kind, name)] + [
-            Message(topic(name, leaf), b"", 1, True) for leaf in leaves
-        ]
 
     async def _rediscovery(self) -> None:
         """Home Assistant said ``online``: configs and state again, at most once per
@@ -491,9 +258,9 @@ class MqttPublisher:
                 await self._rediscover.wait()
             self._rediscover_wanted = False
             if self.stats.connected:
-                for message in self.discovery():
+                for message in self.topics.discovery():
                     self._put_retained(message)
-                for key in self._state_keys():
+                for key in self.topics.state_keys():
                     self._put_state(key, force=True)
             await self.clock.sleep(self.rediscover_s)
 
@@ -521,12 +288,12 @@ class MqttPublisher:
         """Republish the known state now and then, so ``expire_after`` only fires on silence."""
         while True:
             await self.clock.sleep(self.heartbeat_s)
-            if self.latest_count is not None:
+            if self.topics.latest_count is not None:
                 self._put_state(COUNT, force=True)
-            for name, latest in self.latest_zones.items():
+            for name, latest in self.topics.latest_zones.items():
                 if latest is not None:
                     self._put_state(("zone", name), force=True)
-            for name in self.latest_lines:
+            for name in self.topics.latest_lines:
                 self._put_state(("line", name), force=True)
 
     async def wait_connected(self) -> None:
@@ -721,8 +488,8 @@ class MqttPublisher:
         await client.subscribe(f"{self.discovery_prefix}/status", qos=1)
         # Every run leaves these retained for each of its lines and zones (totals
         # stay; a zone's counting says offline), so they name what an earlier run had.
-        await client.subscribe(self.line_topic("+", "in"), qos=1)
-        await client.subscribe(self.zone_topic("+", "counting"), qos=1)
+        await client.subscribe(self.topics.line_topic("+", "in"), qos=1)
+        await client.subscribe(self.topics.zone_topic("+", "counting"), qos=1)
 
     async def _read(self, client: aiomqtt.Client) -> None:
         """Notices a lost connection (the iterator raises), Home Assistant restarts, and the
@@ -741,10 +508,10 @@ class MqttPublisher:
             if not message.retain or not payload or message.topic.matches(self.presence_topic):
                 continue
             kind, name = message.topic.value.split("/")[-3:-1]
-            known = self.latest_lines if kind == "line" else self.latest_zones
+            known = self.topics.latest_lines if kind == "line" else self.topics.latest_zones
             if name not in known:
                 log.info("MQTT: removing %s %r, which this run does not have", kind, name)
-                for item in self._removal(kind, name):
+                for item in self.topics.removal(kind, name):
                     self._put_retained(item)
 
     # ------------------------------------------------------------ sending
@@ -782,11 +549,11 @@ class MqttPublisher:
         await self._hand(client, None, presence)
         # Before saying online: what the broker holds from before (an earlier run, a
         # count gone unknown) must not be taken as current by whoever subscribes next.
-        self.outbox.discard(self._state_keys())
-        for message in self._current():
+        self.outbox.discard(self.topics.state_keys())
+        for message in self.topics.current():
             await self._hand(client, None, message)
         await self._hand(client, None, Message(self.state_topic, b"online", 1, True))
-        for message in self.discovery():
+        for message in self.topics.discovery():
             await self._hand(client, None, message)
         while True:
             entry = self.outbox.take()
@@ -807,7 +574,7 @@ class MqttPublisher:
         start = anyio.current_time()
         # The counts die with the process, and the goodbye says the final totals: their
         # queued values are superseded.
-        self.outbox.discard(self._state_keys())
+        self.outbox.discard(self.topics.state_keys())
         with anyio.CancelScope(deadline=start + self.shutdown_timeout_s / 2):
             while (entry := self.outbox.take()) is not None:
                 try:
@@ -829,14 +596,14 @@ class MqttPublisher:
         """The final state: the counts cleared first (nobody may take the last ones as
         current later), the line totals (what this run counted), and offline last."""
         messages = [
-            Message(self.counting_topic, b"offline", 1, True),
-            Message(self.count_topic, b"", 1, True),
+            Message(self.topics.counting_topic, b"offline", 1, True),
+            Message(self.topics.count_topic, b"", 1, True),
         ]
-        for name in self.latest_zones:
-            messages += self._zone_unknown(name)
+        for name in self.topics.latest_zones:
+            messages += self.topics.zone_unknown(name)
         messages += [
             m
-            for totals in self.latest_lines.values()
+            for totals in self.topics.latest_lines.values()
             for m in totals
             if self._sent.get(m.topic) != m.payload
         ]
@@ -865,6 +632,4 @@ __all__ = [
     "MqttPublisher",
     "MqttSettings",
     "MqttStats",
-    "check_scene_name",
-    "parse_mqtt",
 ]

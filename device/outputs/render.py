@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from device.percept import LineTotals, Track, ZoneState
 from models.detections import pairwise_iou
-from tools.percept import LineTotals, Track, ZoneState
 
 Point = tuple[float, float]
 

@@ -30,12 +30,12 @@ from device.events import CountChanged, LineCrossed, SourceStateEvent, ZoneCount
 from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
+from device.percept import LineTotals, Percept, Track, ZoneState
 from device.perception import PerceptionStats
 from live.clock import Clock
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped, Transcript
 from live.redact import strip_credentials
 from live.session import DeviceCall, SessionStats
-from tools.percept import LineTotals, Percept, Track, ZoneState
 
 DETECT_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
 RATE_WINDOW_S = 10.0  # detector runs per second are counted over this much time

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from device.frame import Frame
 from device.sources.base import (
     _URL_RE,
     IMAGE_EXTENSIONS,
@@ -30,7 +31,6 @@ from device.sources.folder import ImageFolderSource
 from device.sources.image_limit import DEFAULT_MAX_PIXELS
 from device.sources.opencv import OpenCVSource
 from device.sources.picamera import Picamera2Source
-from live.frame import Frame
 from live.redact import at_after_host, safe_url
 
 

@@ -21,7 +21,7 @@ from typing import Generic, Protocol, TypeVar, runtime_checkable
 import cv2
 import numpy as np
 
-from live.frame import Frame
+from device.frame import Frame
 
 log = logging.getLogger("lookout.source")
 

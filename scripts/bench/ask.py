@@ -39,7 +39,7 @@ from live.events import JobProgress, ToolResult
 from live.testing import ScriptedTurnModel, call, say
 from live.turn_model import TurnReply, TurnRequest
 from live.turns import TurnRunner
-from models.local_turns import LocalTurnModel
+from models.local.turns import LocalTurnModel
 from tools import FunctionTool
 
 

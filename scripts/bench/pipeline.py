@@ -44,14 +44,14 @@ from device.app.config import build
 from device.app.run import App, sample_video
 from device.bus import EventBus
 from device.events import CountChanged
-from device.perception import SharedDetector
+from device.frame import Frame
+from device.percept import Percept
+from device.shared_detector import SharedDetector
 from device.sources import FrameSource, open_source
 from live.clock import MonotonicClock
 from live.events import Emission, Event
-from live.frame import Frame
 from models.detections import Detections
 from models.detector import PersonDetector
-from tools.percept import Percept
 
 
 class TimedSource:

@@ -20,7 +20,7 @@ from live.jobs import Job, JobState, SQLiteJobStore
 from live.turn_model import TurnReply, TurnRequest
 from live.turns import ToolModeError, TurnRunner
 from models.detector import PersonDetector
-from models.local_turns import LocalTurnModel
+from models.local.turns import LocalTurnModel
 from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file
 from tests.recorder import Recorder

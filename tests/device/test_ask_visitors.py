@@ -28,7 +28,7 @@ from live.eventlog import SQLiteEventLog
 from live.events import ErrorEvent, Event, ToolCall, ToolResult
 from live.tool import ToolArgumentError
 from live.turn_model import TurnRequest
-from models.local_turns import LocalTurnModel, visitor_minutes
+from models.local.turns import LocalTurnModel, visitor_minutes
 from tests.cli import lookout
 from tests.datafiles import REPO_ROOT, data_file
 from tests.fakelive import (

@@ -16,9 +16,9 @@ import pytest
 
 from device.app.config import build
 from device.app.run import App
+from device.frame import Frame
 from device.sources import SourceError
 from live.eventlog import read_events
-from live.frame import Frame
 from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file
 

@@ -12,7 +12,7 @@ from live import FakeClock, LiveRequestQueue, Runner, SessionConfig
 from live.config import EmitMode
 from live.events import ModelText
 from live.input_stream import InputStream
-from models.local import LocalModel, describe
+from models.local.model import LocalModel, describe
 from tests.live.harness import blob_value, frame_blob
 from tools import FunctionTool
 

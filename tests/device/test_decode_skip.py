@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from device.feeds.runner import SourceRunner, SourceState
+from device.frame import Frame
 from device.sources import CaptureSource, Grabs, ImageFolderSource, open_source
 from device.sources.base import Grab
 from live.clock import MonotonicClock
-from live.frame import Frame
 from tests.datafiles import data_file
 
 pytestmark = pytest.mark.anyio

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from device.lines import LineCounter
+from device.percept import Track
 from device.presence import PresenceRule
 from device.scene import Scene, SceneSpec
 from device.zones import Dwell, ZoneWatcher
 from tests.percepts import a_track
-from tools.percept import Track
 
 SHAPE = (100, 100, 3)  # 100x100 px: normalised x 0.5 is pixel 50
 

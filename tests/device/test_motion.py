@@ -24,18 +24,19 @@ from device.app.config import ConfigError, build
 from device.app.run import App, motion_config
 from device.bus import EventBus
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
+from device.frame import Frame
 from device.motion import MotionConfig, MotionDetector, MotionGate, small_plane
 from device.outputs.telemetry import Telemetry
-from device.perception import Perception, SharedDetector
+from device.percept import Percept
+from device.perception import Perception
 from device.scene import SceneSpec
+from device.shared_detector import SharedDetector
 from live.clock import MonotonicClock
 from live.events import Event
-from live.frame import Frame
 from models.detections import Detections
 from models.detector import PersonDetector
 from tests.datafiles import data_file
 from tests.recorder import Recorder
-from tools.percept import Percept
 
 pytestmark = pytest.mark.anyio
 
@@ -109,7 +110,7 @@ def test_a_light_switched_on_is_motion_until_it_is_background() -> None:
     gate.ran(0.0, changed=False)
     share = gate.observe(scene(brightness=60), 0.2)
     assert share is not None and share > 0.5
-    assert gate.due(0.4) == "motion"  # better a few detections too many than a miss
+    assert gate.decide(0.4) == "motion"  # better a few detections too many than a miss
 
 
 # ------------------------------------------------------------------ the gate on media time
@@ -121,7 +122,7 @@ def test_a_still_scene_is_detected_on_heartbeats_only() -> None:
     for i in range(126):  # 25 s at 5 fps
         t = round(i * 0.2, 3)
         gate.observe(scene(), t)
-        reason = gate.due(t)
+        reason = gate.decide(t)
         if reason is not None:
             reasons[t] = reason
             gate.ran(t, changed=False)
@@ -135,7 +136,7 @@ def test_after_motion_the_full_rate_holds_for_the_hangover() -> None:
     for i in range(50):  # 10 s at 5 fps; something flashes by in the frame at 3 s
         t = round(i * 0.2, 3)
         gate.observe(scene((100, 100)) if t == 3.0 else scene(), t)
-        if gate.due(t) is not None:
+        if gate.decide(t) is not None:
             detected.append(t)
             gate.ran(t, changed=False)
     # The start, then every frame from the one that moved to 2 s after it.
@@ -147,11 +148,11 @@ def test_a_heartbeat_that_finds_other_people_turns_the_full_rate_on() -> None:
     gate.observe(scene(), 0.0)
     gate.ran(0.0, changed=False)
     gate.observe(scene(), 10.0)
-    assert gate.due(10.0) == "heartbeat"
+    assert gate.decide(10.0) == "heartbeat"
     gate.ran(10.0, changed=True)  # someone was missed (or found)
     gate.observe(scene(), 10.2)
-    assert gate.due(10.2) == "motion" and gate.due(12.0) == "motion"
-    assert gate.due(12.4) is None
+    assert gate.decide(10.2) == "motion" and gate.decide(12.0) == "motion"
+    assert gate.decide(12.4) is None
 
 
 def test_after_a_reset_the_next_frame_is_detected() -> None:
@@ -159,10 +160,10 @@ def test_after_a_reset_the_next_frame_is_detected() -> None:
     gate.observe(scene(), 0.0)
     gate.ran(0.0, changed=False)
     gate.observe(scene(), 0.2)
-    assert gate.due(0.2) is None
+    assert gate.decide(0.2) is None
     gate.reset()
     gate.observe(scene(), 0.4)
-    assert gate.due(0.4) == "start"
+    assert gate.decide(0.4) == "start"
 
 
 # ------------------------------------------------------------------ perception with the gate

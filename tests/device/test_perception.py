@@ -17,15 +17,16 @@ from device.app.config import build
 from device.app.run import App
 from device.bus import EventBus
 from device.events import CountChanged
-from device.perception import Perception, SharedDetector
+from device.frame import Frame
+from device.percept import Percept
+from device.perception import Perception
+from device.shared_detector import SharedDetector
 from live.clock import MonotonicClock
 from live.events import Emission, Event
-from live.frame import Frame
 from models.detections import Detections
 from models.detector import PersonDetector
 from tests.datafiles import data_file
 from tests.truth import Series, load_truth, score
-from tools.percept import Percept
 
 pytestmark = pytest.mark.anyio
 

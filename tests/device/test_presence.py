@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from device.events import CountChanged
+from device.frame import Frame
+from device.percept import Percept, Track
 from device.perception import Perception
 from device.presence import PresenceRule
 from live.events import Event
-from live.frame import Frame
 from models.detections import Detections
 from tests.percepts import a_track
-from tools.percept import Percept, Track
 
 pytestmark = pytest.mark.anyio
 

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 from device.events import CountChanged
+from device.frame import Frame
+from device.percept import CountUnknown, Percept
 from device.perception import Perception
 from live import LiveRequestQueue, MemoryEventLog, Runner, SessionConfig
 from live.events import Event
-from live.frame import Frame
 from live.testing import ScriptedModel
 from models.detections import Detections
 from tests.percepts import make_percept
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
-from tools.percept import CountUnknown, Percept
 
 pytestmark = pytest.mark.anyio
 

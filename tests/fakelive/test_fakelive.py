@@ -46,7 +46,7 @@ def client(srv: FakeLiveServer) -> genai.Client:
 
 
 def lookout_like_config(handle: str | None = None) -> types.LiveConnectConfig:
-    """Roughly what models/gemini.py will send: a streaming tool + stop_streaming."""
+    """Roughly what models/gemini/model.py will send: a streaming tool + stop_streaming."""
     return types.LiveConnectConfig(
         response_modalities=[types.Modality.TEXT],
         system_instruction="You watch a camera.",

@@ -22,7 +22,7 @@ from live import (
     SessionConfig,
 )
 from live.events import ConnectionState, Event
-from models.gemini import GeminiLiveModel, GeminiOptions
+from models.gemini.model import GeminiLiveModel, GeminiOptions
 from tests.fakelive import FakeLiveServer, client_for
 from tools import FunctionTool
 

@@ -21,10 +21,10 @@ from device.app.config import build
 from device.app.run import App
 from device.bus import EventBus
 from device.events import CountChanged
+from device.percept import Percept
 from live.clock import MonotonicClock
 from live.events import Emission, Event
 from tests.cameras import VtestCamera, vtest_frames
-from tools.percept import Percept
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -21,7 +21,7 @@ from google.genai import types
 
 from live.events import ModelText
 from live.model import ConnectionLost, LiveSetup, ModelSetupError
-from models.gemini import GeminiLiveModel, GeminiOptions
+from models.gemini.model import GeminiLiveModel, GeminiOptions
 from tests.fakelive import FakeLiveServer, ToolCallSpec, client_for
 from tests.fakelive.hostile import AWKWARD_TEXT, NEWER_PROTOCOL, UNREADABLE
 from tests.faults.live_runs import MODEL, quick, said, session_on

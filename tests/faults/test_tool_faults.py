@@ -11,10 +11,10 @@ import anyio
 import numpy as np
 import pytest
 
+from device.frame import Frame
 from device.perception import Perception
 from live import InputStream, SessionConfig, ToolContext
 from live.events import ErrorEvent, Event
-from live.frame import Frame
 from models.detections import Detections
 from tests.live.harness import harness
 from tools import FunctionTool

@@ -180,7 +180,9 @@ async def test_go_away_reconnects_before_the_server_cuts_us_off() -> None:
         assert h.model.setups[1].resumption_handle == "h-7"
 
 
-async def test_emissions_during_an_outage_are_collapsed_when_the_outbox_overflows() -> None:
+async def test_an_outage_collapses_emissions_and_the_outbox_bound_drops_the_oldest_saying_so() -> (
+    None
+):
     model = ScriptedModel(refuse_connects={1, 2})
     config = SessionConfig(
         outbox_max=4, reconnect=ReconnectPolicy(max_attempts=5, initial_backoff_s=1.0)
@@ -193,15 +195,26 @@ async def test_emissions_during_an_outage_are_collapsed_when_the_outbox_overflow
         await h.settle()
         for value in range(10):
             h.send_frame(value)
+            h.queue.send_content(f"note {value}", turn_complete=False)
             await h.settle()
+        # Ten notes and one merged emission wait: the bound keeps the newest four notes.
+        assert h.session.outbox_depth == 5 and h.session.stats.outbox_dropped == 6
         await h.clock.run_for(5)
         await h.wait_responses(call_id, 2)
+        await h.model.wait_for(lambda: len(h.model.texts()) == 4)
         values = [e["value"] for e in h.model.emissions(call_id)]
         # Older values were collapsed, the newest always survives; order is kept.
         assert values[-1] == 9 and values == sorted(values) and len(values) <= 4
+        assert h.model.texts() == [f"note {value}" for value in range(6, 10)]
         assert h.session.stats.reconnects == 1
         logged = [e.payload["value"] for e in h.log.events if isinstance(e, Emission)]
         assert logged == list(range(10))  # the log has every one of them
+        said = [e.message for e in h.log.events if isinstance(e, ErrorEvent)]
+        # Said at the first drop (and the 10th, 100th...), every one counted.
+        assert said == [
+            "outbox full (4 messages waiting for the model): dropped the oldest, text; "
+            "1 dropped so far"
+        ]
 
 
 async def test_giving_up_ends_the_session_cleanly_with_a_reason() -> None:

@@ -1,4 +1,4 @@
-"""models/gemini.py: the real google-genai SDK against the fake Live server over TLS.
+"""models/gemini/model.py: the real google-genai SDK against the fake Live server over TLS.
 
 Most tests run the whole runtime (``live.Runner``) on a ``GeminiLiveModel`` and script the
 fake as the model; the rest drive a ``GeminiConnection`` directly. Every wait is on an
@@ -63,7 +63,7 @@ from live.model import (
     SendText,
     SendToolResponse,
 )
-from models.gemini import (
+from models.gemini.model import (
     GeminiConnection,
     GeminiLiveModel,
     GeminiOptions,

@@ -1,4 +1,4 @@
-"""models/gemini_turns.py: the real google-genai SDK against the fake generateContent server.
+"""models/gemini/turns.py: the real google-genai SDK against the fake generateContent server.
 
 Everything goes over TLS to ``tests/fakelive/rest.py``; waits are on events or on the
 model's own deadline, never a fixed sleep.
@@ -19,8 +19,8 @@ from google.genai import types
 
 from live.model import FunctionCallRequest, ModelUsage
 from live.turn_model import TurnModel, TurnModelError, TurnRequest
-from models.gemini import MissingApiKey
-from models.gemini_turns import DEFAULT_TURN_MODEL, GeminiTurnModel
+from models.gemini.model import MissingApiKey
+from models.gemini.turns import DEFAULT_TURN_MODEL, GeminiTurnModel
 from tests.fakelive import (
     NO_ANSWER,
     FakeGenerateServer,

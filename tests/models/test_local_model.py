@@ -1,4 +1,4 @@
-"""models/local.py: the offline model answers any configuration at start-up.
+"""models/local/model.py: the offline model answers any configuration at start-up.
 
 It calls ``count_people`` and one ``watch_line``/``watch_zone`` per configured name as soon
 as it connects; a fixed-size buffer for those calls made a configuration of 255 lines and
@@ -16,7 +16,7 @@ import pytest
 from google.genai import types
 
 from live.model import LiveSetup, ModelResumptionUpdate, ModelToolCall
-from models.local import COUNT_TOOL, LocalModel
+from models.local.model import COUNT_TOOL, LocalModel
 from tests.cli import lookout
 from tests.datafiles import data_file
 

@@ -19,7 +19,8 @@ import pytest
 
 from device.app.config import ConfigError
 from device.events import CountChanged, SourceStateEvent
-from device.outputs.mqtt import MqttPublisher, MqttSettings, parse_mqtt
+from device.outputs.mqtt import MqttPublisher
+from device.outputs.mqtt_settings import MqttSettings, parse_mqtt
 from live.events import ModelAudio, ModelText
 from tests.datafiles import REPO_ROOT, data_file
 from tests.ops.support import Broker, Received, Subscriber
@@ -104,7 +105,7 @@ def test_queue_is_bounded_but_the_latest_count_is_kept() -> None:
 
 def test_discovery_configs_follow_home_assistant_conventions() -> None:
     pub = MqttPublisher(MqttSettings("b"), device_id="door", model="local", version="0.1.0")
-    sensor, occupancy = pub.discovery()
+    sensor, occupancy = pub.topics.discovery()
     assert sensor.topic == "homeassistant/sensor/door_people/config" and sensor.retain
     assert occupancy.topic == "homeassistant/binary_sensor/door_occupancy/config"
     s, o = json.loads(sensor.payload), json.loads(occupancy.payload)

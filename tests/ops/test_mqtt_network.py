@@ -18,7 +18,8 @@ import anyio
 import pytest
 
 from device.events import CountChanged, LineCrossed, ZoneCount
-from device.outputs.mqtt import MqttPublisher, parse_mqtt
+from device.outputs.mqtt import MqttPublisher
+from device.outputs.mqtt_settings import parse_mqtt
 from live.events import Event
 from tests.ops.apprun import running_app
 from tests.ops.support import (
@@ -274,7 +275,7 @@ async def test_a_flood_of_home_assistant_online_loses_no_event(broker: Broker) -
         tg.cancel_scope.cancel()
     configs = [m for m in watch.messages if m.topic.endswith("/config")]
     # The first announcement, and few more however many "online"s came (not one per online).
-    per_round = len(pub.discovery())
+    per_round = len(pub.topics.discovery())
     assert len(configs) <= 4 * per_round, len(configs)
     flooder.close()
     watch.close()

@@ -11,7 +11,8 @@ import pytest
 
 from device.app.config import Config, ConfigError, LineSpec, ZoneSpec
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
-from device.outputs.mqtt import MqttPublisher, MqttSettings, parse_mqtt
+from device.outputs.mqtt import MqttPublisher
+from device.outputs.mqtt_settings import MqttSettings, parse_mqtt
 from live.clock import FakeClock
 from tests.ops.support import Broker, FakeApp, Received, Subscriber
 
@@ -87,8 +88,8 @@ async def wait(
 
 def test_discovery_of_a_line_and_a_zone() -> None:
     pub = MqttPublisher(MqttSettings("b"), device_id="shop", lines=["door"], zones=["queue"])
-    configs = {m.topic: json.loads(m.payload) for m in pub.discovery()}
-    assert all(m.retain for m in pub.discovery())
+    configs = {m.topic: json.loads(m.payload) for m in pub.topics.discovery()}
+    assert all(m.retain for m in pub.topics.discovery())
     prefix = "homeassistant"
     line_in = configs[f"{prefix}/sensor/shop_line_door_in/config"]
     line_out = configs[f"{prefix}/sensor/shop_line_door_out/config"]

@@ -22,9 +22,9 @@ import pytest
 from device.app.config import build
 from device.app.operations import setup_operations
 from device.app.run import App
+from device.frame import Frame
 from device.sources import FrameSource, open_source
 from live.eventlog import read_events
-from live.frame import Frame
 from tests.datafiles import data_file
 from tests.ops.support import Broker, Subscriber
 

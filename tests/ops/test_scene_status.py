@@ -25,10 +25,10 @@ from device.events import CountChanged, LineCrossed, ZoneCount
 from device.outputs.render import BOX_COLOR, DETECTION_COLOR, LINE_COLOR
 from device.outputs.status_server import HttpAddress, StatusServer
 from device.outputs.telemetry import Telemetry
+from device.percept import LineTotals, Percept, Track, ZoneState
 from device.tracker import Tracker
 from tests.ops.support import FakeApp, FakePerception
 from tests.percepts import make_percept
-from tools.percept import LineTotals, Percept, Track, ZoneState
 
 LINE = "post=0.5,0.9,0.5,0.1"  # vertical, drawn upwards: in = to the right
 ZONE = "plaza=0.0,0.5,1.0,0.5,1.0,1.0,0.0,1.0"  # the lower half

@@ -21,9 +21,9 @@ from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
 from device.outputs.status_server import MJPEG_BOUNDARY, HttpAddress, StatusServer, parse_http
 from device.outputs.telemetry import Telemetry
+from device.percept import Percept
 from tests.ops.support import FakeApp
 from tests.percepts import make_percept
-from tools.percept import Percept
 
 pytestmark = pytest.mark.anyio
 STATIC = Path(__file__).resolve().parents[2] / "device" / "outputs" / "static"

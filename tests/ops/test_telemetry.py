@@ -14,10 +14,10 @@ from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
 from device.outputs.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry, strip_credentials
+from device.percept import Percept
 from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage
 from tests.ops.support import FakeApp, FakeSession
 from tests.percepts import make_percept
-from tools.percept import Percept
 
 
 def count(n: int, t: float, previous: int | None = None) -> CountChanged:
@@ -107,6 +107,7 @@ def test_metrics_read_the_apps_own_counters() -> None:
     session = app.session.stats
     session.emissions, session.reconnects, session.frames_model_lane_dropped = 7, 2, 3
     session.usage_prompt_tokens, session.usage_total_tokens = 120, 150
+    session.outbox_dropped = 6
     app.perception.stats.detected = 19
     tel = Telemetry(app)
     tel.write(count(4, 1.0))
@@ -123,6 +124,7 @@ def test_metrics_read_the_apps_own_counters() -> None:
     assert values[("lookout_people", ())] == 4
     assert values[("lookout_emissions_total", ())] == 7
     assert values[("lookout_model_reconnects_total", ())] == 2
+    assert values[("lookout_outbox_dropped_total", ())] == 6
     assert values[("lookout_model_tokens_total", (("kind", "prompt"),))] == 120
     assert values[("lookout_model_tokens_total", (("kind", "total"),))] == 150
     assert values[("lookout_detector_latency_seconds_count", ())] == 3

@@ -9,15 +9,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from device.frame import Frame
+from device.percept import Percept
+from device.regions import count_in_region
 from live import LiveRequestQueue, MemoryEventLog, Runner, SessionConfig
-from live.frame import Frame
 from live.testing import ScriptedModel
 from models.detections import Detections
 from tests.percepts import people_tracks
 from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
-from tools.percept import Percept
-from tools.regions import count_in_region
 
 # ------------------------------------------------------------- percepts in
 

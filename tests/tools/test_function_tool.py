@@ -70,6 +70,25 @@ def test_optional_input_stream_is_still_hidden() -> None:
     assert tool.consumes_input
 
 
+def test_a_typed_input_stream_is_hidden_and_fed_like_a_bare_one() -> None:
+    async def f(
+        stream: InputStream[int], n: Annotated[int, Field(ge=1)] = 1
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Typed by what its requests carry."""
+        yield {}
+
+    async def g(stream: InputStream[int] | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Optional and typed."""
+        yield {}
+
+    tool = FunctionTool(f)
+    decl = tool.declaration()
+    assert decl.parameters is not None and decl.parameters.properties is not None
+    assert list(decl.parameters.properties) == ["n"]
+    assert tool.consumes_input
+    assert FunctionTool(g).declaration().parameters is None and FunctionTool(g).consumes_input
+
+
 class Watcher:
     async def watch(self, stream: InputStream) -> AsyncGenerator[dict[str, Any], None]:
         """A bound method."""

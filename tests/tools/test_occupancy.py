@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from device.percept import Percept
 from live import ToolArgumentError
 from live.tool import Tool
 from tools.occupancy import OccupancyTools
-from tools.percept import Percept
 
 
 class NoFrames:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from device.percept import CountUnknown, LineTotals, Percept, ZoneState
 from live import LiveRequestQueue, MemoryEventLog, Runner, SessionConfig
 from live.testing import ScriptedModel
 from tests.percepts import make_percept
 from tools import FunctionTool
-from tools.percept import CountUnknown, LineTotals, Percept, ZoneState
 from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
 
 pytestmark = pytest.mark.anyio

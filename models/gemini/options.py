@@ -8,7 +8,7 @@ Defaults, and why:
   accept AUDIO, and AUDIO is accepted by every Live model, so it is also the choice for a
   name we cannot read a version from. With AUDIO, output transcription is requested so
   the session still gets text.
-* API version: see ``models/gemini_client.py`` (``resolve_api_version``).
+* API version: see ``models/gemini/client.py`` (``resolve_api_version``).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ module opens one connection per ``connect()`` and reports how it ended, as
 ``ConnectionLost`` (the session may retry) or ``ModelSetupError`` (it should not).
 
 Wire facts this relies on are in ``docs/gemini-live-wire.md``. The parts, one job each:
-``models/gemini_options.py`` (``GeminiOptions``, the connect config and its defaults),
-``models/gemini_client.py`` (the client, the API key and its defaults) and
-``models/gemini_events.py`` (server messages to model events). Their public names are
+``models/gemini/options.py`` (``GeminiOptions``, the connect config and its defaults),
+``models/gemini/client.py`` (the client, the API key and its defaults) and
+``models/gemini/events.py`` (server messages to model events). Their public names are
 importable from here too, where callers have always found them.
 """
 
@@ -38,7 +38,7 @@ from live.model import (
     SendText,
     SendToolResponse,
 )
-from models.gemini_client import (
+from models.gemini.client import (
     API_KEY_VARIABLES,
     DEFAULT_API_VERSION,
     MissingApiKey,
@@ -49,9 +49,9 @@ from models.gemini_client import (
     one_line,
     resolve_api_version,
 )
-from models.gemini_events import model_events, parse_duration
-from models.gemini_options import DEFAULT_MODEL, GeminiOptions, default_modalities
-from models.gemini_unreadable import frame_problem, reached_server, tap
+from models.gemini.events import model_events, parse_duration
+from models.gemini.options import DEFAULT_MODEL, GeminiOptions, default_modalities
+from models.gemini.unreadable import frame_problem, reached_server, tap
 
 log = logging.getLogger("lookout.gemini")
 

@@ -3,7 +3,7 @@
 The SDK raises whatever its parsing happens to raise on a bad frame: ``AttributeError``
 for JSON that is not an object, ``RecursionError`` for deep nesting, ``ValueError`` for
 text that is not JSON, pydantic's ``ValidationError`` for the wrong shape, ``TypeError``
-for an object of keys it does not know. ``models/gemini.py`` catches them all; this module
+for an object of keys it does not know. ``models/gemini/model.py`` catches them all; this module
 says which of two things happened, from the frame itself:
 
 * a well-formed message of a kind this SDK does not know (a newer protocol): skipped, the

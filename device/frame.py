@@ -1,5 +1,8 @@
 """One picture as it travels from the source to the tools: the ``Frame`` value.
 
+It is a ``live/picture.py:Picture``: what the live runtime carries to tools
+and models.
+
 A frame carries its pixels, where it sits in the source (``t_media``, ``index``),
 when it was taken (``t_wall``) and which source it came from. The JPEG a model
 or a viewer may want is made at most once, on first use: a device that sends
@@ -14,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from live.picture import JPEG_MIME
+
 DEFAULT_JPEG_QUALITY = 80
-JPEG_MIME = "image/jpeg"
 
 
 def encode_jpeg(image: np.ndarray, quality: int = DEFAULT_JPEG_QUALITY) -> bytes:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from live.frame import Frame
+from device.frame import Frame
 from models.detections import Detections
 
 TrackState = Literal["tentative", "confirmed", "lost"]

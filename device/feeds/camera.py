@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from device.feeds.runner import SourceState, describe
+from device.feeds.state import SourceState, describe
+from device.frame import Frame
 from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable, UnreadableFrame
 from live.buffer import LatestWins
-from live.frame import Frame
 
 if TYPE_CHECKING:
     from device.feeds.runner import SourceRunner
@@ -41,7 +41,7 @@ _STALLED = _Stalled()
 _UNSET: Any = object()
 
 
-class LiveReading:
+class CameraReading:
     def __init__(
         self, runner: SourceRunner, *, stall_timeout_s: float, first_open_attempts: int | None
     ) -> None:
@@ -199,4 +199,4 @@ class LiveReading:
 _SAID_AT = frozenset({1, 10, 100, 1000})
 
 
-__all__ = ["LiveReading"]
+__all__ = ["CameraReading"]

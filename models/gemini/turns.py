@@ -7,7 +7,7 @@ signatures go back into the history. Wire facts: ``docs/gemini-rest-wire.md``.
 
 Decisions:
 
-* The client is built the way ``GeminiLiveModel`` builds it (``models/gemini_client.py``):
+* The client is built the way ``GeminiLiveModel`` builds it (``models/gemini/client.py``):
   the API key from the argument, else ``GOOGLE_API_KEY`` / ``GEMINI_API_KEY``; ``genai.Client(
   vertexai=False, ...)``, so ``GOOGLE_GEMINI_BASE_URL``, ``GOOGLE_GENAI_API_VERSION`` and
   ``SSL_CERT_FILE`` apply (read once, here); API version v1beta unless configured. A given
@@ -33,7 +33,7 @@ from google.genai import errors, types
 
 from live.model import FunctionCallRequest, ModelUsage
 from live.turn_model import TurnModelError, TurnReply, TurnRequest
-from models.gemini_client import given_or_new_client, one_line
+from models.gemini.client import given_or_new_client, one_line
 
 DEFAULT_TURN_MODEL = "gemini-3.8-flash"
 DEFAULT_TIMEOUT_S = 60.0

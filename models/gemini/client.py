@@ -1,7 +1,8 @@
 """The ``genai.Client`` both Gemini models use, and keeping its API key out of sight.
 
-``GeminiLiveModel`` (``models/gemini.py``) and ``GeminiTurnModel`` (``models/gemini_turns.py``)
-build their client here, find the key the same way, and cut and redact error details here.
+``GeminiLiveModel`` (``models/gemini/model.py``) and ``GeminiTurnModel``
+(``models/gemini/turns.py``) build their client here, find the key the same
+way, and cut and redact error details here.
 
 Defaults, and why:
 

@@ -1,0 +1,259 @@
+"""``lookout report``'s chart and figures: the count over time, the lines' and zones' panels.
+
+matplotlib is imported inside the drawing functions: it is an optional
+dependency (``pip install 'lookout[report]'``), and ``report.py`` says so when
+it is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from typing import Any
+
+from device.app.report_data import MEDIA, WALL, ReportError, Timeline
+from device.app.report_scene import Scene
+
+AXIS_LABELS = {
+    MEDIA: "media time (s of the recording)",
+    WALL: "time of day",
+}
+
+
+def figure_lines(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    def number(value: Any, unit: str = "") -> str:
+        if value is None:
+            return "–"
+        text = f"{value:.2f}" if isinstance(value, float) else str(value)
+        return f"{text}{unit}"
+
+    return [
+        ("Duration", number(summary["duration_s"], " s")),
+        ("Count known for", number(summary["observed_s"], " s")),
+        ("Max people", number(summary["max_count"])),
+        ("Mean occupancy (time-weighted)", number(summary["mean_occupancy"])),
+        ("Count changes", number(summary["changes"])),
+        ("Time with nobody", number(summary["time_empty_s"], " s")),
+        ("Time with somebody", number(summary["time_occupied_s"], " s")),
+        ("Model messages", number(summary["model_messages"])),
+        (
+            "Streams started / stopped",
+            f"{summary['streams_started']} / {summary['streams_stopped']}",
+        ),
+        ("Runs", number(summary["runs"])),
+        *_scene_figures(summary, number),
+    ]
+
+
+def _scene_figures(summary: dict[str, Any], number: Callable[[Any], str]) -> list[tuple[str, str]]:
+    """The lines' and zones' totals, for a log that has them (nothing otherwise)."""
+    rows = [
+        (f"Line {name}: in / out", f"{totals['in']} / {totals['out']}")
+        for name, totals in summary.get("lines", {}).items()
+    ]
+    for name, zone in summary.get("zones", {}).items():
+        rows.append(
+            (
+                f"Zone {name}: mean / max people",
+                f"{number(zone['mean_people'])} / {number(zone['max_people'])}",
+            )
+        )
+        rows.append((f"Zone {name}: dwell events", number(zone["dwell_events"])))
+    return rows
+
+
+def period_text(seconds: float) -> str:
+    """A period's length as people say it: 10 s, 5 min, 1 h, 1 day."""
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
+
+
+def _step_segments(
+    steps: list[tuple[float, int | None]], end: float
+) -> list[tuple[list[float], list[float]]]:
+    """Each stretch of known values on its own, so gaps (stopped, between runs) stay empty."""
+    xs: list[float] = []
+    ys: list[float] = []
+    segments: list[tuple[list[float], list[float]]] = []
+    for t, count in steps:
+        if count is None:
+            if xs:
+                xs.append(t)
+                ys.append(ys[-1])
+                segments.append((xs, ys))
+            xs, ys = [], []
+            continue
+        xs.append(t)
+        ys.append(count)
+    if xs:
+        xs.append(end)
+        ys.append(ys[-1])
+        segments.append((xs, ys))
+    return segments
+
+
+def render_chart(
+    timeline: Timeline,
+    summary: dict[str, Any],
+    *,
+    with_figures: bool,
+    scene: Scene | None = None,
+) -> bytes:
+    """The chart as PNG bytes (matplotlib's Agg canvas; no pyplot, no global state).
+
+    With a ``scene`` that has lines or zones, a panel for each under the count's,
+    sharing its time axis; without, the chart is the count's alone, as it always was.
+    """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
+    except ImportError:
+        raise ReportError(
+            "lookout report needs matplotlib: pip install 'lookout[report]'"
+        ) from None
+
+    panels = [] if scene is None else [kind for kind in ("lines", "zones") if getattr(scene, kind)]
+    height = 4.2 + 2.8 * len(panels)
+    figure = Figure(figsize=(12 if with_figures else 10, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    rows = 1 + len(panels)
+    ratios = (3.0,) + (2.2,) * len(panels)
+    extra: list[Any] = []
+    if with_figures:
+        grid = figure.add_gridspec(rows, 2, width_ratios=(3.2, 1), height_ratios=ratios)
+        ax = figure.add_subplot(grid[0, 0])
+        extra = [figure.add_subplot(grid[i + 1, 0], sharex=ax) for i in range(len(panels))]
+        side = figure.add_subplot(grid[:, 1])
+        side.axis("off")
+        lines = figure_lines(summary)
+        side.text(
+            0.0,
+            1.0,
+            "\n".join(f"{name}: {value}" for name, value in lines),
+            va="top",
+            ha="left",
+            fontsize=9,
+            family="monospace",
+            transform=side.transAxes,
+        )
+    elif panels:
+        grid = figure.add_gridspec(rows, 1, height_ratios=ratios)
+        ax = figure.add_subplot(grid[0, 0])
+        extra = [figure.add_subplot(grid[i + 1, 0], sharex=ax) for i in range(len(panels))]
+    else:
+        ax = figure.add_subplot(1, 1, 1)
+    top = max([c for _, c in timeline.steps if c is not None], default=0) + 1
+    segments = _step_segments(timeline.steps, timeline.end)
+    for i, (seg_x, seg_y) in enumerate(segments):
+        ax.step(
+            seg_x, seg_y, where="post", color="#1f77b4", lw=2, label="people" if i == 0 else None
+        )
+    for i, (t, _name) in enumerate(timeline.starts):
+        ax.axvline(t, color="#2ca02c", ls="--", lw=1, label="stream started" if i == 0 else None)
+    for i, (t, _name, _reason) in enumerate(timeline.stops):
+        ax.axvline(t, color="#d62728", ls="--", lw=1, label="stream stopped" if i == 0 else None)
+    for i, t in enumerate(timeline.boundaries):
+        ax.axvline(t, color="#7f7f7f", ls=":", lw=1.5, label="new run" if i == 0 else None)
+    if timeline.texts:
+        ax.plot(
+            [t for t, _ in timeline.texts],
+            [top + 0.4] * len(timeline.texts),
+            "v",
+            color="#9467bd",
+            ms=6,
+            label="model message",
+        )
+    ax.set_ylim(-0.2, top + 0.9)
+    first = min([0.0] + [t for t, _ in timeline.steps])
+    if panels and scene is not None:
+        first = min(first, scene.first)  # a camera's first period starts on a round time
+    last = max(timeline.end, 1.0)
+    margin = (last - first) * 0.01  # so lines at the very start or end stay visible
+    ax.set_xlim(first - margin, last + margin)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    _label_time_axis(ax, timeline)
+    ax.set_ylabel("people in view")
+    ax.set_title("People count")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8, ncols=5, frameon=False)
+    if scene is not None:
+        for kind, panel in zip(panels, extra, strict=True):
+            if kind == "lines":
+                _draw_lines(panel, scene)
+            else:
+                _draw_zones(panel, scene, timeline.end)
+            panel.grid(alpha=0.3)
+        if extra:
+            # One time axis for all panels: its ticks and label are read under the lowest.
+            for upper in [ax, *extra[:-1]]:
+                upper.set_xlabel("")
+                upper.tick_params(labelbottom=False)
+            _label_time_axis(extra[-1], timeline)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+
+
+def _draw_lines(ax: Any, scene: Scene) -> None:
+    """Entries up and exits down, one bar of each per line and period."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    table = scene.line_periods()
+    width = scene.period_s * 0.8 / max(1, len(table))
+    for j, (name, rows) in enumerate(table.items()):
+        colour = COLOURS[j % len(COLOURS)]
+        xs = [start + scene.period_s * 0.1 + width * (j + 0.5) for start in scene.starts()]
+        ax.bar(xs, [r["in"] for r in rows], width, color=colour, label=f"{name}: in")
+        ax.bar(xs, [-r["out"] for r in rows], width, color=colour, alpha=0.45, label=f"{name}: out")
+    ax.axhline(0, color="#444", lw=0.8)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _p: f"{abs(y):g}"))
+    ax.set_ylabel("in ↑  out ↓")
+    ax.set_title(f"Line crossings per {period_text(scene.period_s)}")
+    ax.legend(loc="best", fontsize=8, ncols=min(6, 2 * len(table)), frameon=False)
+
+
+def _draw_zones(ax: Any, scene: Scene, end: float) -> None:
+    """Each zone's people over time (steps, gaps where unknown) and its dwell events."""
+    from matplotlib.ticker import MaxNLocator
+
+    top = 1
+    for j, name in enumerate(scene.zones):
+        colour = COLOURS[j % len(COLOURS)]
+        steps = scene.zone_steps.get(name, [])
+        top = max([top] + [p for _, p in steps if p is not None])
+        for i, (seg_x, seg_y) in enumerate(_step_segments(steps, end)):
+            ax.step(seg_x, seg_y, where="post", color=colour, lw=1.6,
+                    label=name if i == 0 else None)  # fmt: skip
+    for j, name in enumerate(scene.zones):
+        times = [t for t, zone in scene.dwells if zone == name]
+        if times:
+            ax.plot(times, [top + 0.4] * len(times), "o", color=COLOURS[j % len(COLOURS)],
+                    ms=5, label=f"{name}: dwell")  # fmt: skip
+    ax.set_ylim(-0.2, top + 0.9)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("people in zone")
+    ax.set_title("Zone occupancy")
+    ax.legend(loc="upper left", fontsize=8, ncols=6, frameon=False)
+
+
+def _label_time_axis(ax: Any, timeline: Timeline) -> None:
+    ax.set_xlabel(AXIS_LABELS.get(timeline.axis, "session time (s)"))
+    origin = timeline.wall_origin
+    if origin is not None:
+        from matplotlib.ticker import FuncFormatter
+
+        def clock(x: float, _position: int) -> str:
+            return time.strftime("%H:%M:%S", time.localtime(origin + x))
+
+        ax.xaxis.set_major_formatter(FuncFormatter(clock))
+
+
+__all__ = ["figure_lines", "period_text", "render_chart"]

@@ -1,0 +1,270 @@
+"""What one device's MQTT topics hold now, and what each event changes there.
+
+``MqttState`` turns the bus's events into messages: the state groups (the
+count and its ``counting``, each line's totals, each zone's count and its
+``counting``), which the outbox sends at their newest value, and the event
+messages (the events topic, crossings, dwells), sent every one. It knows no
+broker: ``device/outputs/mqtt.py`` delivers what it makes. The topics are
+listed in that module's opening comment.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from device.app.config import ConfigError
+from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
+from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
+from device.outputs.mqtt_outbox import Message
+from device.outputs.mqtt_settings import check_device_id, check_scene_name
+from live.events import Event
+from live.redact import strip_credentials
+
+log = logging.getLogger("lookout.mqtt")
+
+EVENT_TYPES = frozenset(
+    {
+        "count",
+        "source_state",
+        "connection",
+        "model_text",
+        "transcript",
+        "stream_started",
+        "stream_stopped",
+        "error",
+        "capture_stats",
+        "crossing",
+        "zone",
+        "dwell",
+    }
+)
+COUNT = ("count",)  # the state group of the device's count
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def as_json(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def retained(configs: Iterable[EntityConfig]) -> list[Message]:
+    """Discovery configs as Home Assistant wants them: JSON, QoS 1, retained."""
+    return [Message(config.topic, as_json(config.config), 1, True) for config in configs]
+
+
+@dataclass
+class Changes:
+    """What one event or scene change asks the publisher to send."""
+
+    states: list[Hashable] = field(default_factory=list)  # state groups, at their newest
+    events: list[Message] = field(default_factory=list)  # sent every one
+    configs: list[Message] = field(default_factory=list)  # new discovery configs (retained)
+
+
+class MqttState:
+    """The topics of device ``device_id`` and the messages their state is sent as."""
+
+    def __init__(
+        self,
+        *,
+        device_id: str,
+        model: str = "",
+        version: str = "",
+        heartbeat_s: float = 60.0,
+        topic_prefix: str = "lookout",
+        discovery_prefix: str = "homeassistant",
+    ) -> None:
+        self.device_id = check_device_id(device_id)
+        base = f"{topic_prefix}/{device_id}"
+        self.base_topic = base
+        self.state_topic = f"{base}/state"
+        self.count_topic = f"{base}/count"
+        self.counting_topic = f"{base}/counting"
+        self.events_topic = f"{base}/events"
+        self.presence_topic = f"{base}/instance"
+        self.discovery_prefix = discovery_prefix
+        self.ha_discovery = HomeAssistantDiscovery(
+            self,
+            device_id=self.device_id,
+            model=model,
+            version=version,
+            heartbeat_s=heartbeat_s,
+            prefix=discovery_prefix,
+        )
+        self.latest_count: Message | None = None
+        # Each line's retained totals (in, out), and each zone's retained count (None
+        # while unknown): what the state groups in the outbox are sent as.
+        self.latest_lines: dict[str, tuple[Message, Message]] = {}
+        self.latest_zones: dict[str, Message | None] = {}
+
+    def line_topic(self, name: str, leaf: str) -> str:
+        return f"{self.base_topic}/line/{name}/{leaf}"
+
+    def zone_topic(self, name: str, leaf: str) -> str:
+        return f"{self.base_topic}/zone/{name}/{leaf}"
+
+    # ------------------------------------------------------------ changes
+
+    def add_scene(self, *, lines: Iterable[str] = (), zones: Iterable[str] = ()) -> Changes:
+        """Report these lines and zones too (their totals start at 0, their counts unknown)."""
+        changes = Changes()
+        for name in lines:
+            if name not in self.latest_lines:
+                check_scene_name("line", name)
+                self.latest_lines[name] = self._totals(name, 0, 0)
+                changes.configs += retained(self.ha_discovery.line_configs(name))
+                changes.states.append(("line", name))
+        for name in zones:
+            if name not in self.latest_zones:
+                check_scene_name("zone", name)
+                self.latest_zones[name] = None
+                changes.configs += retained(self.ha_discovery.zone_configs(name))
+                changes.states.append(("zone", name))
+        return changes
+
+    def on_event(self, event: Event) -> Changes:
+        """What ``event`` changes (nothing for an event MQTT does not carry)."""
+        changes = Changes()
+        if event.type not in EVENT_TYPES:
+            return changes
+        data = event.to_dict()
+        if "source" in data and isinstance(data["source"], str):
+            data["source"] = strip_credentials(data["source"])
+        if isinstance(data.get("reason"), str):
+            data["reason"] = strip_credentials(data["reason"])
+        data["time"] = _now_iso()
+        if isinstance(event, CountChanged):
+            self._on_count(event, data, changes)
+        elif isinstance(event, LineCrossed):
+            self._on_crossing(event, changes)
+        elif isinstance(event, ZoneCount):
+            self._on_zone(event, data, changes)
+        elif isinstance(event, DwellPassed):
+            self._on_dwell(event, changes)
+        changes.events.append(Message(self.events_topic, as_json(data), qos=1, retain=False))
+        return changes
+
+    def _on_count(self, event: CountChanged, data: dict[str, Any], changes: Changes) -> None:
+        if event.count is None:
+            # Unknown: the sensors go unavailable and no retained count is left standing.
+            self.latest_count = None
+        else:
+            count = {"count": event.count, "previous": event.previous, "t": data["t"],
+                     "time": data["time"]}  # fmt: skip
+            self.latest_count = Message(self.count_topic, as_json(count), qos=1, retain=True)
+        changes.states.append(COUNT)
+
+    def _known(self, kind: str, name: str, changes: Changes) -> bool:
+        """Learn a name first seen in an event; False if it cannot name topics."""
+        try:
+            added = self.add_scene(lines=[name]) if kind == "line" else self.add_scene(zones=[name])
+        except ConfigError as exc:
+            log.warning("MQTT: not publishing %s: %s", kind, exc)
+            return False
+        changes.states += added.states
+        changes.configs += added.configs
+        return True
+
+    def _totals(self, name: str, total_in: int, total_out: int) -> tuple[Message, Message]:
+        return (
+            Message(self.line_topic(name, "in"), str(total_in).encode(), 1, True),
+            Message(self.line_topic(name, "out"), str(total_out).encode(), 1, True),
+        )
+
+    def _on_crossing(self, event: LineCrossed, changes: Changes) -> None:
+        if not self._known("line", event.line, changes):
+            return
+        self.latest_lines[event.line] = self._totals(event.line, event.total_in, event.total_out)
+        changes.states.append(("line", event.line))
+        crossing = {"event_type": event.direction, "track": event.track,
+                    "total_in": event.total_in, "total_out": event.total_out}  # fmt: skip
+        topic = self.line_topic(event.line, "crossing")
+        changes.events.append(Message(topic, as_json(crossing), 1, False))
+
+    def _on_zone(self, event: ZoneCount, data: dict[str, Any], changes: Changes) -> None:
+        name = event.zone
+        if not self._known("zone", name, changes):
+            return
+        if event.people is None:
+            self.latest_zones[name] = None
+        else:
+            state = {"people": event.people, "previous": event.previous,
+                     "dwelling": event.dwelling, "longest_s": event.longest_s, "t": data["t"],
+                     "time": data["time"]}  # fmt: skip
+            self.latest_zones[name] = Message(
+                self.zone_topic(name, "people"), as_json(state), 1, True
+            )
+        changes.states.append(("zone", name))
+
+    def _on_dwell(self, event: DwellPassed, changes: Changes) -> None:
+        if not self._known("zone", event.zone, changes):
+            return
+        dwell = {"event_type": "dwell", "track": event.track, "seconds": event.seconds}
+        topic = self.zone_topic(event.zone, "dwell")
+        changes.events.append(Message(topic, as_json(dwell), 1, False))
+
+    # -------------------------------------------------------------- state
+
+    def count_state(self) -> list[Message]:
+        """The count and its ``counting``, in the order that never shows an old or empty
+        value as available: a known value before its ``online``, ``offline`` before a clear."""
+        if self.latest_count is not None:
+            return [self.latest_count, Message(self.counting_topic, b"online", 1, True)]
+        return [
+            Message(self.counting_topic, b"offline", 1, True),
+            Message(self.count_topic, b"", 1, True),
+        ]
+
+    def zone_unknown(self, name: str) -> list[Message]:
+        # Unavailable first: Home Assistant must never read the empty payload as a value.
+        return [
+            Message(self.zone_topic(name, "counting"), b"offline", 1, True),
+            Message(self.zone_topic(name, "people"), b"", qos=1, retain=True),
+        ]
+
+    def _zone_state(self, name: str) -> list[Message]:
+        latest = self.latest_zones.get(name)
+        if latest is None:
+            return self.zone_unknown(name)
+        return [latest, Message(self.zone_topic(name, "counting"), b"online", 1, True)]
+
+    def state(self, key: Hashable) -> list[Message]:
+        """What a state group is sent as, now."""
+        if key == COUNT:
+            return self.count_state()
+        assert isinstance(key, tuple)
+        kind, name = key
+        if kind == "line":
+            return list(self.latest_lines[name])
+        return self._zone_state(name)
+
+    def state_keys(self) -> list[Hashable]:
+        return [COUNT, *(("line", n) for n in self.latest_lines),
+                *(("zone", n) for n in self.latest_zones)]  # fmt: skip
+
+    def current(self) -> list[Message]:
+        """The whole retained state as it is now (at a connect, where the broker may hold an
+        earlier run's values, and when Home Assistant comes back)."""
+        return [m for key in self.state_keys() for m in self.state(key)]
+
+    def discovery(self) -> list[Message]:
+        """Home Assistant MQTT discovery configs (retained)."""
+        return retained(self.ha_discovery.configs(self.latest_lines, self.latest_zones))
+
+    def removal(self, kind: str, name: str) -> list[Message]:
+        """Empty retained messages that delete a line's or zone's entities and state."""
+        leaves = ("in", "out") if kind == "line" else ("people", "counting")
+        topic = self.line_topic if kind == "line" else self.zone_topic
+        return [Message(t, b"", 1, True) for t in self.ha_discovery.config_topics(kind, name)] + [
+            Message(topic(name, leaf), b"", 1, True) for leaf in leaves
+        ]
+
+
+__all__ = ["COUNT", "EVENT_TYPES", "Changes", "MqttState", "as_json", "retained"]

@@ -1,0 +1,1 @@
+"""The embedded local model: an offline stand-in that answers from the device's counts."""
