@@ -638,7 +638,7 @@ async def test_setup_never_answered_times_out_and_closes(srv: FakeLiveServer) ->
         await run.session.wait_finished()
     assert run.session.failure is not None
     assert "no answer to setup within 0.5 s" in run.session.failure
-    assert 0.5 <= time.monotonic() - start < 2.0
+    assert 0.5 <= time.monotonic() - start < 10  # not waiting for ever; generous for a busy CPU
     # Cancelling the SDK's connect left nothing open.
     await srv.wait_closed(connection=0)
 
