@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from device.cli import ASK_SETTINGS, AskFlags, parser
+from device.cli_flags import ASK_SETTINGS, AskFlags, parser
 from device.config import FIELDS, SETTINGS, Config, ConfigError, build
 from tests.cli import lookout, lookout_in_process
 
