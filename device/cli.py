@@ -1,7 +1,7 @@
 """The ``lookout`` command line: run, ask, count, doctor, report.
 
-The flags of run, ask and doctor are generated from the fields of device.config.Config
-(and AskFlags), so names, help and validation have one source.
+Their flags are made in ``device/cli_flags.py``; here each command is carried
+out, and what a user got wrong becomes one line and exit 2.
 """
 
 from __future__ import annotations
@@ -12,194 +12,28 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.fields import FieldInfo
-
-from device.app.config import (
+from device.cli_flags import (
+    ASK_SETTINGS,
+    COUNT_SETTINGS,
+    DOCTOR_SETTINGS,
+    EXIT_USAGE,
+    RUN_SETTINGS,
+    AskFlags,
+    parser,
+)
+from device.config import (
     COMMAND_LINE,
-    MAX_FPS,
-    SETTINGS,
-    SYSTEM_CONFIG,
     Config,
     ConfigError,
     apply,
-    base_type,
     build,
-    choices,
-    flag_name,
     parse_flags,
+    value_of,
 )
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors in one line and exits 2 (its default code)."""
-
-    def error(self, message: str) -> Any:
-        self.exit(EXIT_USAGE, f"lookout: {message} (see {self.prog} --help)\n")
-
-
-# The settings each command takes as flags; their types, defaults and help come from Config.
-RUN_SETTINGS: tuple[str, ...] = SETTINGS
-# What perception is made of: ask and count take these as run does, so that the three
-# commands count a recording's frames the same way.
-PERCEPTION_SETTINGS = (
-    "threshold", "detector", "precision", "profile", "detector_threads", "detect_fps", "motion",
-    "motion_threshold", "motion_heartbeat", "motion_hangover", "motion_pixel_delta",
-    "max_side", "folder_fps", "max_image_pixels", "timelapse", "lines", "zones", "dwell",
-    "anchor",
-)  # fmt: skip
-ASK_SETTINGS = ("source", "model", "pace", "loop", "events", "db", *PERCEPTION_SETTINGS)
-COUNT_SETTINGS = PERCEPTION_SETTINGS
-DOCTOR_SETTINGS = ("source", "model", "detector", "precision")
-
-
-class AskFlags(BaseModel):
-    """``lookout ask``'s own options (not settings: no config file key)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    report_fps: float | None = Field(
-        default=None,
-        gt=0,
-        le=MAX_FPS,
-        description="frames per second an occupancy report looks at",
-        json_schema_extra={"unset": "the detection rate of lookout run (--detect-fps)"},
-    )
-    period: float = Field(
-        default=60.0, gt=0, le=86400, description="seconds per row of a report's counts"
-    )
-    page_size: int = Field(default=10, ge=1, le=1000, description="rows per page of fetch_counts")
-    no_wait: bool = Field(
-        default=False, description="do not wait for a long-running job (it is cancelled)"
-    )
-
-
-def _default_text(field: FieldInfo) -> str:
-    extra = field.json_schema_extra
-    if isinstance(extra, dict) and "unset" in extra:
-        return str(extra["unset"])
-    default = field.default
-    if isinstance(default, bool):
-        return "on" if default else "off"
-    if isinstance(default, float):
-        return f"{default:g}"
-    return "none" if default is None else str(default)
-
-
-_METAVARS: dict[Any, str] = {int: "N", float: "N", Path: "PATH"}
-REPEATED = {"lines": "NAME=X1,Y1,X2,Y2", "zones": "NAME=X1,Y1,X2,Y2,X3,Y3[,...]"}
-
-
-def _add_fields(
-    parser: argparse.ArgumentParser, model: type[BaseModel], names: Sequence[str]
-) -> None:
-    """One flag per field. Values stay strings (None: not given) for the model to validate,
-    so that a bad value gets the model's message and "not given" is never a default."""
-    for name in names:
-        field = model.model_fields[name]
-        text = f"{field.description} (default: {_default_text(field)})"
-        options: dict[str, Any] = {"default": None, "help": text.replace("%", "%%")}
-        kind = base_type(field)
-        if name in REPEATED:
-            options["action"] = "append"
-            options["metavar"] = REPEATED[name]
-            options["dest"] = name
-        elif kind is bool:
-            options["action"] = "store_true"
-        elif allowed := choices(field):
-            options["choices"] = allowed
-        elif kind in _METAVARS:
-            options["metavar"] = _METAVARS[kind]
-        parser.add_argument(flag_name(name), **options)
-
-
-def _add_config(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        type=Path,
-        metavar="PATH",
-        help=f"TOML config file (default {SYSTEM_CONFIG} if present)",
-    )
-
-
-def _add_run(sub: Any) -> None:
-    p = sub.add_parser("run", help="run the live agent (default: sample video, local model)")
-    _add_fields(p, Config, RUN_SETTINGS)
-    p.add_argument("--no-http", action="store_true", help="no status server (same as --http '')")
-    _add_config(p)
-    p.add_argument(
-        "--stdin",
-        action="store_true",
-        help="read commands (count, stop, start, quit) from stdin even when it is not a terminal",
-    )
-    p.add_argument("-v", "--verbose", action="store_true", help="log more")
-
-
-def _add_count(sub: Any) -> None:
-    p = sub.add_parser(
-        "count", help="count people in a video, image or folder, frame by frame, as run does"
-    )
-    p.add_argument("source", help="video file, image, or image folder")
-    p.add_argument(
-        "--every",
-        type=int,
-        metavar="N",
-        help="look at every Nth frame (default: the frames lookout run looks at, --detect-fps)",
-    )
-    _add_fields(p, Config, COUNT_SETTINGS)
-    # Before --folder-fps was a setting, count called it --fps; old scripts keep working.
-    p.add_argument("--fps", type=str, dest="legacy_fps", metavar="N", help=argparse.SUPPRESS)
-    _add_config(p)
-    p.add_argument("--json", action="store_true", help="one JSON object per frame looked at")
-
-
-def _add_ask(sub: Any) -> None:
-    p = sub.add_parser(
-        "ask",
-        help="ask one question (how many people now, an occupancy report, a report's counts)",
-    )
-    p.add_argument("question", help='e.g. "how many people?" or "report for 5 minutes"')
-    _add_fields(p, Config, ASK_SETTINGS)
-    _add_fields(p, AskFlags, tuple(AskFlags.model_fields))
-    _add_config(p)
-    p.add_argument("-v", "--verbose", action="store_true", help="log more")
-
-
-def _add_doctor(sub: Any) -> None:
-    p = sub.add_parser("doctor", help="check camera/source, model file, runtime, API key")
-    _add_fields(p, Config, DOCTOR_SETTINGS)
-    _add_config(p)
-
-
-def _add_report(sub: Any) -> None:
-    p = sub.add_parser("report", help="chart and figures of a recorded run")
-    p.add_argument("input", type=Path, help="events file: JSON lines (--events) or SQLite (--db)")
-    p.add_argument("--out", type=Path, required=True, help="report.html or report.png")
-    p.add_argument(
-        "--run", help="only this run of the log: its id (or the start of it) or its number from 1"
-    )
-    p.add_argument(
-        "--period",
-        type=float,
-        metavar="SECONDS",
-        help="seconds per row of the lines' and zones' tables (default: at most 24 rows)",
-    )
-
-
-def parser() -> argparse.ArgumentParser:
-    root = _Parser(prog="lookout", description="Lookout: an edge vision agent.")
-    sub = root.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    _add_run(sub)
-    _add_count(sub)
-    _add_ask(sub)
-    _add_doctor(sub)
-    _add_report(sub)
-    return root
+EXIT_OK, EXIT_FAILURE = 0, 1
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -222,8 +56,14 @@ def _quiet_native_logs(verbose: bool) -> None:
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def _set_up_logging(verbose: bool, quiet: dict[str, int]) -> None:
-    """Log to stderr; without -v the ``quiet`` loggers only from the level given."""
+def _set_up_logging(log_level: str, verbose: bool, quiet: dict[str, int]) -> None:
+    """Log to stderr: Lookout's own loggers (``lookout.*``) from ``log_level`` (-v: at
+    least info), other libraries' from warning (-v: info). At warning and above, the
+    ``quiet`` loggers (whose news the console says already, as events) only from their
+    own level; asked for more (info, debug, -v), they say everything."""
+    level = logging.getLevelNamesMapping()[log_level.upper()]
+    if verbose:
+        level = min(level, logging.INFO)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT, stream=sys.stderr
     )
@@ -234,9 +74,11 @@ def _set_up_logging(verbose: bool, quiet: dict[str, int]) -> None:
         handler.addFilter(RepeatFilter())
         if type(handler) is logging.StreamHandler:  # ours, not a test's capturing one
             handler.setFormatter(SafeFormatter(LOG_FORMAT))
-    if not verbose:
-        for name, level in quiet.items():
-            logging.getLogger(name).setLevel(level)
+    logging.getLogger("lookout").setLevel(level)
+    for name, quiet_level in quiet.items():
+        logging.getLogger(name).setLevel(
+            logging.NOTSET if level < logging.WARNING else max(quiet_level, level)
+        )
 
 
 def _exit_now_if_threads_linger(code: int) -> int:
@@ -261,19 +103,20 @@ def _exit_now_if_threads_linger(code: int) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     _quiet_native_logs(args.verbose)
     flags = {name: getattr(args, name) for name in RUN_SETTINGS}
+    flags["fps"] = args.fps  # the old name of --model-fps: taken, with a warning
     if args.no_http:
         flags["http"] = ""
     try:
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
-    if config.profile != "none":
-        from device.app.profiles import profile_choice
+    if config.perception.profile != "none":
+        from device.config.profiles import profile_choice
 
         # What the profile chose (and, for auto, what it measured): said once at start,
         # with what the file or the flags set over it.
-        chosen, why = profile_choice(config.profile, scene=bool(config.lines or config.zones))
-        effective = {"precision": config.precision, "detect_fps": config.detection_fps()}
+        chosen, why = profile_choice(config.perception.profile, scene=config.has_scene)
+        effective = {"precision": config.perception.precision, "detect_fps": config.detection_fps()}
         kept = [
             f"{name.replace('_', '-')} {effective[name]:g}"
             if isinstance(effective[name], float)
@@ -291,6 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     # The console already reports source and connection states as events.
     _set_up_logging(
+        config.device.log_level,
         args.verbose,
         {
             "lookout.source": logging.ERROR,
@@ -350,7 +194,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     # Errors reach the console as events already; the log would say them twice.
     _set_up_logging(
-        args.verbose, {"lookout.source": logging.CRITICAL, "lookout.turns": logging.CRITICAL,
+        config.device.log_level, args.verbose, {"lookout.source": logging.CRITICAL, "lookout.turns": logging.CRITICAL,
                        "lookout.tool": logging.CRITICAL},
     )  # fmt: skip
     options = AskOptions(
@@ -410,7 +254,7 @@ def cmd_count(args: argparse.Namespace) -> int:
                 source,
                 perception,
                 every=args.every,
-                max_side=config.max_side,
+                max_side=config.source.max_side,
                 as_json=args.json,
             )
         )
@@ -429,7 +273,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc))
     for name in DOCTOR_SETTINGS:
-        setattr(args, name, getattr(checked, name))
+        setattr(args, name, value_of(checked, name))
     return doctor(args)
 
 

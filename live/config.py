@@ -81,7 +81,7 @@ class SessionConfig:
     tool_input_accept: tuple[str, ...] = ("image/*",)
     tool_input_maxsize: int = 1
     # Model lane: frames reach the model only when asked, rate-limited, never in privacy mode.
-    forward_frames: bool = False
+    send_frames: bool = False  # the setting send_frames (--send-frames)
     privacy: bool = False
     model_frame_interval_s: float = 1.0
     # Bounds.
@@ -106,5 +106,6 @@ class SessionConfig:
     secrets: tuple[str, ...] = ()
 
     @property
-    def frames_to_model(self) -> bool:
-        return self.forward_frames and not self.privacy
+    def sends_frames(self) -> bool:
+        """Frames go to the model: asked for (send_frames), and not in privacy mode."""
+        return self.send_frames and not self.privacy

@@ -66,7 +66,7 @@ class Fanout:
             self.frames_in += 1
             for stream in self.registry.input_streams().values():
                 stream.offer(request)
-            if self.config.frames_to_model and request.has_media:
+            if self.config.sends_frames and request.has_media:
                 self._model_lane.put(request)
         elif request.kind is RequestKind.CONTENT and request.content is not None:
             self.outbox.post(SendContent(request.content, request.turn_complete))

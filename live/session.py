@@ -331,7 +331,7 @@ class LiveSession:
             tg.start_soon(self._keep_connected)
             tg.start_soon(self._link.send_forever)
             tg.start_soon(self._pump_then_end)
-            if self.config.frames_to_model:
+            if self.config.sends_frames:
                 tg.start_soon(self._fanout.model_lane)
             task_status.started()
 

@@ -3,11 +3,14 @@
     python3 scripts/bootstrap.py run  [lookout run arguments...]
     python3 scripts/bootstrap.py test [pytest arguments...]
 
-Both create ``.venv`` (if missing), install the project with its dev extras
-(again only when pyproject.toml changed), and fetch the sample video into
-``data/``. ``run`` then starts ``lookout run`` on its embedded defaults (the
-sample video, the offline local model, no camera, no API key); ``test`` runs
-ruff, mypy and the pytest suite. Only Python >= 3.11 and git are needed.
+Both create ``.venv`` (if missing), install the project (again only when
+pyproject.toml changed) and fetch the sample video into ``data/``. ``run`` (and
+``setup``, which stops there) installs only what running needs (``pip install
+-e .``) and then starts ``lookout run`` on its embedded defaults (the sample
+video, the offline local model, no camera, no API key); ``test`` adds the dev
+tools (``pip install -e .[dev]``: pytest, ruff, mypy, playwright, onnx,
+matplotlib...) and runs ruff, mypy and the pytest suite. Only Python >= 3.11
+and git are needed.
 
 With ``LOOKOUT_SYSTEM_SITE_PACKAGES=1`` the virtual environment also sees the
 system's Python packages (``venv --system-site-packages``): on a Raspberry Pi,
@@ -67,7 +70,13 @@ def has_system_site_packages() -> bool:
     return "include-system-site-packages = true" in (line.strip().lower() for line in lines)
 
 
-def ensure_venv() -> None:
+def installed() -> tuple[str, set[str]]:
+    """The pyproject.toml hash and the extras the last install was made with."""
+    words = STAMP.read_text().split() if STAMP.exists() else []
+    return (words[0] if words else ""), set(words[1:])
+
+
+def ensure_venv(extras: tuple[str, ...]) -> None:
     system_site = wants_system_site_packages()
     if not PY.exists():
         step(
@@ -79,18 +88,31 @@ def ensure_venv() -> None:
         step("[1/3] letting .venv see the system's packages (LOOKOUT_SYSTEM_SITE_PACKAGES)")
         venv.EnvBuilder(system_site_packages=True, upgrade=True).create(VENV)
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text().strip() == wanted:
+    digest, had = installed()
+    if digest == wanted and had >= set(extras):
         return
+    if digest != wanted:
+        had = set()  # pyproject.toml changed: what was installed with it is installed again
+    if extras:
+        what = (
+            "the test tools (pytest, ruff, mypy, playwright, onnx, matplotlib...) beside "
+            "Lookout's dependencies (about 820 MB in all"
+        )
+    else:
+        what = (
+            "Lookout and what it needs to run: numpy, OpenCV, ONNX Runtime, google-genai, "
+            "aiohttp (about 430 MB"
+        )
     step(
-        "[2/3] installing Lookout and its dependencies into .venv from PyPI: numpy, OpenCV, "
-        "ONNX Runtime, google-genai, aiohttp and the test tools (about 400 MB; usually 1 to 3 "
-        "minutes, more on a slow line or a Raspberry Pi)"
+        f"[2/3] installing {what}; usually 1 to 3 minutes, more on a slow line or a "
+        "Raspberry Pi) into .venv from PyPI"
     )
+    target = "." + (f"[{','.join(sorted(set(extras) | had))}]" if extras or had else "")
     run(
-        [PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", ".[dev]"],
+        [PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target],
         waiting_for="installing",
     )
-    STAMP.write_text(wanted)
+    STAMP.write_text(" ".join([wanted, *sorted(set(extras) | had)]))
 
 
 def ensure_data() -> None:
@@ -105,7 +127,8 @@ def main() -> None:
     if len(sys.argv) < 2 or sys.argv[1] not in {"run", "test", "setup"}:
         sys.exit(__doc__)
     command, rest = sys.argv[1], sys.argv[2:]
-    ensure_venv()
+    # Running needs only Lookout's dependencies; the checks add the dev tools.
+    ensure_venv(("dev",) if command == "test" else ())
     ensure_data()
     step(f"set up in {time.monotonic() - STARTED:.0f} s")
     if command == "run":

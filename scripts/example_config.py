@@ -2,8 +2,10 @@
 
     python scripts/example_config.py > scripts/lookout.example.toml
 
-It is made from ``device.app.config.Config`` itself (a test checks that the
-checked-in file is what this prints), so no setting is ever missing from it.
+It is made from the settings' own descriptions (``device.config.sections``; a test
+checks that the checked-in file is what this prints), so no setting is ever missing
+from it. Settings are shown in their sections; a flat file (``detect_fps = 5`` at the
+top, or under ``[lookout]``) still means the same.
 Only ``loop`` is set: a service replaying the sample video (no ``source``)
 must not end after 80 s, or ``Restart=on-failure`` would leave it stopped;
 a camera source ignores it.
@@ -19,13 +21,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from device.app.config import SETTINGS, Config, flag_name
+from device.config import SECTIONS, SETTINGS, env_name, flag_name
 
 HEADER = """\
 # Lookout configuration: /etc/lookout/lookout.toml (or lookout run --config FILE).
 #
-# Every setting is also a `lookout run` flag (--the-name); flags win over this
-# file. Keys may be written with - or _. Secrets (GEMINI_API_KEY, GOOGLE_API_KEY)
+# Settings are grouped in sections ([source], [perception], ...); a key may also
+# be written flat, at the top of the file, as before sections. Every setting is
+# also a `lookout run` flag (--the-name) and, but lines and zones, an environment
+# variable (LOOKOUT_THE_NAME): variables win over this file, flags over both.
+# Keys may be written with - or _. Secrets (GEMINI_API_KEY, GOOGLE_API_KEY)
 # never go here: put them in /etc/lookout/lookout.env (mode 600), which the
 # service reads. `lookout run --help` says the same as the comments below.
 """
@@ -46,7 +51,7 @@ EXAMPLES: dict[str, Any] = {
 }
 
 
-# Tables, so they go after the [lookout] keys (TOML puts every key after a table in it).
+# Tables, so they go after the sections (TOML puts every key after a table in it).
 TABLES = {
     "lines": """\
 # [lines.door]        # in = from the left-hand side of first->second point to its right
@@ -69,34 +74,44 @@ def toml_value(value: Any) -> str:
 
 
 def render() -> str:
-    defaults = Config.model_construct()
-    parts = [HEADER, "[lookout]\n"]
-    for name in SETTINGS:
-        field = Config.model_fields[name]
-        unset = (
-            (field.json_schema_extra or {}).get("unset")
-            if isinstance(field.json_schema_extra, dict)
-            else None
-        )
-        default = getattr(defaults, name, None) if field.default_factory is None else None
-        shown = f"default: {unset}" if unset else f"default: {toml_value(default)}"
-        comment = textwrap.fill(
-            f"{field.description} ({shown}; flag {flag_name(name)})",
-            width=78,
-            initial_indent="# ",
-            subsequent_indent="# ",
-        )
-        if name in TABLES:
-            line = f"# {name} = {{}}  (written as [{name}.NAME] tables: see the end of this file)"
-        elif name in ACTIVE:
-            line = f"{name} = {toml_value(ACTIVE[name])}"
-        else:
-            value = EXAMPLES.get(name, default)
-            line = f"# {name} = {toml_value(value)}" if value is not None else f"# {name} ="
-        parts.append(f"\n{comment}\n{line}\n")
+    parts = [HEADER]
+    for key, section in SECTIONS.items():
+        parts.append(f"\n[{key}]\n")
+        defaults = section.model_construct()
+        for name, field in section.model_fields.items():
+            if name not in SETTINGS:
+                continue  # a secret: the environment only
+            parts.append(_setting(name, field, defaults))
     for table in TABLES.values():
         parts.append(f"\n{table}")
     return "".join(parts)
+
+
+def _setting(name: str, field: Any, defaults: Any) -> str:
+    unset = (
+        (field.json_schema_extra or {}).get("unset")
+        if isinstance(field.json_schema_extra, dict)
+        else None
+    )
+    default = getattr(defaults, name, None) if field.default_factory is None else None
+    shown = f"default: {unset}" if unset else f"default: {toml_value(default)}"
+    where = f"flag {flag_name(name)}"
+    if name not in TABLES:
+        where += f", {env_name(name)}"
+    comment = textwrap.fill(
+        f"{field.description} ({shown}; {where})",
+        width=78,
+        initial_indent="# ",
+        subsequent_indent="# ",
+    )
+    if name in TABLES:
+        line = f"# {name} = {{}}  (written as [{name}.NAME] tables: see the end of this file)"
+    elif name in ACTIVE:
+        line = f"{name} = {toml_value(ACTIVE[name])}"
+    else:
+        value = EXAMPLES.get(name, default)
+        line = f"# {name} = {toml_value(value)}" if value is not None else f"# {name} ="
+    return f"\n{comment}\n{line}\n"
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from typing import TextIO
 import anyio
 from anyio import CancelScope
 
-from device.app.config import Config
 from device.app.describe import describe_config, run_started
 from device.app.parts import (
     configured_perception,
@@ -33,8 +32,9 @@ from device.app.parts import (
     configured_source,
     preflight,
 )
-from device.app.paths import check_writable_file, open_output
 from device.capture import prepared
+from device.config import Config
+from device.config.paths import check_writable_file, open_output
 from device.events import SourceStateEvent
 from device.feeds.runner import StateChange
 from device.feeds.sampler import FrameSampler
@@ -79,9 +79,9 @@ ASK_INSTRUCTION = (
 def model_name(config: Config) -> str:
     from models.gemini.turns import DEFAULT_TURN_MODEL
 
-    if config.model:
-        return config.model
-    return DEFAULT_TURN_MODEL if config.api_key else "local"
+    if config.model.model:
+        return config.model.model
+    return DEFAULT_TURN_MODEL if config.model.api_key else "local"
 
 
 def build_turn_model(config: Config) -> TurnModel:
@@ -92,7 +92,7 @@ def build_turn_model(config: Config) -> TurnModel:
         return LocalTurnModel()
     from models.gemini.turns import GeminiTurnModel
 
-    return GeminiTurnModel(name, api_key=config.api_key)
+    return GeminiTurnModel(name, api_key=config.model.api_key)
 
 
 @dataclass
@@ -221,19 +221,19 @@ class AskApp:
         self.sinks: list[EventSink] = [self.console]
         self.run_id = uuid.uuid4().hex[:12]
         # What the user asked to be written must be writable: said now, in one line.
-        if self.config.events is not None:
-            check_writable_file("events", self.config.events)
-            self.sinks.append(open_output("events", self.config.events, JsonlSink))
+        if self.config.outputs.events is not None:
+            check_writable_file("events", self.config.outputs.events)
+            self.sinks.append(open_output("events", self.config.outputs.events, JsonlSink))
         self.event_log: EventLog
         self.job_store: JobStore
         self.occupancy: OccupancyLog
-        if self.config.db is not None:
-            check_writable_file("db", self.config.db, "database file")
+        if self.config.outputs.db is not None:
+            check_writable_file("db", self.config.outputs.db, "database file")
             self.event_log = open_output(
-                "db", self.config.db, lambda path: SQLiteEventLog(path, session=self.run_id)
+                "db", self.config.outputs.db, lambda path: SQLiteEventLog(path, session=self.run_id)
             )
-            self.job_store = SQLiteJobStore(self.config.db)
-            self.occupancy = SQLiteOccupancyLog(self.config.db)
+            self.job_store = SQLiteJobStore(self.config.outputs.db)
+            self.occupancy = SQLiteOccupancyLog(self.config.outputs.db)
         else:
             self.event_log = MemoryEventLog()
             self.job_store = MemoryJobStore()
@@ -247,17 +247,19 @@ class AskApp:
             on_skipped=lambda message: self._write(ErrorEvent(message=message, where="source")),
             first_open_attempts=2,
         )
-        self.sampler = FrameSampler(self.source_runner, clock=self.clock, pace=self.config.pace)
+        self.sampler = FrameSampler(
+            self.source_runner, clock=self.clock, pace=self.config.source.pace
+        )
         report_fps = self.options.sample_fps or self.config.detection_fps()
         self.perception = configured_perception(self.config, report_fps, self.source)
         self.tools = OccupancyTools(
-            PerceivedFrames(self.sampler, self.perception, self.config.max_side),
+            PerceivedFrames(self.sampler, self.perception, self.config.source.max_side),
             self.occupancy,
             sample_fps=report_fps,
             bucket_s=self.options.period_s,
             page_size=self.options.page_size,
         )
-        self.visitors = VisitorCounter(self.config.db, tuple(self.config.lines))
+        self.visitors = VisitorCounter(self.config.outputs.db, tuple(self.config.scene.lines))
         self.errors = 0
         self.outcomes: list[TurnOutcome] = []
         self.conversation: Conversation | None = None
@@ -287,7 +289,7 @@ class AskApp:
             self.turn_model,
             [*self.tools.tools(), self.visitors.tool()],
             TurnConfig(
-                system_instruction=self.config.system_instruction or ASK_INSTRUCTION,
+                system_instruction=self.config.model.system_instruction or ASK_INSTRUCTION,
                 secrets=self.config.secrets(),
             ),
             clock=self.clock,
@@ -307,7 +309,7 @@ class AskApp:
                     self.conversation = conversation
                     if self.watch_signals:
                         tg.start_soon(self._watch_signals, conversation, tg.cancel_scope)
-                    if self.config.db is not None:
+                    if self.config.outputs.db is not None:
                         await self._carry_over(conversation)
                     async for event in conversation.run_async(self.options.question):
                         self._write(event)

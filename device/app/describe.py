@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from device.app.config import Config
+from device.config import Config
 from device.events import RunStarted
 from device.sources import FrameSource
 from live.redact import safe_url, strip_credentials
@@ -37,7 +37,7 @@ def run_started(
 
 def describe_config(config: Config) -> dict[str, Any]:
     """The effective configuration without secrets (for logs and the status page)."""
-    data = config.model_dump(mode="json")  # api_key is never dumped; paths become strings
+    data = config.dump_flat()  # by setting name, as the run event has always carried it
     if data.get("http_token"):
         data["http_token"] = "***"
     # Camera and broker URLs carry passwords more often than not, in the user info or the

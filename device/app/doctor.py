@@ -98,8 +98,8 @@ def _check_detector(path: Path | None, precision: str = "fp32") -> str:
                 f"{model_path.name}: sha256 {actual[:12]}… does not match models/README.md",
             )
             return FAIL
-    from device.app.config import DETECT_FPS
-    from device.app.profiles import CPU_BUDGET
+    from device.config.profiles import CPU_BUDGET
+    from device.config.values import DETECT_FPS
 
     frame = np.zeros((480, 640, 3), dtype=np.uint8)
     try:
@@ -136,7 +136,8 @@ def _check_runtime() -> str:
 
 
 def _check_model(model: str | None) -> str:
-    from device.app.config import DEFAULT_GEMINI_MODEL, api_key_from_env
+    from device.config.checks import api_key_from_env
+    from device.config.model import DEFAULT_GEMINI_MODEL
 
     key = api_key_from_env()
     if model == "local":
@@ -187,7 +188,7 @@ def _check_gemini(model: str, key: str, timeout_s: float = 10.0) -> str:
 def doctor(args: argparse.Namespace) -> int:
     results = []
     if args.config is not None:
-        from device.app.config import Config, ConfigError, apply, load_file
+        from device.config import Config, ConfigError, apply, load_file
 
         try:
             apply(Config(), load_file(args.config), str(args.config))

@@ -15,9 +15,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from device.app.config import Config
-from device.app.paths import check_writable_file, open_output
 from device.bus import EventBus
+from device.config import Config
+from device.config.paths import check_writable_file, open_output
 from device.events import LogProblem
 from device.outputs.sinks import JsonlSink
 from live import SQLiteEventLog
@@ -64,17 +64,17 @@ class EventLogs:
         jsonl: JsonlSink | None = None
         db: _DatabaseSink | None = None
         # What the user asked to be written must be writable: said now, in one line.
-        if config.events is not None:
-            check_writable_file("events", config.events)
+        if config.outputs.events is not None:
+            check_writable_file("events", config.outputs.events)
             jsonl = open_output(
-                "events", config.events, lambda p: JsonlSink(p, on_problem=reporter.problem)
+                "events", config.outputs.events, lambda p: JsonlSink(p, on_problem=reporter.problem)
             )
-        if config.db is not None:
-            check_writable_file("db", config.db, "database file")
+        if config.outputs.db is not None:
+            check_writable_file("db", config.outputs.db, "database file")
             db = _DatabaseSink(
                 open_output(
                     "db",
-                    config.db,
+                    config.outputs.db,
                     lambda p: SQLiteEventLog(p, session=run_id, on_problem=reporter.problem),
                 )
             )
@@ -104,15 +104,17 @@ class EventLogs:
             health = self.db.health()
             if health.degraded:
                 problems.append(
-                    f"event log {self.config.db}: {health.last_error}; "
+                    f"event log {self.config.outputs.db}: {health.last_error}; "
                     f"{health.pending:,} events waiting"
                 )
             if health.dropped:
-                problems.append(f"event log {self.config.db}: {health.dropped:,} events lost")
+                problems.append(
+                    f"event log {self.config.outputs.db}: {health.dropped:,} events lost"
+                )
         if self.jsonl is not None and (self.jsonl.degraded or self.jsonl.lost):
             why = f": {self.jsonl.last_error}" if self.jsonl.degraded else ""
             lost = f"{self.jsonl.lost:,} lines lost"
-            problems.append(f"events file {self.config.events}{why}; {lost}")
+            problems.append(f"events file {self.config.outputs.events}{why}; {lost}")
         return problems
 
     def counts(self) -> list[LogCounts]:
@@ -134,12 +136,11 @@ class EventLogs:
         if self.db is not None and not self.db.complete:
             health = self.db.health()
             problems.append(
-                f"{self.config.db}: {health.dropped:,} events lost ({health.last_error})"
+                f"{self.config.outputs.db}: {health.dropped:,} events lost ({health.last_error})"
             )
         if self.jsonl is not None and not self.jsonl.complete:
-            problems.append(
-                f"{self.config.events}: {self.jsonl.lost:,} lines lost ({self.jsonl.last_error})"
-            )
+            events = self.config.outputs.events
+            problems.append(f"{events}: {self.jsonl.lost:,} lines lost ({self.jsonl.last_error})")
         return "; ".join(problems) or None
 
 

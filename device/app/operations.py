@@ -18,8 +18,8 @@ from typing import Protocol
 
 from anyio.abc import TaskStatus
 
-from device.app.config import Config, ConfigError
 from device.bus import EventBus
+from device.config import Config, ConfigError
 from device.outputs.connection_guard import GuardStats
 from device.outputs.host_check import parse_hosts
 from device.outputs.mqtt import MqttPublisher
@@ -76,26 +76,26 @@ def build_operations(
 ) -> Operations:
     """The status server, metrics and MQTT that ``config`` asks for, subscribed to ``bus``."""
     secrets = list(config.secrets())
-    mqtt_settings = parse_mqtt(config.mqtt) if config.mqtt else None
+    mqtt_settings = parse_mqtt(config.outputs.mqtt) if config.outputs.mqtt else None
     if mqtt_settings is not None and mqtt_settings.password:
         secrets.append(mqtt_settings.password)
-    address = parse_http(config.http) if config.http else None
+    address = parse_http(config.outputs.http) if config.outputs.http else None
     exposed = address is not None and not address.loopback
-    if exposed and not config.http_token and not config.http_insecure:
+    if exposed and not config.outputs.http_token and not config.outputs.http_insecure:
         raise ConfigError(
             f"status server: --http {address} is reachable from the network: set a token "
             "(--http-token-file FILE or LOOKOUT_HTTP_TOKEN), or pass --http-insecure"
         )
-    hosts = parse_hosts(config.http_hosts) if address is not None else ()
+    hosts = parse_hosts(config.outputs.http_hosts) if address is not None else ()
     mqtt: MqttPublisher | None = None
     if mqtt_settings is not None:
         mqtt = MqttPublisher(
             mqtt_settings,
-            device_id=config.device_id,
+            device_id=config.device.device_id,
             model=config.model_name(),
             version=_version(),
-            lines=list(config.lines),
-            zones=list(config.zones),
+            lines=list(config.scene.lines),
+            zones=list(config.scene.zones),
             clock=clock,
             announce=announce,
         )
@@ -107,14 +107,14 @@ def build_operations(
         server = StatusServer(
             telemetry,
             address,
-            token=config.http_token,
+            token=config.outputs.http_token,
             secrets=tuple(secrets),
             announce=announce,
             hosts=hosts,
             connections=connections,
         )
         # Bind last: every check that can fail has passed, so no socket is left open.
-        if config.http != DEFAULT_HTTP:
+        if config.outputs.http != DEFAULT_HTTP:
             server.listen()  # an address the user chose: taken is their error (exit 2)
         else:
             try:

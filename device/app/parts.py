@@ -17,7 +17,7 @@ from pathlib import Path
 
 from google.genai import types
 
-from device.app.config import Config, ConfigError
+from device.config import Config, ConfigError
 from device.feeds.runner import SourceRunner, StateChange
 from device.motion import MotionConfig
 from device.percept import CountUnknown, Percept
@@ -67,7 +67,7 @@ def sample_video() -> Path | None:
 
 def configured_source(config: Config, clock: Clock) -> FrameSource:
     """The source ``--source`` names, else the sample video; nothing is opened yet."""
-    spec = config.source
+    spec = config.source.source
     if spec is None:
         video = sample_video()
         if video is None:
@@ -79,10 +79,10 @@ def configured_source(config: Config, clock: Clock) -> FrameSource:
     return open_source(
         spec,
         clock_now=clock.now,
-        folder_fps=config.folder_fps,
-        max_image_pixels=config.max_image_pixels,
+        folder_fps=config.source.folder_fps,
+        max_image_pixels=config.source.max_image_pixels,
         # A stuck network read gives up a little after the watchdog does.
-        read_timeout_s=config.stall_timeout * 2,
+        read_timeout_s=config.source.stall_timeout * 2,
     )
 
 
@@ -92,21 +92,23 @@ def detector_factory(config: Config) -> Callable[[], PersonDetector]:
     It reports boxes down to the tracker's low score: those below the user's
     threshold are never counted, they only keep a half-hidden person's track.
     """
-    low = tracker_config(config.threshold).low
-    path = config.detector or shipped_model(config.precision)  # an explicit file wins
-    threads = config.detector_threads or None  # 0: onnxruntime's own choice
+    low = tracker_config(config.perception.threshold).low
+    path = config.perception.detector or shipped_model(
+        config.perception.precision
+    )  # an explicit file wins
+    threads = config.perception.detector_threads or None  # 0: onnxruntime's own choice
     return functools.partial(PersonDetector, path, threshold=low, threads=threads)
 
 
 def scene_spec(config: Config) -> SceneSpec:
     """The configured lines and zones, for perception."""
     return SceneSpec(
-        lines={name: spec.points for name, spec in config.lines.items()},
+        lines={name: spec.points for name, spec in config.scene.lines.items()},
         zones={
-            name: (spec.points, spec.dwell if spec.dwell is not None else config.dwell)
-            for name, spec in config.zones.items()
+            name: (spec.points, spec.dwell if spec.dwell is not None else config.scene.dwell)
+            for name, spec in config.scene.zones.items()
         },
-        anchor=config.anchor,
+        anchor=config.scene.anchor,
     )
 
 
@@ -125,8 +127,8 @@ def configured_runner(
         clock=clock,
         on_state=on_state,
         on_skipped=on_skipped,
-        loop=config.loop,
-        stall_timeout_s=config.stall_timeout,
+        loop=config.source.loop,
+        stall_timeout_s=config.source.stall_timeout,
         first_open_attempts=first_open_attempts,
     )
 
@@ -147,7 +149,7 @@ def configured_perception(
     perception = Perception(
         detector_factory(config),
         detect_fps=detect_fps,
-        threshold=config.threshold,
+        threshold=config.perception.threshold,
         publish=publish,
         on_percept=on_percept,
         on_unknown=on_unknown,
@@ -156,7 +158,7 @@ def configured_perception(
         motion=motion_config(config),
         photos=unrelated_photos(config, source),
     )
-    if config.lines and not perception.linked:
+    if config.scene.lines and not perception.linked:
         raise ConfigError(unlinked_lines(source))
     return perception
 
@@ -174,18 +176,18 @@ def unlinked_lines(source: FrameSource) -> str:
 def unrelated_photos(config: Config, source: FrameSource) -> bool:
     """Whether the frames are unrelated photos (people cannot be followed from one to the
     next): an image folder, unless the user says it is a time-lapse of one scene."""
-    return isinstance(source, ImageFolderSource) and not config.timelapse
+    return isinstance(source, ImageFolderSource) and not config.source.timelapse
 
 
 def motion_config(config: Config) -> MotionConfig | None:
     """The motion gate's settings; None with ``--motion off`` (detect every due frame)."""
-    if config.motion == "off":
+    if config.perception.motion == "off":
         return None
     return MotionConfig(
-        threshold=config.motion_threshold,
-        heartbeat_s=config.motion_heartbeat,
-        hangover_s=config.motion_hangover,
-        pixel_delta=config.motion_pixel_delta,
+        threshold=config.perception.motion_threshold,
+        heartbeat_s=config.perception.motion_heartbeat,
+        hangover_s=config.perception.motion_hangover,
+        pixel_delta=config.perception.motion_pixel_delta,
     )
 
 
@@ -213,11 +215,13 @@ def load_detector(perception: Perception) -> None:
 
 def scene_tools(config: Config, current: Callable[[], Percept | None]) -> list[Tool]:
     """``watch_line``/``watch_zone`` over the configured names (none configured: no tool)."""
-    watchers = SceneWatchers(lines=list(config.lines), zones=list(config.zones), current=current)
+    watchers = SceneWatchers(
+        lines=list(config.scene.lines), zones=list(config.scene.zones), current=current
+    )
     tools: list[Tool] = []
-    if config.lines:
+    if config.scene.lines:
         tools.append(FunctionTool(watchers.watch_line_tool(), name=LINE_TOOL))
-    if config.zones:
+    if config.scene.zones:
         tools.append(FunctionTool(watchers.watch_zone_tool(), name=ZONE_TOOL))
     return tools
 
@@ -225,18 +229,18 @@ def scene_tools(config: Config, current: Callable[[], Percept | None]) -> list[T
 def system_instruction(config: Config) -> str:
     """The built-in instruction, naming the configured lines and zones."""
     text = SYSTEM_INSTRUCTION
-    if config.lines:
-        names = ", ".join(config.lines)
+    if config.scene.lines:
+        names = ", ".join(config.scene.lines)
         text += (
             f" The device counts people crossing these lines: {names}. Call watch_line for "
             "each at the start and keep them running: each reports the run's in and out "
             "totals after a crossing. Say the totals when asked how many came in or went "
             "out; do not announce every crossing."
         )
-    if config.zones:
+    if config.scene.zones:
         names = ", ".join(
-            f"{name} (dwell {spec.dwell if spec.dwell is not None else config.dwell:g} s)"
-            for name, spec in config.zones.items()
+            f"{name} (dwell {spec.dwell if spec.dwell is not None else config.scene.dwell:g} s)"
+            for name, spec in config.scene.zones.items()
         )
         text += (
             f" It watches these zones: {names}. Call watch_zone for each at the start and "
@@ -250,24 +254,24 @@ def build_model(config: Config) -> LiveModel:
         return LocalModel()
     from models.gemini.model import GeminiLiveModel, GeminiOptions
 
-    return GeminiLiveModel(GeminiOptions(model=config.model_name()), api_key=config.api_key)
+    return GeminiLiveModel(GeminiOptions(model=config.model_name()), api_key=config.model.api_key)
 
 
 def session_config(config: Config) -> SessionConfig:
     return SessionConfig(
-        emit_mode=EmitMode(config.emit),
-        scheduling=types.FunctionResponseScheduling(config.scheduling.upper()),
-        system_instruction=config.system_instruction or system_instruction(config),
-        forward_frames=config.send_frames,
-        privacy=config.privacy,
-        model_frame_interval_s=1.0 / config.fps,
+        emit_mode=EmitMode(config.model.emit),
+        scheduling=types.FunctionResponseScheduling(config.model.scheduling.upper()),
+        system_instruction=config.model.system_instruction or system_instruction(config),
+        send_frames=config.model.send_frames,
+        privacy=config.device.privacy,
+        model_frame_interval_s=1.0 / config.model.model_fps,
         stop_timeout_s=1.0,
         flush_timeout_s=0.5,
         reconnect=ReconnectPolicy(
-            max_attempts=config.model_attempts if config.require_model else None
+            max_attempts=config.model.model_attempts if config.model.require_model else None
         ),
         # Room for a watch of every line and zone, and a few counts besides.
-        max_streams=SPARE_STREAMS + len(config.lines) + len(config.zones),
+        max_streams=SPARE_STREAMS + len(config.scene.lines) + len(config.scene.zones),
         secrets=config.secrets(),
     )
 

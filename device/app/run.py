@@ -27,7 +27,6 @@ import anyio
 from anyio import CancelScope
 
 from device.app.commands import QUIT, run_command
-from device.app.config import Config
 from device.app.describe import describe_config, run_started
 from device.app.freshness import CountFreshness
 from device.app.logs import EventLogs
@@ -35,6 +34,7 @@ from device.app.operations import Operations
 from device.app.state import DeviceState
 from device.bus import EventBus
 from device.capture import CaptureLoop
+from device.config import Config
 from device.events import CaptureStatsEvent, ClockStep
 from device.feeds.runner import SourceRunner
 from device.outputs.console import ConsoleSink
@@ -120,14 +120,14 @@ class App:
                         await tg.start(service.run)
                     await tg.start(self.source_runner.run)
                     tg.start_soon(self._capture_then_close, session)
-                    if self.config.duration is not None and self.source.live:
+                    if self.config.source.duration is not None and self.source.live:
                         # A camera runs for wall time; a recording for its own media time.
-                        tg.start_soon(self._stop_after, self.config.duration)
+                        tg.start_soon(self._stop_after, self.config.source.duration)
                     if self.read_stdin:
                         tg.start_soon(self._read_commands, session)
                     if self.console.tty:
                         tg.start_soon(self._show_progress)
-                    if self.source.live or self.config.pace == "realtime":
+                    if self.source.live or self.config.source.pace == "realtime":
                         # A fast replay waits for its consumers: a pause there is not staleness.
                         tg.start_soon(self.freshness.watch)
                     tg.start_soon(self._watch_wall_clock)
@@ -254,7 +254,7 @@ class App:
         """How long a replayed file is, in media time (None: a camera, a loop, unknown)."""
         fps = self.source.fps
         frames = getattr(self.source, "frame_count", None)
-        if self.source.live or self.config.loop or not fps or not frames:
+        if self.source.live or self.config.source.loop or not fps or not frames:
             return None
         return float(frames / fps)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from device.app.config import Config
 from device.app.logs import EventLogs
 from device.capture import CaptureLoop
+from device.config import Config
 from device.feeds.runner import SourceRunner
 from device.perception import Perception
 from device.sources import FrameSource

@@ -28,7 +28,6 @@ import uuid
 from collections.abc import Callable
 from typing import TextIO
 
-from device.app.config import Config
 from device.app.freshness import CountFreshness
 from device.app.logs import EventLogs
 from device.app.operations import Operations, build_operations
@@ -45,6 +44,7 @@ from device.app.run import App, StopSwitch
 from device.app.state import DeviceState
 from device.bus import EventBus
 from device.capture import CaptureLoop
+from device.config import Config
 from device.outputs.console import ConsoleSink
 from device.percept import CountUnknown, Percept
 from device.sources import FrameSource
@@ -110,7 +110,7 @@ def build_app(
     stop = StopSwitch(queue)
     console = ConsoleSink(
         out,
-        fallback_after_s=config.fallback_after,
+        fallback_after_s=config.model.fallback_after,
         # Whoever read the console left (``| head -2``): end quietly, like other tools.
         on_closed=stop.request,
         live_source=source.live,
@@ -127,12 +127,12 @@ def build_app(
         on_skipped=lambda message: bus.publish(ErrorEvent(message=message, where="source")),
     )
     sample_fps = config.detection_fps()
-    if config.send_frames and not config.privacy:
-        sample_fps = max(sample_fps, config.fps)
+    if config.model.send_frames and not config.device.privacy:
+        sample_fps = max(sample_fps, config.model.model_fps)
     request_fps = getattr(source, "request_fps", None)
-    if request_fps is not None and config.camera_fps != 0:
+    if request_fps is not None and config.source.camera_fps != 0:
         # A camera then sends little more than is sampled (0: leave it at its own rate).
-        request_fps(sample_fps, config.camera_fps)
+        request_fps(sample_fps, config.source.camera_fps)
     runner = Runner(
         model,
         tools,
@@ -148,12 +148,12 @@ def build_app(
         clock=clock,
         sample_fps=sample_fps,
         perceive=perception.process,
-        max_side=config.max_side,
-        jpeg_quality=config.jpeg_quality,
-        pace=config.pace,
+        max_side=config.source.max_side,
+        jpeg_quality=config.source.jpeg_quality,
+        pace=config.source.pace,
         live=source.live,
         consumers=session,  # a fast replay waits for the tools (and the model) to keep up
-        media_duration_s=None if source.live else config.duration,
+        media_duration_s=None if source.live else config.source.duration,
     )
     state = DeviceState(
         config=config,

@@ -170,7 +170,7 @@ class AppCollector(Collector):
         info = GaugeMetricFamily(
             "lookout_info", "Device and model of this process", labels=["device_id", "model"]
         )
-        info.add_metric([device.config.device_id, device.config.model_name()], 1.0)
+        info.add_metric([device.config.device.device_id, device.config.model_name()], 1.0)
         yield info
 
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
-from device.app.config import ConfigError
+from device.config.errors import ConfigError
 from live.redact import safe_url
 
 _TOPIC_SAFE = re.compile(r"[A-Za-z0-9_-]+")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from device.app.config import ConfigError
+from device.config.errors import ConfigError
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
 from device.outputs.mqtt_outbox import Message

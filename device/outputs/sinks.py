@@ -43,7 +43,7 @@ __all__ = ["EventSink", "JsonlSink", "NotAnEventsFile", "check_events_file"]
 class NotAnEventsFile(OSError):
     """The path names a file that is not a Lookout JSON-lines log: it is never written.
 
-    An ``OSError`` so that ``device.app.paths.open_output`` makes it the one-line
+    An ``OSError`` so that ``device.config.paths.open_output`` makes it the one-line
     usage error of the setting (exit 2). The message names the path.
     """
 

@@ -36,7 +36,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from anyio.abc import TaskStatus
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from device.app.config import ConfigError
+from device.config import ConfigError
 from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit
 from device.outputs.host_check import HostPolicy, is_loopback
 from device.outputs.telemetry import Telemetry

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from device.app.config import Config
+from device.config import Config
 from device.events import CountChanged, LineCrossed, SourceStateEvent, ZoneCount
 from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
@@ -89,8 +89,8 @@ def _iso(wall: float) -> str:
 def scene_geometry(config: Config) -> SceneGeometry:
     """The configured lines and zones, where the page draws them."""
     return SceneGeometry(
-        lines={name: spec.points for name, spec in config.lines.items()},
-        zones={name: spec.points for name, spec in config.zones.items()},
+        lines={name: spec.points for name, spec in config.scene.lines.items()},
+        zones={name: spec.points for name, spec in config.scene.zones.items()},
     )
 
 
@@ -128,7 +128,7 @@ class Telemetry:
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.device = device
-        self.privacy = device.config.privacy
+        self.privacy = device.config.device.privacy
         self.history_s = history_s
         self._monotonic = monotonic
         self._wall = wall
@@ -152,12 +152,12 @@ class Telemetry:
         self.geometry = scene_geometry(config)
         # Every configured line and zone is shown from the start: totals 0, zones unknown
         # until the first frame says how many are inside.
-        self.lines: dict[str, LineTotals] = {name: LineTotals(name) for name in config.lines}
+        self.lines: dict[str, LineTotals] = {name: LineTotals(name) for name in config.scene.lines}
         self.zones: dict[str, ZoneState] = {
             name: ZoneState(
-                name, None, dwell_s=spec.dwell if spec.dwell is not None else config.dwell
+                name, None, dwell_s=spec.dwell if spec.dwell is not None else config.scene.dwell
             )
-            for name, spec in config.zones.items()
+            for name, spec in config.scene.zones.items()
         }
         self.tracks: tuple[Track, ...] = ()  # the last frame's, while the count is known
         self.frame_size: tuple[int, int] | None = None  # width, height of the last frame
@@ -364,7 +364,7 @@ class Telemetry:
             "reason": self.connection_reason,
         }
         data: dict[str, Any] = {
-            "device_id": self.device.config.device_id,
+            "device_id": self.device.config.device.device_id,
             "model": self.device.config.model_name(),
             "privacy": self.privacy,
             "t": round(now, 2),
@@ -404,7 +404,7 @@ class Telemetry:
         """What the detector costs now: its rate, the frames the motion gate held."""
         decode = self.decode_ms()
         return {
-            "motion_gate": self.device.config.motion == "on",
+            "motion_gate": self.device.config.perception.motion == "on",
             "gated": self.gated,
             "motion": None if self.motion is None else round(self.motion, 4),
             "detections_per_s": round(self.detections_per_s(), 2),

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from device.app.config import Config
 from device.capture import CaptureStats
+from device.config import Config
 from device.feeds.runner import SourceState
 from device.perception import PerceptionStats
 from device.tracker import TrackerStats

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from machine import describe_cpu
 
 from device.app.ask import AskApp, AskOptions
-from device.app.config import build
 from device.app.parts import sample_video
+from device.config import build
 from live.events import JobProgress, ToolResult
 from live.testing import ScriptedTurnModel, call, say
 from live.turn_model import TurnReply, TurnRequest

@@ -40,10 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from machine import describe_cpu
 
-from device.app.config import build
 from device.app.parts import sample_video
 from device.app.wiring import build_app
 from device.bus import EventBus
+from device.config import build
 from device.events import CountChanged
 from device.frame import Frame
 from device.percept import Percept
@@ -226,7 +226,7 @@ async def run_once(
         "scene": scene,
         "tracker_runs": app.perception.tracker.stats.updates,
         "track_ms": app.perception.stats.track_ms_mean,
-        "streams": 1 + extra_streams + (len(config.lines) + len(config.zones)),
+        "streams": 1 + extra_streams + (len(config.scene.lines) + len(config.scene.zones)),
         "exit": code,
         "wall_s": wall,
         "cpu_pct": 100 * cpu / wall,

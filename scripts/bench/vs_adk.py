@@ -93,7 +93,7 @@ QUICK = {
 class LookoutRuntime:
     """Lookout's Runner with the scripted recording model, behind adk_side's ``Runtime``."""
 
-    def __init__(self, probe: Probe, *, forward_frames: bool = False) -> None:
+    def __init__(self, probe: Probe, *, send_frames: bool = False) -> None:
         from google.genai import types
 
         from live import LiveRequestQueue, Runner, SessionConfig
@@ -117,7 +117,7 @@ class LookoutRuntime:
             async for result in count_frames(probe, items()):
                 yield result
 
-        config = SessionConfig(forward_frames=forward_frames)
+        config = SessionConfig(send_frames=send_frames)
         self.runner = Runner(self.model, [FunctionTool(count_people, name=TOOL_NAME)], config)
         self._stack = contextlib.AsyncExitStack()
         self._stream: InputStream | None = None
@@ -174,11 +174,11 @@ class LookoutRuntime:
                     await self._events_task
 
 
-def run_lookout_case(case: Case, *, forward_frames: bool) -> dict[str, Any]:
+def run_lookout_case(case: Case, *, send_frames: bool) -> dict[str, Any]:
     probe = Probe(delay_s=case.delay_ms / 1000)
-    runtime = LookoutRuntime(probe, forward_frames=forward_frames)
+    runtime = LookoutRuntime(probe, send_frames=send_frames)
     result = asyncio.run(drive(runtime, case, probe))
-    result["runtime"] = "Lookout" + (" (send frames)" if forward_frames else "")
+    result["runtime"] = "Lookout" + (" (send frames)" if send_frames else "")
     result["case"] = asdict(case)
     return result
 
@@ -668,7 +668,7 @@ def worker(args: argparse.Namespace) -> None:
     result: dict[str, Any]
     if args.worker == "micro":
         case = Case(**json.loads(args.case))
-        result = run_lookout_case(case, forward_frames=args.lookout_send_frames)
+        result = run_lookout_case(case, send_frames=args.lookout_send_frames)
     elif args.worker == "e2e":
         result = asyncio.run(e2e_lookout(Path(args.video), args.e2e_seconds, args.detect_fps))
     else:

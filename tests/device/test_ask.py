@@ -14,7 +14,7 @@ import cv2
 import pytest
 
 from device.app.ask import AskApp, AskOptions
-from device.app.config import build
+from device.config import build
 from live.events import ErrorEvent, JobProgress, JobUpdate, ToolCall, ToolResult
 from live.jobs import Job, JobState, SQLiteJobStore
 from live.turn_model import TurnReply, TurnRequest

@@ -21,8 +21,8 @@ import pytest
 from google.genai import types
 
 from device.app.ask import AskApp, AskOptions
-from device.app.config import build
 from device.app.report_data import load_events
+from device.config import build
 from device.events import ClockStep, CountChanged, LineCrossed, RunStarted
 from live.eventlog import SQLiteEventLog
 from live.events import ErrorEvent, Event, ToolCall, ToolResult

@@ -144,8 +144,8 @@ def test_without_a_request_the_camera_is_not_touched_and_files_ignore_it(
 def test_the_app_asks_its_camera_for_the_detection_rate_and_the_status_shows_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from device.app.config import build
     from device.app.wiring import build_app
+    from device.config import build
     from device.outputs.telemetry import Telemetry
 
     driver = FakeDriver()
@@ -169,8 +169,8 @@ def test_the_app_asks_its_camera_for_the_detection_rate_and_the_status_shows_it(
 def test_camera_fps_asks_for_exactly_that_and_0_leaves_the_camera_alone(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from device.app.config import build
     from device.app.wiring import build_app
+    from device.config import build
 
     def app_with(driver: FakeDriver, **flags: str) -> Any:
         monkeypatch.setattr(cv2, "VideoCapture", lambda *a: driver)

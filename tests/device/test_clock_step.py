@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from device.app.config import build
 from device.app.wiring import build_app
+from device.config import build
 from live.events import Event
 from live.walltime import StepWatch, wall_time
 from tests.cameras import VtestCamera, vtest_frames

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from device.app.config import SETTINGS, Config, ConfigError, build
-from device.cli import ASK_SETTINGS, AskFlags, parser
+from device.cli_flags import ASK_SETTINGS, AskFlags, parser
+from device.config import FIELDS, SETTINGS, Config, ConfigError, build
 from tests.cli import lookout, lookout_in_process
 
 NO_SYSTEM = Path("/nonexistent/lookout.toml")
@@ -182,7 +182,7 @@ def test_run_help_lists_every_setting_with_its_description() -> None:
     # argparse wraps (also at hyphens) to the terminal's width: compare without spaces.
     bare = "".join(text.split())
     for name in SETTINGS:
-        field = Config.model_fields[name]
+        field = FIELDS[name]
         assert flag(name) in text
         assert field.description and "".join(field.description.split()) in bare, name
     assert "(default: 0.45)" in text and "(default: realtime)" in text
@@ -202,7 +202,7 @@ def test_ask_and_doctor_help_show_their_options(command: str, fields: list[str])
     assert result.returncode == 0, result.stderr
     bare = "".join(result.stdout.split())
     for name in fields:
-        field = Config.model_fields.get(name) or AskFlags.model_fields[name]
+        field = FIELDS.get(name) or AskFlags.model_fields[name]
         assert flag(name) in result.stdout
         assert "".join(f"{field.description}(default:".split()) in bare, name
     assert "--config" in result.stdout
@@ -215,13 +215,21 @@ def parsed(*argv: str) -> Config:
 
 def test_the_new_settings_default_parse_from_flags_and_from_a_file(tmp_path: Path) -> None:
     default = parsed()
-    assert (default.require_model, default.model_attempts, default.fallback_after) == (
+    assert (
+        default.model.require_model,
+        default.model.model_attempts,
+        default.model.fallback_after,
+    ) == (
         False,
         6,
         30.0,
     )
     flagged = parsed("--require-model", "--model-attempts", "3", "--fallback-after", "12.5")
-    assert (flagged.require_model, flagged.model_attempts, flagged.fallback_after) == (
+    assert (
+        flagged.model.require_model,
+        flagged.model.model_attempts,
+        flagged.model.fallback_after,
+    ) == (
         True,
         3,
         12.5,
@@ -232,9 +240,13 @@ def test_the_new_settings_default_parse_from_flags_and_from_a_file(tmp_path: Pat
         encoding="utf-8",
     )
     filed = make(config_path=path)
-    assert (filed.require_model, filed.model_attempts, filed.fallback_after) == (True, 20, 0.0)
+    assert (filed.model.require_model, filed.model.model_attempts, filed.model.fallback_after) == (
+        True,
+        20,
+        0.0,
+    )
     # Flags win over the file.
-    assert make({"model_attempts": "2"}, config_path=path).model_attempts == 2
+    assert make({"model_attempts": "2"}, config_path=path).model.model_attempts == 2
 
 
 def test_flags_not_given_leave_the_file_alone(tmp_path: Path) -> None:
@@ -242,24 +254,24 @@ def test_flags_not_given_leave_the_file_alone(tmp_path: Path) -> None:
     path.write_text("loop = true\nfps = 0.5\nevents = '~/events.jsonl'\n", encoding="utf-8")
     args = parser().parse_args(["run"])
     config = make({name: getattr(args, name) for name in SETTINGS}, config_path=path)
-    assert config.loop is True and config.fps == 0.5
-    assert config.events == Path.home() / "events.jsonl"
+    assert config.source.loop is True and config.model.model_fps == 0.5
+    assert config.outputs.events == Path.home() / "events.jsonl"
 
 
 def test_updates_are_validated_again() -> None:
-    config = Config(device_id="p", model="local")
+    config = Config.of(device_id="p", model="local")
     with pytest.raises(ConfigError, match="stall_timeout must be"):
         config.model_copy(update={"stall_timeout": float("inf")})
-    with pytest.raises(ConfigError, match="fps must be"):
-        config.fps = 0
-    assert config.model_copy(update={"fps": 5}).fps == 5.0
-    assert config.fps == 1.0
+    with pytest.raises(ConfigError, match="model_fps must be"):
+        config.model.model_fps = 0
+    assert config.model_copy(update={"model_fps": 5}).model.model_fps == 5.0
+    assert config.model.model_fps == 1.0
 
 
 def test_the_api_key_stays_out_of_dumps_and_copies() -> None:
     config = make(environ={"GEMINI_API_KEY": "AIza-secret-test-key"})
     assert "AIza" not in repr(config) and "AIza" not in str(config.model_dump())
-    assert config.model_copy(update={"fps": 2}).api_key == "AIza-secret-test-key"
+    assert config.model_copy(update={"model_fps": 2}).model.api_key == "AIza-secret-test-key"
 
 
 def test_a_retired_setting_in_a_config_file_is_said_once_and_the_device_still_starts(
@@ -271,7 +283,7 @@ def test_a_retired_setting_in_a_config_file_is_said_once_and_the_device_still_st
     path.write_text("smoothing = 5\nmin_hold = 2.0\nthreshold = 0.5\n")
     with caplog.at_level("WARNING", logger="lookout.config"):
         config = make(config_path=path)
-    assert config.threshold == 0.5
+    assert config.perception.threshold == 0.5
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 2 and all("no longer used" in line for line in said), said
     assert any("'smoothing'" in line for line in said) and str(path) in said[0]
@@ -298,7 +310,7 @@ def test_a_line_or_zone_name_with_a_line_break_or_space_is_refused(
         with pytest.raises(ConfigError, match="must be 1-40 letters, digits"):
             make({"zones": [f"{name}=0,0,1,0,1,1"]})
     else:
-        assert list(make({"zones": [f"{name}=0,0,1,0,1,1"]}).zones) == ["door"]
+        assert list(make({"zones": [f"{name}=0,0,1,0,1,1"]}).scene.zones) == ["door"]
 
 
 def test_a_token_file_saved_with_a_byte_order_mark_gives_the_token_without_it(
@@ -307,4 +319,4 @@ def test_a_token_file_saved_with_a_byte_order_mark_gives_the_token_without_it(
     token_file = tmp_path / "token"
     token_file.write_bytes("\ufeffs3cret-token\n".encode())
     config = make({"http_token_file": token_file})
-    assert config.http_token == "s3cret-token"
+    assert config.outputs.http_token == "s3cret-token"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from device.app.config import Config, ConfigError, api_key_from_env, build
+from device.config import Config, ConfigError, api_key_from_env, build
 from live import FakeClock, LiveRequestQueue, Runner, SessionConfig
 from live.config import EmitMode
 from live.events import ModelText
@@ -28,8 +28,12 @@ def make(flags: dict[str, Any] | None = None, **kw: Any) -> Config:
 def test_defaults_use_the_local_model_without_a_key() -> None:
     config = make()
     assert config.model_name() == "local" and not config.uses_gemini
-    assert config.fps == 1.0 and config.detection_fps() == 2.0 and config.pace == "realtime"
-    assert config.send_frames is False and config.privacy is False
+    assert (
+        config.model.model_fps == 1.0
+        and config.detection_fps() == 2.0
+        and config.source.pace == "realtime"
+    )
+    assert config.model.send_frames is False and config.device.privacy is False
 
 
 def test_a_key_in_the_environment_selects_gemini_and_never_shows_in_repr() -> None:
@@ -62,15 +66,15 @@ def test_file_then_flags_flags_win(tmp_path: Path) -> None:
     path = tmp_path / "lookout.toml"
     path.write_text('[lookout]\nfps = 0.5\npace = "fast"\nsource = 0\nsend-frames = true\n')
     config = make({"fps": 2.0, "privacy": True}, config_path=path)
-    assert config.fps == 2.0  # the flag
-    assert config.pace == "fast" and config.source == "0" and config.send_frames
-    assert config.privacy
+    assert config.model.model_fps == 2.0  # the flag
+    assert config.source.pace == "fast" and config.source.source == "0" and config.model.send_frames
+    assert config.device.privacy
 
 
 def test_system_config_is_read_when_present(tmp_path: Path) -> None:
     path = tmp_path / "system.toml"
     path.write_text('device_id = "hall-1"\n')
-    assert make(system_config=path).device_id == "hall-1"
+    assert make(system_config=path).device.device_id == "hall-1"
 
 
 @pytest.mark.parametrize(

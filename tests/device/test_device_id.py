@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from device.app.config import Config
-from device.app.device_id import default_device_id, host_part
+from device.config import Config
+from device.config.device_id import default_device_id, host_part
 from device.outputs.mqtt_settings import check_device_id
 
 REAL_MAC = 0x_B8_27_EB_12_34_56  # a Raspberry Pi's
@@ -83,8 +83,8 @@ def test_the_config_default_is_this_machine_s_unique_id(
 ) -> None:
     # A machine without a machine id keeps its suffix here, not in the user's home.
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    device_id = Config().device_id
+    device_id = Config().device.device_id
     host = host_part(socket.gethostname())
     assert re.fullmatch(rf"{re.escape(host)}-[0-9a-f]{{6}}", device_id), device_id
-    assert Config().device_id == device_id  # the same at every start
-    assert Config(device_id="hall-1").device_id == "hall-1"  # given: used as it is
+    assert Config().device.device_id == device_id  # the same at every start
+    assert Config.of(device_id="hall-1").device.device_id == "hall-1"  # given: used as it is

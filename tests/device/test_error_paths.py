@@ -196,7 +196,9 @@ def test_ask_with_no_camera_says_so_within_seconds(tmp_path: Path) -> None:
     result = lookout("ask", "how many people?", "--source", "0", "--model", "local",
                      timeout=60)  # fmt: skip
     took = time.monotonic() - started
-    assert took < 20, took
+    # Within seconds, not retrying the camera until the 60 s time-out. Generous: a process
+    # start (imports, the model) alone took 23 s on 2 cores beside other CPU-heavy jobs.
+    assert took < 45, took
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert "/dev/video0" in result.stderr and "timed out" not in result.stdout + result.stderr

@@ -270,7 +270,7 @@ def test_dwelling_never_exceeds_the_people_in_the_zone(
 def test_a_line_or_zone_named_twice_on_the_command_line_is_refused(tmp_path: object) -> None:
     import pytest
 
-    from device.app.config import ConfigError, build
+    from device.config import ConfigError, build
 
     for flags in (
         {"lines": ["door=0,0,1,1", "door=0.5,0,0.5,1"]},
@@ -283,8 +283,8 @@ def test_a_line_or_zone_named_twice_on_the_command_line_is_refused(tmp_path: obj
 def test_the_model_may_watch_every_line_and_zone_and_a_few_counts_besides(
     tmp_path: object,
 ) -> None:
-    from device.app.config import build
     from device.app.parts import SPARE_STREAMS, session_config
+    from device.config import build
 
     config = build(
         {"lines": [f"l{i}=0.5,0,0.5,1" for i in range(30)], "zones": ["z=0,0,1,0,1,1"]},

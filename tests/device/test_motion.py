@@ -20,11 +20,11 @@ import cv2
 import numpy as np
 import pytest
 
-from device.app.config import ConfigError, build
 from device.app.parts import motion_config
 from device.app.run import App
 from device.app.wiring import build_app
 from device.bus import EventBus
+from device.config import ConfigError, build
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.frame import Frame
 from device.motion import MotionConfig, MotionDetector, MotionGate, small_plane
@@ -302,15 +302,15 @@ async def test_a_failing_detector_is_retried_at_the_full_rate_and_forced_frames_
 def test_the_gate_is_on_by_default_and_set_by_flag_or_file(tmp_path: Path) -> None:
     none = tmp_path / "none.toml"
     default = build({}, environ={}, system_config=none)
-    assert default.motion == "on"
+    assert default.perception.motion == "on"
     assert motion_config(default) == MotionConfig(threshold=0.001, heartbeat_s=10.0)
     flags = build({"motion": "off", "motion_heartbeat": "30"}, environ={}, system_config=none)
-    assert flags.motion == "off" and motion_config(flags) is None
-    assert flags.motion_heartbeat == 30.0
+    assert flags.perception.motion == "off" and motion_config(flags) is None
+    assert flags.perception.motion_heartbeat == 30.0
     toml = tmp_path / "lookout.toml"
     toml.write_text("motion = false\nmotion-threshold = 0.01\n")
     from_file = build({}, config_path=toml, environ={}, system_config=none)
-    assert from_file.motion == "off" and from_file.motion_threshold == 0.01
+    assert from_file.perception.motion == "off" and from_file.perception.motion_threshold == 0.01
     with pytest.raises(ConfigError, match="--motion-threshold"):
         build({"motion_threshold": "2"}, environ={}, system_config=none)
     toml.write_text("motion-hangover = 5\nmotion-pixel-delta = 40\n")

@@ -13,9 +13,9 @@ import cv2
 import numpy as np
 import pytest
 
-from device.app.config import build
 from device.app.wiring import build_app
 from device.bus import EventBus
+from device.config import build
 from device.events import CountChanged
 from device.frame import Frame
 from device.percept import Percept

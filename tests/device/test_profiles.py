@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from device.app.config import Config, ConfigError, build
-from device.app.profiles import board_from_text, detect_board
+from device.config import Config, ConfigError, build
+from device.config.profiles import board_from_text, detect_board
 
 
 def config(tmp_path: Path, file_text: str | None = None, **flags: object) -> Config:
@@ -37,20 +37,20 @@ def test_a_pi4_profile_sets_int8_and_a_lower_rate_but_what_is_given_wins(
     tmp_path: Path,
 ) -> None:
     pi4 = config(tmp_path, profile="pi4")
-    assert (pi4.precision, pi4.detection_fps()) == ("int8", 1.0)
+    assert (pi4.perception.precision, pi4.detection_fps()) == ("int8", 1.0)
     with_line = config(tmp_path, profile="pi4", lines=["door=0.5,0,0.5,1"])
     assert with_line.detection_fps() == 2.5  # lines need more detections than a count
     flag = config(tmp_path, profile="pi4", detect_fps="3", precision="fp32")
-    assert (flag.precision, flag.detection_fps()) == ("fp32", 3.0)
+    assert (flag.perception.precision, flag.detection_fps()) == ("fp32", 3.0)
     in_file = config(tmp_path, 'profile = "pi4"\nprecision = "fp32"\n')
-    assert (in_file.precision, in_file.detection_fps()) == ("fp32", 1.0)
+    assert (in_file.perception.precision, in_file.detection_fps()) == ("fp32", 1.0)
 
 
 def test_pi5_and_laptop_keep_the_default_rates(tmp_path: Path) -> None:
-    assert (config(tmp_path, profile="pi5").precision) == "int8"
+    assert (config(tmp_path, profile="pi5").perception.precision) == "int8"
     laptop = config(tmp_path, profile="laptop")
-    assert (laptop.precision, laptop.detection_fps()) == ("fp32", 2.0)
-    assert config(tmp_path).profile == "none"
+    assert (laptop.perception.precision, laptop.detection_fps()) == ("fp32", 2.0)
+    assert config(tmp_path).perception.profile == "none"
 
 
 def test_an_unknown_profile_is_one_line(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_one_detector_thread_by_default_and_the_setting_reaches_onnxruntime(
 
 
 def test_auto_on_an_unknown_board_keeps_the_defaults_where_a_detection_is_cheap() -> None:
-    from device.app.profiles import measured_defaults
+    from device.config.profiles import measured_defaults
 
     timed: list[str] = []
 
@@ -89,7 +89,7 @@ def test_auto_on_an_unknown_board_keeps_the_defaults_where_a_detection_is_cheap(
 
 
 def test_auto_on_a_slow_unknown_board_picks_int8_and_a_rate_that_fits_a_quarter_core() -> None:
-    from device.app.profiles import measured_defaults
+    from device.config.profiles import measured_defaults
 
     slow = {"fp32": 600.0, "int8": 400.0}.__getitem__  # a Pi 4 class CPU
     chosen, line = measured_defaults(scene=False, timer=slow)
@@ -106,7 +106,7 @@ def test_auto_on_a_slow_unknown_board_picks_int8_and_a_rate_that_fits_a_quarter_
 def test_auto_times_the_real_detector_here_and_the_run_says_what_it_chose(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from device.app import profiles
+    from device.config import profiles
 
     monkeypatch.setattr(profiles, "MODEL_FILES", (tmp_path / "no-such-model",))
     ms = profiles.time_detection("fp32")
@@ -114,11 +114,11 @@ def test_auto_times_the_real_detector_here_and_the_run_says_what_it_chose(
     chosen, line = profiles.profile_choice("auto", scene=False)
     assert line.startswith(f"profile auto: a detection takes {ms:.0f} ms here")
     cfg = config(tmp_path, profile="auto")
-    assert cfg.precision == chosen.get("precision", "fp32")
+    assert cfg.perception.precision == chosen.get("precision", "fp32")
 
 
 def test_a_detector_that_cannot_be_timed_leaves_the_defaults_and_says_why() -> None:
-    from device.app.profiles import measured_defaults
+    from device.config.profiles import measured_defaults
     from models.detector import DetectorError
 
     def broken(precision: str) -> float:

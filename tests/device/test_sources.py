@@ -570,7 +570,8 @@ async def test_refused_stream_url_fails_fast_and_reconnects() -> None:
         await tg.start(runner.run)
         change = await rec.wait(S.RECONNECTING, 1)
         await runner.close()
-    assert time.monotonic() - started < 3.0
+    # Far below FFmpeg's own waits (tens of seconds); the rest is for a busy CPU.
+    assert time.monotonic() - started < 10
     assert f"cannot open stream rtsp://127.0.0.1:{port}/live" in change.reason
     assert all("s3cret" not in c.reason for c in rec.changes)
 
@@ -582,7 +583,7 @@ def test_silent_stream_server_open_times_out(silent_server: int) -> None:
     started = time.monotonic()
     with pytest.raises(SourceError, match="cannot open stream"):
         source.open()
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 10  # FFmpeg alone would wait for ever; room for a busy CPU
 
 
 def test_stalled_stream_read_times_out(mjpeg_that_stalls: str) -> None:
@@ -596,7 +597,7 @@ def test_stalled_stream_read_times_out(mjpeg_that_stalls: str) -> None:
         started = time.monotonic()
         with pytest.raises(SourceError, match="no frame"):
             source.read()
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 10  # a stalled read alone never returns
     finally:
         source.close()
 

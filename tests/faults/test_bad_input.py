@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from device.app.config import ConfigError, build
+from device.config import ConfigError, build
 from device.sources import decode_image
 from live import ToolArgumentError
 from live.stop_streaming import StopStreamingTool
@@ -146,4 +146,4 @@ def test_config_files_are_loaded_or_refused_in_one_line(
     except ConfigError as exc:
         assert str(exc) and "\n" not in str(exc)
     else:
-        assert config.fps > 0 and config.pace in {"realtime", "fast"}
+        assert config.model.model_fps > 0 and config.source.pace in {"realtime", "fast"}

@@ -17,10 +17,10 @@ from typing import Any
 import anyio
 import pytest
 
-from device.app.config import build
 from device.app.run import App
 from device.app.wiring import build_app
 from device.bus import EventBus
+from device.config import build
 from device.events import CountChanged
 from device.percept import Percept
 from live.clock import MonotonicClock

@@ -12,9 +12,9 @@ import anyio
 import numpy as np
 import pytest
 
-from device.app.config import build
 from device.app.wiring import build_app
 from device.bus import EventBus
+from device.config import build
 from device.sources import SourceError
 from live.clock import MonotonicClock
 from live.events import Emission, Event

@@ -94,7 +94,7 @@ async def test_unknown_tool_and_bad_arguments_get_an_answer_not_silence() -> Non
 
 
 async def test_frames_reach_the_model_only_when_asked_at_most_once_per_interval() -> None:
-    config = SessionConfig(forward_frames=True, model_frame_interval_s=1.0)
+    config = SessionConfig(send_frames=True, model_frame_interval_s=1.0)
     async with harness([FunctionTool(counter)], config) as h:
         start = h.clock.now()
         for i in range(50):  # 10 fps for 5 s
@@ -113,9 +113,7 @@ async def test_frames_reach_the_model_only_when_asked_at_most_once_per_interval(
         assert values[0] == 0 and values[-1] == 49
 
 
-@pytest.mark.parametrize(
-    "config", [SessionConfig(), SessionConfig(forward_frames=True, privacy=True)]
-)
+@pytest.mark.parametrize("config", [SessionConfig(), SessionConfig(send_frames=True, privacy=True)])
 async def test_no_frames_to_the_model_by_default_or_in_privacy_mode(config: SessionConfig) -> None:
     async with harness([FunctionTool(counter)], config) as h:
         call_id = await h.start("counter")

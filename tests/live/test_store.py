@@ -113,7 +113,8 @@ def test_events_recorded_while_another_process_holds_the_lock_are_all_written_in
         started = time.monotonic()
         for i in range(1, 200):
             log.record(text(i))
-        assert time.monotonic() - started < 1.0  # record() never waits on the lock
+        # record() never waits on the lock (a wait would hold it at the gate, 10 s).
+        assert time.monotonic() - started < 5
         message = problems.wait_for(PROBLEM_STARTED)
         assert message.startswith("event log: database is locked")
         assert "in memory and retrying" in message
@@ -280,7 +281,8 @@ def test_closing_while_the_lock_is_still_held_says_what_was_lost_and_does_not_ra
             log.record(text(i))
         started = time.monotonic()
         log.close(timeout=0.2)
-        assert time.monotonic() - started < 3.0  # the busy wait is cut short
+        # The busy wait (5 s) is cut short; the rest of the bound is for a busy CPU.
+        assert time.monotonic() - started < 4.5
     assert not log.complete
     health = log.health()
     assert health.closed and health.written == 1 and health.dropped == 12

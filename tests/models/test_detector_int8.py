@@ -11,8 +11,8 @@ import cv2
 import numpy as np
 import pytest
 
-from device.app.config import Config
 from device.app.parts import detector_factory
+from device.config import Config
 from models.detections import box_iou
 from models.detector import (
     DEFAULT_MODEL_PATH,
@@ -120,12 +120,12 @@ def test_precision_picks_the_shipped_file_and_an_explicit_detector_wins(tmp_path
     assert shipped_model("int8") == INT8_MODEL_PATH
     with pytest.raises(DetectorError, match="int4"):
         shipped_model("int4")
-    assert Config().precision == "fp32"
+    assert Config().perception.precision == "fp32"
     assert detector_factory(Config()).args == (DEFAULT_MODEL_PATH,)
-    assert detector_factory(Config(precision="int8")).args == (INT8_MODEL_PATH,)
+    assert detector_factory(Config.of(precision="int8")).args == (INT8_MODEL_PATH,)
     own = tmp_path / "own.onnx"
     own.write_bytes(b"x")
-    assert detector_factory(Config(precision="int8", detector=own)).args == (own,)
+    assert detector_factory(Config.of(precision="int8", detector=own)).args == (own,)
 
 
 def test_lookout_count_precision_int8_runs_the_int8_model(

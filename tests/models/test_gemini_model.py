@@ -502,7 +502,7 @@ async def test_abrupt_drop_reconnects(srv: FakeLiveServer) -> None:
 async def test_frames_reach_the_model_only_when_asked(
     srv: FakeLiveServer, forward: bool, privacy: bool, expected: bool
 ) -> None:
-    config = SessionConfig(forward_frames=forward, privacy=privacy, model_frame_interval_s=0.0)
+    config = SessionConfig(send_frames=forward, privacy=privacy, model_frame_interval_s=0.0)
     async with running(srv, config) as run:
         [call_id] = await run.call(ToolCallSpec("watch", id="f1"))
         for n in (1, 2, 3):
@@ -638,7 +638,7 @@ async def test_setup_never_answered_times_out_and_closes(srv: FakeLiveServer) ->
         await run.session.wait_finished()
     assert run.session.failure is not None
     assert "no answer to setup within 0.5 s" in run.session.failure
-    assert 0.5 <= time.monotonic() - start < 2.0
+    assert 0.5 <= time.monotonic() - start < 10  # not waiting for ever; generous for a busy CPU
     # Cancelling the SDK's connect left nothing open.
     await srv.wait_closed(connection=0)
 

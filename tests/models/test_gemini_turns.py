@@ -295,7 +295,7 @@ async def test_server_that_never_answers_times_out(srv: FakeGenerateServer) -> N
     started = time.monotonic()
     with pytest.raises(TurnModelError, match=re.escape("no answer within 0.5 s")) as info:
         await model.generate(request(user("hi")))
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 10  # not the SDK's own minutes; generous for a busy CPU
     assert info.value.retryable
     # The client hung up: the fake saw the request abandoned.
     await srv.wait_for(lambda: srv.abandoned == [0])

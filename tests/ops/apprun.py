@@ -12,10 +12,10 @@ from typing import Any
 
 import anyio
 
-from device.app.config import build
 from device.app.operations import Operations
 from device.app.run import App
 from device.app.wiring import build_app
+from device.config import build
 from device.sources import FrameSource
 from tests.datafiles import data_file
 

@@ -22,8 +22,8 @@ import pytest
 from paho.mqtt import client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from device.app.config import Config
 from device.capture import CaptureStats
+from device.config import Config
 from device.events import CountChanged, LineCrossed, ZoneCount
 from device.feeds.runner import SourceState
 from device.outputs.view import NoLogs
@@ -144,7 +144,7 @@ class FakePerception:
 class FakeApp:
     """A fake of the device's read-only view (``device/outputs/view.py:DeviceView``)."""
 
-    config: Config = field(default_factory=lambda: Config(device_id="test-cam", model="local"))
+    config: Config = field(default_factory=lambda: Config.of(device_id="test-cam", model="local"))
     clock: FakeClock = field(default_factory=FakeClock)
     session: FakeSession | None = field(default_factory=FakeSession)
     capture: FakeCapture = field(default_factory=FakeCapture)

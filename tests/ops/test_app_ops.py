@@ -9,9 +9,9 @@ import aiohttp
 import anyio
 import pytest
 
-from device.app.config import ConfigError, build
 from device.app.run import App
 from device.app.wiring import build_app
+from device.config import ConfigError, build
 from device.events import CountChanged
 from device.outputs.mqtt import MqttPublisher
 from device.outputs.status_server import StatusServer
@@ -75,7 +75,7 @@ async def test_bad_settings_are_one_line_config_errors(
 async def test_no_response_contains_the_api_key_or_token(tmp_path: Path) -> None:
     environ = {"GEMINI_API_KEY": API_KEY}
     async with running_app(tmp_path, environ, http_token=TOKEN) as run:
-        assert run.app.config.api_key == API_KEY and run.app.config.model_name() == "local"
+        assert run.app.config.model.api_key == API_KEY and run.app.config.model_name() == "local"
         telemetry = run.ops.telemetry
         assert telemetry is not None
         with anyio.fail_after(20):

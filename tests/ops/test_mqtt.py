@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from device.app.config import ConfigError
+from device.config import ConfigError
 from device.events import CountChanged, SourceStateEvent
 from device.outputs.mqtt import MqttPublisher
 from device.outputs.mqtt_settings import MqttSettings, parse_mqtt

@@ -15,8 +15,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from device.app.config import build
 from device.app.wiring import build_app
+from device.config import build
 from tests.cameras import VtestCamera, vtest_frames
 from tests.ops.support import Broker, Received, Subscriber
 

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from device.app.config import Config, ConfigError, LineSpec, ZoneSpec
+from device.config import Config, ConfigError, LineSpec, ZoneSpec
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
 from device.outputs.mqtt import MqttPublisher
 from device.outputs.mqtt_settings import MqttSettings, parse_mqtt
@@ -300,7 +300,7 @@ async def test_clean_shutdown_clears_zones_and_keeps_line_totals(broker: Broker)
 
 
 async def test_the_app_config_names_the_lines_and_zones(broker: Broker) -> None:
-    config = Config(
+    config = Config.of(
         device_id="s6",
         model="local",
         lines={"gate": LineSpec(points=((0.5, 0.0), (0.5, 1.0)))},
@@ -310,8 +310,8 @@ async def test_the_app_config_names_the_lines_and_zones(broker: Broker) -> None:
     pub = MqttPublisher(
         parse_mqtt(broker.url),
         device_id="s6",
-        lines=list(config.lines),
-        zones=list(config.zones),
+        lines=list(config.scene.lines),
+        zones=list(config.scene.zones),
         backoff_s=(0.05, 0.3),
     )
     async with anyio.create_task_group() as tg:

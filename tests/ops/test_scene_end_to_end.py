@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 import pytest
 
-from device.app.config import build
 from device.app.wiring import build_app
+from device.config import build
 from device.frame import Frame
 from device.sources import FrameSource, open_source
 from live.eventlog import read_events

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from device.app.config import Config
+from device.config import Config
 from device.events import CountChanged, LineCrossed, ZoneCount
 from device.outputs.render import BOX_COLOR, DETECTION_COLOR, LINE_COLOR
 from device.outputs.status_server import HttpAddress, StatusServer
@@ -268,11 +268,53 @@ def test_the_snapshot_draws_zones_lines_ids_and_tells_people_from_other_boxes() 
     assert abs(drawn[30, 60].astype(int) - 90).max() < 15, drawn[30, 60]
 
 
-def test_a_zone_that_is_unknown_and_a_frame_without_the_scene_still_render() -> None:
-    tel = Telemetry(scene_app())
-    tel.on_percept(make_percept([[10, 10, 40, 60]], image=np.zeros((60, 80, 3), np.uint8)))
-    snap = tel.snapshot_jpeg()  # lines and zones configured, no scene in the percept
-    assert snap is not None and cv2.imdecode(np.frombuffer(snap[1], np.uint8), 1) is not None
+def zone_snapshot(zones: dict[str, ZoneState] | None) -> np.ndarray:
+    """The snapshot of a grey 200x100 frame with the plaza zone only (no line label over it)."""
+    config = Config.model_validate({"device_id": "zone-cam", "model": "local", "zones": [ZONE]})
+    tel = Telemetry(FakeApp(config=config, perception=TrackedPerception()))
+    image = np.full((100, 200, 3), 90, np.uint8)
+    tel.on_percept(make_percept([], image=image, tracks=[], zones=zones))
+    snap = tel.snapshot_jpeg()
+    assert snap is not None
+    drawn = cv2.imdecode(np.frombuffer(snap[1], np.uint8), cv2.IMREAD_COLOR)
+    assert drawn is not None and drawn.shape == image.shape
+    return drawn.astype(int)
+
+
+def test_a_zone_that_is_unknown_is_drawn_with_no_number_and_a_frame_without_the_scene_too() -> None:
+    """What the page shows while a zone is unknown: the zone where it is, its label, no count.
+
+    Each render is compared with the same frame rendered with the zone known (0 to 9 people):
+    everywhere but the count's glyph they are the same picture, and that glyph is none of
+    the digits (it is the ``?``).
+    """
+    counted = {
+        n: zone_snapshot({"plaza": ZoneState("plaza", n, 0, 0.0, 5.0, ())}) for n in range(10)
+    }
+    # Where the digits differ from one another: the count's glyph in the zone's label.
+    glyph = np.zeros(counted[0].shape[:2], bool)
+    for n in range(1, 10):
+        glyph |= np.abs(counted[n] - counted[0]).max(axis=2) > 40
+    ys, xs = np.nonzero(glyph)
+    assert len(ys), "the zone's count is not drawn"
+    y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+    assert y1 <= 50 and x1 < 100  # in the label, above the zone's top left corner (0, 0.5)
+    # Away from the glyph (JPEG blocks of 16 px around it may differ): the same picture.
+    elsewhere = np.ones(glyph.shape, bool)
+    elsewhere[max(0, y0 - 16) : y1 + 16, max(0, x0 - 16) : x1 + 16] = False
+
+    no_scene = zone_snapshot(None)  # the percept carries no scene at all
+    unknown = zone_snapshot({"plaza": ZoneState("plaza", None, None, 0.0, 5.0, ())})
+    assert np.abs(no_scene - unknown).max() < 10  # both are the unknown zone
+    for drawn in (no_scene, unknown):
+        # The zone is still there: tinted blue inside (the lower half), outlined, labelled.
+        inside, outside = drawn[80, 150], drawn[20, 150]
+        assert inside[0] > inside[2] + 25 and np.abs(outside - 90).max() < 15, (inside, outside)
+        assert np.abs(drawn - counted[3]).max(axis=2)[elsewhere].max() < 25
+        # Where the count would be, no digit.
+        for n, known in counted.items():
+            difference = np.abs(drawn[y0:y1, x0:x1] - known[y0:y1, x0:x1]).mean()
+            assert difference > 8, (n, difference)  # two digits differ here by 18 or more
 
 
 @contextlib.asynccontextmanager

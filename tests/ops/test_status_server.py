@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 import pytest
 
-from device.app.config import Config, ConfigError
+from device.config import Config, ConfigError
 from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
 from device.outputs.status_server import MJPEG_BOUNDARY, HttpAddress, StatusServer, parse_http
@@ -169,7 +169,7 @@ async def test_snapshot_is_the_annotated_frame_once_there_is_one() -> None:
 
 
 async def test_privacy_mode_serves_no_image_anywhere() -> None:
-    app = FakeApp(config=Config(device_id="p", model="local", privacy=True))
+    app = FakeApp(config=Config.of(device_id="p", model="local", privacy=True))
     async with serving(app) as (_, tel, base), aiohttp.ClientSession() as http:
         tel.on_percept(frame())
         for path in ("/snapshot.jpg", "/stream.mjpg"):
@@ -308,20 +308,39 @@ async def test_non_loopback_bind_warns_and_token_still_works(
 ) -> None:
     caplog.set_level(logging.WARNING, "lookout.status")
     address = HttpAddress("0.0.0.0", 0)
+    # Reached from another machine, at the device's LAN address.
+    lan = {"Host": "192.168.1.20:8765"}
     async with (
-        serving(FakeApp(), address) as (_, _, base),
+        serving(FakeApp(), address) as (_, tel, base),
         aiohttp.ClientSession() as http,
-        http.get(base + "/api/state") as r,
     ):
-        assert r.status == 200  # no Host check beyond loopback: the token is the guard
+        tel.write(counted(3))
+        async with http.get(base + "/api/state", headers=lan) as r:
+            assert r.status == 200  # without a token, anyone on the network (so it warns)
+            assert (await r.json())["count"] == 3
     assert "WITHOUT a token" in caplog.text
     caplog.clear()
-    async with (
-        serving(FakeApp(), address, token="t0k3n-abc") as (_, _, base),
-        aiohttp.ClientSession() as http,
-        http.get(base + "/api/state") as r,
-    ):
-        assert r.status == 401
+    token = "t0k3n-abc"
+    async with serving(FakeApp(), address, token=token) as (_, tel, base):
+        tel.write(counted(3))
+        async with aiohttp.ClientSession() as http:
+            for headers in ({}, {"Authorization": "Bearer t0k3n-abd"}, {"Authorization": token}):
+                async with http.get(base + "/api/state", headers=lan | headers) as refused:
+                    assert refused.status == 401, headers
+                    assert "count" not in await refused.text()
+            bearer = {"Authorization": f"Bearer {token}"}
+            async with http.get(base + "/api/state", headers=lan | bearer) as granted:
+                assert granted.status == 200
+                assert (await granted.json())["count"] == 3
+        # A browser on the network: ?token= once, then its cookie; a wrong one gets nothing.
+        jar = aiohttp.CookieJar(unsafe=True)
+        async with aiohttp.ClientSession(cookie_jar=jar) as browser:
+            async with browser.get(f"{base}/?token=t0k3n-abd", headers=lan) as wrong:
+                assert wrong.status == 401
+            async with browser.get(f"{base}/?token={token}", headers=lan) as page:
+                assert page.status == 200 and "text/html" in page.headers["Content-Type"]
+            async with browser.get(base + "/api/state", headers=lan) as state:
+                assert state.status == 200 and (await state.json())["count"] == 3
     assert "requires the token" in caplog.text and "WITHOUT" not in caplog.text
 
 

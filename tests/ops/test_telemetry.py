@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from device.app.config import Config
+from device.config import Config
 from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
 from device.outputs.render import BOX_COLOR
@@ -91,7 +91,7 @@ def test_every_percept_is_the_frame_shown_and_an_unusable_one_clears_the_raw_cou
 
 
 def test_privacy_mode_keeps_no_image_at_all() -> None:
-    tel = Telemetry(FakeApp(config=Config(device_id="p", model="local", privacy=True)))
+    tel = Telemetry(FakeApp(config=Config.of(device_id="p", model="local", privacy=True)))
     image = np.zeros((10, 10, 3), np.uint8)
     tel.on_percept(frame_result(image, [[1, 1, 5, 5]], n=1, ms=3))
     assert tel.frame_seq == 0 and tel.snapshot_jpeg() is None

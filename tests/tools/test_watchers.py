@@ -173,8 +173,8 @@ async def test_watch_zone_refuses_a_dwell_time_that_is_not_positive() -> None:
 def test_the_instruction_names_the_lines_and_zones_and_the_tools_exist_only_with_them(
     tmp_path: Any,
 ) -> None:
-    from device.app.config import build
     from device.app.parts import scene_tools, system_instruction
+    from device.config import build
 
     bare = build({}, environ={}, system_config=tmp_path / "none.toml")
     assert scene_tools(bare, lambda: None) == []

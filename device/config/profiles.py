@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from device.config.values import DETECT_FPS, SCENE_DETECT_FPS
+
 Board = Literal["pi4", "pi5", "laptop"]
 MODEL_FILES = (Path("/proc/device-tree/model"), Path("/proc/cpuinfo"))
 CPU_BUDGET = 0.25  # of one core, on average, for detection (the rest of the device is small)
@@ -89,7 +91,7 @@ def measured_defaults(
     *, scene: bool, timer: DetectionTimer = time_detection
 ) -> tuple[dict[str, Any], str]:
     """What ``auto`` sets on a board it does not know, and why (one line)."""
-    from device.app.config import DETECT_FPS, SCENE_DETECT_FPS
+    # Imported here for start-up time (onnxruntime): only auto on an unknown board needs it.
     from models.detector import DetectorError
 
     rate = SCENE_DETECT_FPS if scene else DETECT_FPS

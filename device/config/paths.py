@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from device.app.config import ConfigError
+from device.config.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -50,6 +50,7 @@ def _check_contents(setting: str, path: Path) -> None:
     Swapped arguments (``--events good.sqlite``) or another application's file would
     be damaged by the first line written; said before any output opens its file.
     """
+    # Imported here for start-up time (sqlite3, the outputs), not to break a cycle.
     from device.outputs.sinks import check_events_file
     from live.store_file import check_database
 

@@ -1,0 +1,92 @@
+"""What the settings need from the world, checked once they are known good as values.
+
+Files that must exist or be writable, the status server's token (from its file or the
+environment), the API key (the environment only). Each problem is a ConfigError of one
+line naming the setting.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from device.config.errors import ConfigError
+from device.config.model import Config
+from device.config.paths import check_writable_file
+from device.config.values import no_empty_token
+
+
+def validate(config: Config) -> Config:
+    """Check what the values need from the world: files that exist, an API key.
+
+    The values themselves were checked when the Config was made.
+    """
+    perception, outputs = config.perception, config.outputs
+    if perception.detector is not None and not perception.detector.is_file():
+        raise ConfigError(f"detector model not found: {perception.detector}")
+    for name, path, what in (
+        ("events", outputs.events, "file"),
+        ("db", outputs.db, "database file"),
+    ):
+        if path is not None:
+            check_writable_file(name, path, what)
+    if outputs.http_token_file is not None:
+        if outputs.http_token is not None:
+            raise ConfigError("give --http-token or --http-token-file, not both")
+        config = config.model_copy(update={"http_token": read_token(outputs.http_token_file)})
+    # Imported here for start-up time (numpy and the tracker), not to break a cycle.
+    from device.tracker import TrackerConfig, can_follow
+
+    if config.has_scene and not can_follow(1 / config.detection_fps()):
+        # A crossing or a stay is a person followed from one detection to the next.
+        raise ConfigError(
+            f"lines and zones need more than {1 / TrackerConfig.max_lost_s:g} detections a "
+            f"second to follow people (--detect-fps is {config.detection_fps():g})"
+        )
+    if config.uses_gemini and not config.model.api_key:
+        raise ConfigError(
+            f"model {config.model_name()} needs an API key: set GEMINI_API_KEY "
+            "(or use --model local)"
+        )
+    return config
+
+
+def read_token(path: Path) -> str:
+    """The first line of a token file (``--http-token-file``), checked like a flag's."""
+    try:
+        # utf-8-sig: an editor's byte-order mark is not part of the token (with it,
+        # every client was refused 401 and nothing said why).
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+        raise ConfigError(f"--http-token-file {path}: {reason}") from None
+    token = text.splitlines()[0].strip() if text.strip() else ""
+    try:
+        return no_empty_token(token)
+    except ValueError as exc:
+        raise ConfigError(f"--http-token-file {path}: the token {exc}") from None
+
+
+def token_from_env(environ: Mapping[str, str]) -> str | None:
+    """LOOKOUT_HTTP_TOKEN: used only when neither a token nor a token file is given
+    (a secret in the environment never overrides one written down)."""
+    if "LOOKOUT_HTTP_TOKEN" not in environ:
+        return None
+    try:
+        return no_empty_token(environ["LOOKOUT_HTTP_TOKEN"].strip())
+    except ValueError as exc:
+        raise ConfigError(f"LOOKOUT_HTTP_TOKEN {exc}") from None
+
+
+def api_key_from_env(environ: Mapping[str, str] = os.environ) -> str | None:
+    # The SDK prefers GOOGLE_API_KEY when both are set; do the same so we never
+    # report one key while the client uses the other.
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        value = environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+__all__ = ["api_key_from_env", "read_token", "token_from_env", "validate"]

@@ -1,0 +1,212 @@
+"""``Config``: the sections composed into one validated value, and the settings by name.
+
+``Config`` holds one model per concern (``config.perception.detect_fps``). It is also
+built from flat names (``Config(detect_fps=5)``, a flat TOML key): ``nest`` puts each
+setting into its section, so an existing flat file means the same as a sectioned one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
+
+from device.config.errors import ConfigError
+from device.config.explain import explain
+from device.config.sections import (
+    DeviceSettings,
+    ModelSettings,
+    OutputSettings,
+    PerceptionSettings,
+    SceneSettings,
+    Section,
+    SourceSettings,
+)
+from device.config.values import DETECT_FPS, SCENE_DETECT_FPS
+
+DEFAULT_GEMINI_MODEL = "gemini-3.8-live"
+
+SECTIONS: dict[str, type[Section]] = {
+    "source": SourceSettings,
+    "perception": PerceptionSettings,
+    "scene": SceneSettings,
+    "model": ModelSettings,
+    "device": DeviceSettings,
+    "outputs": OutputSettings,
+}
+# Every setting by its name (unique across sections), and the section it is in.
+FIELDS: dict[str, FieldInfo] = {
+    name: field for section in SECTIONS.values() for name, field in section.model_fields.items()
+}
+SECTION_OF: dict[str, str] = {
+    name: key for key, section in SECTIONS.items() for name in section.model_fields
+}
+# Secrets: from the environment only, never a flag, a key or a LOOKOUT_ variable.
+ENV_ONLY = frozenset({"api_key"})
+SETTINGS: tuple[str, ...] = tuple(name for name in FIELDS if name not in ENV_ONLY)
+
+
+def is_section(key: str, value: object) -> bool:
+    """``key = value`` is a section's table (``source`` and ``model`` are also settings:
+    their values are never tables, so a table means the section)."""
+    return key in SECTIONS and isinstance(value, Mapping | Section)
+
+
+def _section_values(value: Mapping[str, Any] | Section) -> dict[str, Any]:
+    if isinstance(value, Section):
+        return {name: getattr(value, name) for name in type(value).model_fields}
+    return dict(value)
+
+
+def nest(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Flat setting names and section tables as ``{section: {name: value}}``.
+
+    Keys that are neither stay where they are, for validation to refuse them.
+    """
+    nested: dict[str, Any] = {}
+    for key, value in values.items():
+        if is_section(key, value):
+            nested.setdefault(key, {}).update(_section_values(value))
+        elif key in SECTION_OF:
+            nested.setdefault(SECTION_OF[key], {})[key] = value
+        else:
+            nested[key] = value
+    return nested
+
+
+class Config(BaseModel):
+    """Every setting of a device, by concern. Updates are re-validated (ConfigError)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=())
+
+    source: SourceSettings = Field(default_factory=SourceSettings)
+    perception: PerceptionSettings = Field(default_factory=PerceptionSettings)
+    scene: SceneSettings = Field(default_factory=SceneSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    device: DeviceSettings = Field(default_factory=DeviceSettings)
+    outputs: OutputSettings = Field(default_factory=OutputSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _by_section(cls, data: Any) -> Any:
+        return nest(data) if isinstance(data, Mapping) else data
+
+    @classmethod
+    def of(cls, **settings: Any) -> Self:
+        """A Config from settings by their flat names (``Config.of(detect_fps=5)``),
+        validated (ConfigError)."""
+        return validated(cls, settings, str)
+
+    def detection_fps(self) -> float:
+        """The detector's rate: as set, else what the configured lines and zones need."""
+        if self.perception.detect_fps is not None:
+            return self.perception.detect_fps
+        return SCENE_DETECT_FPS if self.has_scene else DETECT_FPS
+
+    @property
+    def has_scene(self) -> bool:
+        """Lines or zones are configured."""
+        return bool(self.scene.lines or self.scene.zones)
+
+    def model_name(self) -> str:
+        if self.model.model:
+            return self.model.model
+        return DEFAULT_GEMINI_MODEL if self.model.api_key else "local"
+
+    @property
+    def uses_gemini(self) -> bool:
+        return self.model_name() != "local"
+
+    def secrets(self) -> tuple[str, ...]:
+        """What is scrubbed from everything served or sent to a model, wherever it turns
+        up: the keys, the token, and the secret parts of the camera's and broker's URLs."""
+        # Imported here: the live package loads the model SDK, which the CLI's refusals
+        # of a mistyped setting must not wait for.
+        from live.redact import url_secrets
+
+        found = (self.model.api_key, self.outputs.http_token, self.mqtt_password())
+        urls = (*url_secrets(self.source.source), *url_secrets(self.outputs.mqtt))
+        return tuple(s for s in (*found, *urls) if s)
+
+    def mqtt_password(self) -> str | None:
+        if not self.outputs.mqtt:
+            return None
+        from urllib.parse import urlsplit
+
+        try:
+            return urlsplit(self.outputs.mqtt).password
+        except ValueError:
+            return None
+
+    def flat(self) -> dict[str, Any]:
+        """Every setting by its name (the api_key too: keep it out of anything shown)."""
+        return {name: value_of(self, name) for name in FIELDS}
+
+    def dump_flat(self) -> dict[str, Any]:
+        """Every setting but the secrets, by name, as JSON values (the run event's shape,
+        which reports of older logs read too)."""
+        data: dict[str, Any] = {}
+        for key in SECTIONS:
+            data |= getattr(self, key).model_dump(mode="json")  # api_key is never dumped
+        return data
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; pydantic's does not validate ``update`` (flat names or sections), this
+        one does (ConfigError)."""
+        copied = super().model_copy(deep=deep)
+        if not update:
+            return copied
+        return validated(type(copied), merged(copied, update), str)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise ConfigError(explain(exc, type(self), str)) from None
+
+
+def value_of(config: Config, name: str) -> Any:
+    """A setting by its flat name, for code that goes over settings by name."""
+    return getattr(getattr(config, SECTION_OF[name]), name)
+
+
+def merged(config: Config, updates: Mapping[str, Any]) -> dict[str, Any]:
+    """``config``'s values (as sections) with ``updates`` (flat or sectioned) over them."""
+    data = {key: _section_values(getattr(config, key)) for key in SECTIONS}
+    for key, value in nest(updates).items():
+        if key in SECTIONS and isinstance(value, dict):
+            data[key] = data[key] | value
+        else:
+            data[key] = value
+    return data
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(
+    model: type[M], data: Mapping[str, Any], where: Callable[[str], str], *, strict: bool = False
+) -> M:
+    """``model`` from ``data``; a mistake is one line naming the setting by ``where``."""
+    try:
+        return model.model_validate(data, strict=strict)
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, model, where)) from None
+
+
+__all__ = [
+    "DEFAULT_GEMINI_MODEL",
+    "ENV_ONLY",
+    "FIELDS",
+    "SECTIONS",
+    "SECTION_OF",
+    "SETTINGS",
+    "Config",
+    "is_section",
+    "merged",
+    "nest",
+    "validated",
+    "value_of",
+]

@@ -1,0 +1,125 @@
+"""The kinds of value settings take: choices, paths, tokens, limits, and how a value is shown.
+
+Each is a type (a ``Literal`` or an ``Annotated`` with its validator), so the section
+models in ``device.config.sections`` state a setting's kind once and pydantic checks it
+whichever way the value came (flag, TOML, environment).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal, get_args
+
+from pydantic import AfterValidator, BeforeValidator
+
+Pace = Literal["realtime", "fast"]
+Anchor = Literal["feet", "center"]
+EmitMode = Literal["function_response", "text"]
+Scheduling = Literal["silent", "when_idle", "interrupt"]
+LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+Precision = Literal["fp32", "int8"]
+Profile = Literal["none", "auto", "pi4", "pi5", "laptop"]
+PACES: tuple[str, ...] = get_args(Pace)
+EMIT_MODES: tuple[str, ...] = get_args(EmitMode)
+SCHEDULINGS: tuple[str, ...] = get_args(Scheduling)
+
+# Above these, timers and frame arithmetic overflow (OpenCV takes int milliseconds).
+MAX_FPS = 120.0
+MAX_DURATION_S = 1e7
+MAX_DWELL_S = 86400.0
+DETECT_FPS = 2.0  # enough for a count
+SCENE_DETECT_FPS = 5.0  # lines and zones: people move ~1.5 m/s, a crossing needs frames
+
+
+def shown(value: object) -> str:
+    """A value as a one-line message quotes it (TOML's spelling for booleans)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    text = repr(str(value)) if isinstance(value, Path) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _to_path(value: object) -> Path:
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ValueError(f"must be a path, not {shown(value)}")
+    if not value.strip():
+        raise ValueError("must be a path, not empty")
+    # A NUL byte would surface later as a ValueError from os.stat, far from its cause.
+    if "\0" in value:
+        raise ValueError("must not contain a NUL character")
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # ~user of a user that does not exist
+        raise ValueError(f"cannot expand ~ in {value!r}") from None
+
+
+def _camera_index(value: object) -> object:
+    # `source = 0` in TOML means camera 0; true/false are ints to Python but not indexes.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+def no_empty_token(value: str) -> str:
+    """A token as given; an empty one (an unset shell variable) is refused."""
+    if not value.strip():
+        raise ValueError("is empty (an unset shell variable?): give a token, or leave it out")
+    if value != value.strip() or any(c.isspace() for c in value):
+        raise ValueError("must not contain spaces or line breaks")
+    return value
+
+
+def _lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _on_off(value: object) -> object:
+    # TOML's `motion = true` reads as well as `motion = "on"`.
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return _lower(value)
+
+
+FilePath = Annotated[Path, BeforeValidator(_to_path)]
+SourceSpec = Annotated[str, BeforeValidator(_camera_index)]
+DeviceId = Annotated[str, AfterValidator(_not_blank)]
+# An empty token (``--http-token "$UNSET"``) would silently turn authentication off.
+Token = Annotated[str, AfterValidator(no_empty_token)]
+Level = Annotated[LogLevel, BeforeValidator(_lower)]
+OnOff = Annotated[Literal["on", "off"], BeforeValidator(_on_off)]
+
+__all__ = [
+    "DETECT_FPS",
+    "EMIT_MODES",
+    "MAX_DURATION_S",
+    "MAX_DWELL_S",
+    "MAX_FPS",
+    "PACES",
+    "SCENE_DETECT_FPS",
+    "SCHEDULINGS",
+    "Anchor",
+    "DeviceId",
+    "EmitMode",
+    "FilePath",
+    "Level",
+    "LogLevel",
+    "OnOff",
+    "Pace",
+    "Precision",
+    "Profile",
+    "Scheduling",
+    "SourceSpec",
+    "Token",
+    "no_empty_token",
+    "shown",
+]
