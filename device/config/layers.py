@@ -75,6 +75,8 @@ class Given:
     origin: str  # COMMAND_LINE, ENVIRONMENT, or the file's path
     values: dict[str, Any] = field(default_factory=dict)
     spelled: dict[str, str] = field(default_factory=dict)
+    # Retired and renamed keys, said once the values validate: a bad value is one line.
+    notes: list[str] = field(default_factory=list)
 
     def where(self, name: str) -> str:
         """A setting as a message names it for this source."""
@@ -116,12 +118,12 @@ def _take(given: Given, raw: str, value: Any, section: tuple[str, str] | None = 
     shown = f"{section[1]}.{raw}" if section else raw
     where = flag_name(name) if origin == COMMAND_LINE else f"{origin}: {shown!r}"
     if name in RETIRED:
-        log.warning("%s is no longer used (%s): remove it", where, RETIRED[name])
+        given.notes.append(f"{where} is no longer used ({RETIRED[name]}): remove it")
         return
     if name in RENAMED:
         new, why = RENAMED[name]
         instead = flag_name(new) if origin == COMMAND_LINE else new
-        log.warning("%s is deprecated (%s): use %s", where, why, instead)
+        given.notes.append(f"{where} is deprecated ({why}): use {instead}")
         name = new
     if name in ENV_ONLY:
         raise ConfigError(
@@ -153,7 +155,9 @@ def from_env(environ: Mapping[str, str]) -> Given:
     return given
 
 
-def apply(config: Config, given: Given | Mapping[str, Any], origin: str = "") -> Config:
+def apply(
+    config: Config, given: Given | Mapping[str, Any], origin: str = "", *, say_notes: bool = True
+) -> Config:
     """``config`` with ``given`` over it, validated again.
 
     Flags and variables are strings to parse; a file's values have TOML types already,
@@ -171,7 +175,16 @@ def apply(config: Config, given: Given | Mapping[str, Any], origin: str = "") ->
             except ValueError as exc:
                 raise ConfigError(f"{flag_name(name)} {exc}") from None
     strict = given.origin not in (COMMAND_LINE, ENVIRONMENT)
-    return validated(Config, merged(config, updates), given.where, strict=strict)
+    config = validated(Config, merged(config, updates), given.where, strict=strict)
+    if say_notes:
+        _say(given)
+    return config
+
+
+def _say(given: Given) -> None:
+    for note in given.notes:
+        log.warning("%s", note)
+    given.notes.clear()  # a layer applied again (over a profile) is not said twice
 
 
 def parse_flags(model: type[M], flags: Mapping[str, Any]) -> M:
@@ -214,7 +227,7 @@ def load_file(path: Path) -> dict[str, Any]:
 
 def _stack(config: Config, layers: list[Given]) -> Config:
     for given in layers:
-        config = apply(config, given)
+        config = apply(config, given, say_notes=False)
     return config
 
 
@@ -242,8 +255,10 @@ def build(
     update: dict[str, Any] = {"api_key": api_key_from_env(environ)}
     if config.outputs.http_token is None and config.outputs.http_token_file is None:
         update["http_token"] = token_from_env(environ)  # out of ps and shell history
-    config = config.model_copy(update=update)
-    return validate(config)
+    config = validate(config.model_copy(update=update))
+    for given in layers:  # only once every layer is good: a mistake is one line
+        _say(given)
+    return config
 
 
 __all__ = [
