@@ -22,9 +22,10 @@ from device.bus import EventBus
 from device.config import Config, ConfigError
 from device.outputs.connection_guard import GuardStats
 from device.outputs.host_check import parse_hosts
+from device.outputs.http_address import parse_http
 from device.outputs.mqtt import MqttPublisher
 from device.outputs.mqtt_settings import parse_mqtt
-from device.outputs.status_server import StatusServer, parse_http
+from device.outputs.status_server import StatusServer
 from device.outputs.telemetry import Telemetry
 from device.outputs.view import DeviceView
 from live.clock import Clock

@@ -14,6 +14,10 @@ token, every route but /healthz needs ``Authorization: Bearer <token>`` or the
 cookie that ``/?token=<token>`` sets once (EventSource and <img> cannot send
 headers, but they do send same-origin cookies). State changes need a JSON body,
 which a cross-site form cannot send without a CORS preflight that we never answer.
+
+Kept whole: one aiohttp application; its routes share the guard (Host, token,
+cookie), the limits on viewers and the security headers, which must not drift
+apart between routes.
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -38,7 +41,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from device.config import ConfigError
 from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit
-from device.outputs.host_check import HostPolicy, is_loopback
+from device.outputs.host_check import HostPolicy
+from device.outputs.http_address import HttpAddress
 from device.outputs.telemetry import Telemetry
 from live.redact import redact
 
@@ -81,41 +85,6 @@ PAGE_CSP = (
 )
 MJPEG_BOUNDARY = "lookout-frame-7c1d2e9a"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass(frozen=True)
-class HttpAddress:
-    host: str
-    port: int
-
-    @property
-    def loopback(self) -> bool:
-        return is_loopback(self.host)
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
-
-
-def parse_http(spec: str) -> HttpAddress:
-    """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` (all interfaces) or ``PORT`` (loopback)."""
-    text = spec.strip()
-    host: str
-    if text.isdigit():
-        host, port_text = "127.0.0.1", text
-    elif text.startswith("["):
-        end = text.find("]")
-        if end < 0 or text[end + 1 : end + 2] != ":":
-            raise ConfigError(f"http: expected HOST:PORT, not {spec!r}")
-        host, port_text = text[1:end], text[end + 2 :]
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep or ":" in host:
-            raise ConfigError(f"http: expected HOST:PORT (IPv6 as [ADDR]:PORT), not {spec!r}")
-        host = host or "0.0.0.0"
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(f"http: port must be 0..65535, not {port_text!r}")
-    return HttpAddress(host, int(port_text))
 
 
 def same_site(path: str, query: dict[str, str]) -> str:
@@ -552,4 +521,4 @@ class StatusServer:
         return self._json(result)
 
 
-__all__ = ["HttpAddress", "StatusServer", "is_loopback", "parse_http", "same_site"]
+__all__ = ["StatusServer", "same_site"]

@@ -10,6 +10,10 @@ drawing and JPEG encoding happen later, on demand, in a worker thread
 events about lines and zones (crossings, zone counts) keep them current too,
 and an unknown count makes every zone unknown with it. The Prometheus view
 of the same state is ``device/outputs/metrics.py``.
+
+Kept whole: one subscriber's state and the views made of it (the page's
+JSON, health, the snapshot); each is made on the event loop from the same
+fields, so a view never mixes two moments.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ import pytest
 from device.config import Config, ConfigError
 from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
-from device.outputs.status_server import MJPEG_BOUNDARY, HttpAddress, StatusServer, parse_http
+from device.outputs.http_address import HttpAddress, parse_http
+from device.outputs.status_server import MJPEG_BOUNDARY, StatusServer
 from device.outputs.telemetry import Telemetry
 from device.percept import Percept
 from tests.ops.support import FakeApp
