@@ -107,7 +107,7 @@ class CaptureLoop:
         max_side: int = 768,
         jpeg_quality: int = 80,
         pace: str = "realtime",
-        live: bool = False,
+        is_camera: bool = False,
         consumers: Consumers | None = None,
         consumer_wait_s: float = 5.0,
         media_duration_s: float | None = None,
@@ -123,7 +123,7 @@ class CaptureLoop:
         self.max_side = max_side
         self.jpeg_quality = jpeg_quality
         self.pace = pace
-        self.live = live
+        self.is_camera = is_camera
         self.consumers = consumers
         self.consumer_wait_s = consumer_wait_s
         self.media_duration_s = media_duration_s
@@ -136,14 +136,14 @@ class CaptureLoop:
         grid = SampleGrid(self.interval)
         next_sample: float | None = None  # from when the next frame is wanted
         replay_origin: tuple[float, float] | None = None  # (clock, media t) at the first frame
-        fast = self.pace == "fast" and not self.live
+        fast = self.pace == "fast" and not self.is_camera
         first_t: float | None = None
         if fast and self.consumers is not None:
             # A model that calls its tools at once should see the replay from its start;
             # one that is slow or absent must not hold the device up for long.
             with anyio.move_on_after(self.consumer_wait_s):
                 await self.consumers.wait_input_consumer()
-        limit = None if self.live else self.media_duration_s
+        limit = None if self.is_camera else self.media_duration_s
         undecoded = self.feed.frames_undecoded
         while not self.queue.closed:
             wanted = next_sample
@@ -153,7 +153,7 @@ class CaptureLoop:
             frame = await self.feed.next_frame(not_before=wanted)
             skipped, undecoded = self.feed.frames_undecoded - undecoded, self.feed.frames_undecoded
             self.stats.frames_undecoded += skipped
-            if not self.live:
+            if not self.is_camera:
                 # A file's skipped frames were read and dropped for the rate, as before;
                 # only their decoding was saved. (A camera's were never counted: they
                 # were overwritten by newer ones before the loop saw them.)
@@ -172,7 +172,7 @@ class CaptureLoop:
                 self.stats.dropped["rate"] += 1
                 continue
             next_sample = grid.next_point
-            if not self.live and self.pace == "realtime":
+            if not self.is_camera and self.pace == "realtime":
                 if replay_origin is None or t < replay_origin[1]:
                     replay_origin = (self.clock.now(), t)
                 delay = replay_origin[0] + (t - replay_origin[1]) - self.clock.now()

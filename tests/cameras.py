@@ -30,7 +30,7 @@ class VtestCamera(CaptureSource[int]):
     """A live camera replaying vtest frames, with faults switched on by the test."""
 
     def __init__(self, frames: list[np.ndarray]) -> None:
-        super().__init__("fake vtest camera", live=True, clock_now=time.monotonic)
+        super().__init__("fake vtest camera", is_camera=True, clock_now=time.monotonic)
         self.frames = frames
         self.lock = threading.Lock()
         self.position = 0

@@ -28,7 +28,7 @@ def run_started(
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(wall)),
         started_wall=round(wall, 3),
         source=safe_url(source.name),
-        live=source.live,
+        live=source.is_camera,
         model=config.model_name(),
         command=command,
         config=described,

@@ -43,7 +43,7 @@ class CountFreshness:
             return
         if self._down_since is None:
             self._down_since = time.time()
-        kind = "camera" if self.source.live else "source"
+        kind = "camera" if self.source.is_camera else "source"
         when = time.strftime("%H:%M:%S", time.localtime(self._down_since))
         # Still trying (opening, reconnecting) is "since"; done (failed, ended) is "at".
         done = change.state in (SourceState.FAILED, SourceState.ENDED)

@@ -120,14 +120,14 @@ class App:
                         await tg.start(service.run)
                     await tg.start(self.source_runner.run)
                     tg.start_soon(self._capture_then_close, session)
-                    if self.config.source.duration is not None and self.source.live:
+                    if self.config.source.duration is not None and self.source.is_camera:
                         # A camera runs for wall time; a recording for its own media time.
                         tg.start_soon(self._stop_after, self.config.source.duration)
                     if self.read_stdin:
                         tg.start_soon(self._read_commands, session)
                     if self.console.tty:
                         tg.start_soon(self._show_progress)
-                    if self.source.live or self.config.source.pace == "realtime":
+                    if self.source.is_camera or self.config.source.pace == "realtime":
                         # A fast replay waits for its consumers: a pause there is not staleness.
                         tg.start_soon(self.freshness.watch)
                     tg.start_soon(self._watch_wall_clock)
@@ -254,7 +254,7 @@ class App:
         """How long a replayed file is, in media time (None: a camera, a loop, unknown)."""
         fps = self.source.fps
         frames = getattr(self.source, "frame_count", None)
-        if self.source.live or self.config.source.loop or not fps or not frames:
+        if self.source.is_camera or self.config.source.loop or not fps or not frames:
             return None
         return float(frames / fps)
 
@@ -268,7 +268,7 @@ class App:
 
     def _say_totals(self) -> None:
         """A replay ends with what it went through, terminal or not."""
-        if self.source.live:
+        if self.source.is_camera:
             return
         stats = self.capture.stats
         media = stats.last_frame_t or 0.0

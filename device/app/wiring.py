@@ -113,7 +113,7 @@ def build_app(
         fallback_after_s=config.model.fallback_after,
         # Whoever read the console left (``| head -2``): end quietly, like other tools.
         on_closed=stop.request,
-        live_source=source.live,
+        camera=source.is_camera,
     )
     bus.subscribe(console)
     run_id = uuid.uuid4().hex[:12]
@@ -151,9 +151,9 @@ def build_app(
         max_side=config.source.max_side,
         jpeg_quality=config.source.jpeg_quality,
         pace=config.source.pace,
-        live=source.live,
+        is_camera=source.is_camera,
         consumers=session,  # a fast replay waits for the tools (and the model) to keep up
-        media_duration_s=None if source.live else config.source.duration,
+        media_duration_s=None if source.is_camera else config.source.duration,
     )
     state = DeviceState(
         config=config,

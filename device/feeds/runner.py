@@ -93,7 +93,7 @@ class SourceRunner:
         self.on_skipped = on_skipped  # a frame or image left out (said, never silently)
         self._last_shape: tuple[int, ...] | None = None
         self._reading: Reading
-        if source.live:
+        if source.is_camera:
             self._reading = CameraReading(
                 self, stall_timeout_s=stall_timeout_s, first_open_attempts=first_open_attempts
             )
@@ -106,7 +106,7 @@ class SourceRunner:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The reading strategy's own task (live sources: the reader); for files nothing."""
-        if self.closed or not self.source.live:
+        if self.closed or not self.source.is_camera:
             task_status.started()
             return
         if self._running:

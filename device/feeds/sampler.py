@@ -28,8 +28,8 @@ class FrameSampler:
     def __init__(self, runner: SourceRunner, *, clock: Clock, pace: str = "realtime") -> None:
         self.runner = runner
         self.clock = clock
-        self.live = runner.source.live
-        self.realtime = pace == "realtime" and not self.live
+        self.is_camera = runner.source.is_camera
+        self.realtime = pace == "realtime" and not self.is_camera
         self.name = runner.source.name
         self._origin: tuple[float, float] | None = None  # (clock, media t) of the first frame
         self._pushed_back: Frame | None = None

@@ -68,10 +68,10 @@ class ConsoleSink:
         verbose: bool = False,
         fallback_after_s: float = 30.0,
         on_closed: Callable[[], None] = lambda: None,
-        live_source: bool = False,
+        camera: bool = False,
     ) -> None:
         self.out = out
-        self.live_source = live_source
+        self.camera = camera
         self.verbose = verbose
         self.fallback_after_s = fallback_after_s
         self.tty = bool(getattr(out, "isatty", lambda: False)())
@@ -195,7 +195,7 @@ class ConsoleSink:
 
     def _where(self, t_media: float | None) -> str:
         # A file's own time says where in it; a camera's clock says nothing to a reader.
-        if t_media is None or self.live_source:
+        if t_media is None or self.camera:
             return ""
         return f"  at {t_media:.1f}s of the source"
 

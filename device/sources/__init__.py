@@ -98,7 +98,7 @@ def check_decodable(source: FrameSource) -> None:
     that might come back; cameras and streams are not checked here (they may be
     down now and up later). Blocking: call before the run starts.
     """
-    if source.live:
+    if source.is_camera:
         return
     what = "images" if isinstance(source, ImageFolderSource) else "a video OpenCV can decode"
     try:

@@ -60,7 +60,9 @@ class FrameSource(Protocol):
     """
 
     name: str  # for people and logs; never contains credentials
-    live: bool  # camera or stream (frames are dropped when late) vs file or folder (every frame)
+    is_camera: (
+        bool  # camera or stream (frames are dropped when late) vs file or folder (every frame)
+    )
     fps: float | None
 
     def open(self) -> None: ...
@@ -201,12 +203,12 @@ class CaptureSource(Generic[C]):
         self,
         name: str,
         *,
-        live: bool,
+        is_camera: bool,
         clock_now: Callable[[], float],
         fps: float | None = None,
     ) -> None:
         self.name = name
-        self.live = live
+        self.is_camera = is_camera
         self.fps = fps
         # The frame rate the pipeline samples at (set before open by request_fps): a
         # camera that can is asked for a lower rate than its default to match it.
@@ -271,7 +273,7 @@ class CaptureSource(Generic[C]):
         capture = self._open_capture()
         with self._lock:
             self._held = _Held(capture)
-            if not self.live:
+            if not self.is_camera:
                 self._next_index = 0
 
     def read(self) -> Frame | None:
@@ -307,7 +309,7 @@ class CaptureSource(Generic[C]):
             if held.retired:
                 raise SourceError(f"{self.name}: closed while reading")
         if image is None:
-            if self.live:
+            if self.is_camera:
                 raise SourceError(f"{self.name}: a frame could not be decoded")
             raise UnreadableFrame(
                 f"{self.name}: frame {pending.index} could not be decoded", index=pending.index
@@ -372,7 +374,7 @@ class CaptureSource(Generic[C]):
                 self._release_quietly(held.capture)
 
     def _frame_time(self, index: int, media_t: float | None) -> float:
-        if self.live:
+        if self.is_camera:
             return self._clock_now()
         # Some containers report no position (or 0 for every frame); count frames then.
         if (

@@ -19,7 +19,7 @@ def _natural_key(path: Path) -> list[int | str]:
 class ImageFolderSource:
     """The images of a folder (or one image file) in name order, at ``fps`` frames a second."""
 
-    live = False
+    is_camera = False
 
     def __init__(
         self, path: Path | str, *, fps: float = 1.0, max_pixels: int = DEFAULT_MAX_PIXELS

@@ -47,7 +47,7 @@ class OpenCVSource(CaptureSource[Any]):
         else:
             self.kind = "file"
             name = target
-        super().__init__(name, live=self.kind != "file", clock_now=clock_now)
+        super().__init__(name, is_camera=self.kind != "file", clock_now=clock_now)
         self.frame_count: int | None = None  # frames in a video file, when it says
 
     def _open_capture(self) -> Any:
@@ -148,10 +148,10 @@ class OpenCVSource(CaptureSource[Any]):
         except cv2.error as exc:
             raise SourceError(f"{self.name}: read failed: {first_line(str(exc))}") from None
         if not ok:
-            if self.live:
+            if self.is_camera:
                 raise SourceError(f"{self.name}: no frame (disconnected or stream lost)")
             return None
-        if self.live:
+        if self.is_camera:
             return Grab(None)
         return Grab(float(capture.get(cv2.CAP_PROP_POS_MSEC)) / 1000.0)
 
@@ -163,7 +163,7 @@ class OpenCVSource(CaptureSource[Any]):
         return image if ok and image is not None else None
 
     def _seek_capture(self, capture: Any, index: int) -> None:
-        if self.live:
+        if self.is_camera:
             super()._seek_capture(capture, index)
         if not capture.set(cv2.CAP_PROP_POS_FRAMES, float(index)):
             raise SourceError(f"{self.name}: cannot seek to frame {index}")

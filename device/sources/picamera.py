@@ -28,7 +28,9 @@ class Picamera2Source(CaptureSource[Any]):
         size: tuple[int, int] = (1280, 720),
         fps: float | None = None,
     ) -> None:
-        super().__init__(f"picamera2 camera {camera_num}", live=True, clock_now=clock_now, fps=fps)
+        super().__init__(
+            f"picamera2 camera {camera_num}", is_camera=True, clock_now=clock_now, fps=fps
+        )
         self._camera_num = camera_num
         self._size = size
 

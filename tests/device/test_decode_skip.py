@@ -100,7 +100,7 @@ class SplitCamera(CaptureSource[int]):
     """A 500 fps camera whose grab is cheap and whose retrieve (the decode) is counted."""
 
     def __init__(self) -> None:
-        super().__init__("split camera", live=True, clock_now=time.monotonic)
+        super().__init__("split camera", is_camera=True, clock_now=time.monotonic)
         self.lock = threading.Condition()
         self.grabs = 0
         self.retrieves = 0

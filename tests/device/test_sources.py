@@ -114,7 +114,7 @@ class FakeCamera(CaptureSource[FakeCapture]):
     delivered them."""
 
     def __init__(self, clock: FakeClock, *, shape: tuple[int, int] = (48, 64)) -> None:
-        super().__init__("fake camera", live=True, clock_now=clock.now)
+        super().__init__("fake camera", is_camera=True, clock_now=clock.now)
         self.period_s = 0.001  # the fake's frame interval, so it does not spin a core
         self.shape = shape
         self.captures: list[FakeCapture] = []
@@ -186,7 +186,7 @@ class FakeCamera(CaptureSource[FakeCapture]):
 class FakeFile:
     """A video file whose frame ``i`` fails ``fail_at[i]`` times (-1: always)."""
 
-    live = False
+    is_camera = False
 
     def __init__(self, frames: int, *, fail_at: dict[int, int] | None = None) -> None:
         self.name = "fake.avi"
@@ -313,15 +313,15 @@ def test_spec_kinds(tmp_path: Path) -> None:
     cv2.imwrite(str(image), np.zeros((8, 8, 3), np.uint8))
     now = time.monotonic
     assert isinstance(open_source("0", clock_now=now), OpenCVSource)
-    assert open_source("0", clock_now=now).live
+    assert open_source("0", clock_now=now).is_camera
     assert isinstance(open_source("picam", clock_now=now), Picamera2Source)
     assert isinstance(open_source("picamera2", clock_now=now), Picamera2Source)
     stream = open_source("rtsp://admin:hunter2@10.0.0.5:554/live?token=abc", clock_now=now)
-    assert isinstance(stream, OpenCVSource) and stream.live
+    assert isinstance(stream, OpenCVSource) and stream.is_camera
     assert "hunter2" not in stream.name and "admin" not in stream.name and "abc" not in stream.name
     assert stream.name.startswith("rtsp://10.0.0.5:554/live")
     folder = open_source(str(tmp_path), clock_now=now)
-    assert isinstance(folder, ImageFolderSource) and not folder.live
+    assert isinstance(folder, ImageFolderSource) and not folder.is_camera
     single = open_source(str(image), clock_now=now)
     assert isinstance(single, ImageFolderSource)
 

@@ -38,7 +38,7 @@ class HeldSource:
     def __init__(self, inner: FrameSource) -> None:
         self.inner = inner
         self.name = inner.name
-        self.live = inner.live
+        self.is_camera = inner.is_camera
         self.fps = inner.fps
         self.frame_count = getattr(inner, "frame_count", None)
         self.held = threading.Event()
