@@ -10,6 +10,9 @@ arrive as user content through the request queue:
     stop   - call stop_streaming("count_people")
     start  - call count_people again (if it is not running)
     help   - list the commands
+
+and a typed question about the count ("how many people are here?") with the
+count. It understands no other free text and says so, naming what would.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from live.model import (
     SendText,
     SendToolResponse,
 )
+from models.local.turns import COUNT_WORDS, VISITOR_WORDS
 
 COUNT_TOOL = "count_people"
 STOP_TOOL = "stop_streaming"
@@ -227,8 +231,13 @@ class LocalConnection:
                 self._say("count_people is not available.")
         elif command in {"help", ""}:
             self._say(HELP)
+        elif COUNT_WORDS.search(command) and not VISITOR_WORDS.search(command):
+            self._command("count")  # "how many people are here?", "anyone there?"
         else:
-            self._say(f"Unknown command {command!r}. {HELP}")
+            # It understands no free text: it says so, and what it can do, instead of
+            # pretending (or calling a person's question an unknown command).
+            self._say(f"I am the offline model: I can only answer about the count; {command!r} "
+                      f"needs a Gemini model (--model). {HELP}")  # fmt: skip
 
     async def receive(self) -> AsyncIterator[ModelEvent]:
         async for event in self._recv:

@@ -42,12 +42,10 @@ _JOB_ID = re.compile(r"\bjob-[0-9a-f]{6,}\b")
 _DURATION = re.compile(
     r"(\d+(?:\.\d+)?)\s*(h|hours?|m|min|mins|minutes?|s|sec|secs|seconds?)\b", re.I
 )
-_COUNT_WORDS = re.compile(
-    r"\b(how many|count|people|persons?|anyone|anybody|occupancy now)\b", re.I
-)
+COUNT_WORDS = re.compile(r"\b(how many|count|people|persons?|anyone|anybody|occupancy now)\b", re.I)
 _REPORT_WORDS = re.compile(r"\b(report|survey|watch|monitor)\b", re.I)
 # Asked before the count words: "how many visitors" is about crossings, not who is in view.
-_VISITOR_WORDS = re.compile(
+VISITOR_WORDS = re.compile(
     r"\b(visitors?|visits?|footfall|entries|entered|exits|exited|crossings?|crossed"
     r"|(?:came|come|coming|walked|went|gone|going) (?:in|out|inside|outside))\b",
     re.I,
@@ -106,13 +104,13 @@ class LocalTurnModel:
         job = _JOB_ID.search(text)
         if job and FETCH in declared:
             return TurnReply(calls=(self._call(FETCH, {"job_id": job.group(0), "cursor": ""}),))
-        if _VISITOR_WORDS.search(text) and VISITORS in declared:
+        if VISITOR_WORDS.search(text) and VISITORS in declared:
             minutes = round(visitor_minutes(text), 4)
             return TurnReply(calls=(self._call(VISITORS, {"minutes": minutes}),))
         if _REPORT_WORDS.search(text) and REPORT in declared:
             minutes = round(minutes_in(text), 4)
             return TurnReply(calls=(self._call(REPORT, {"minutes": minutes}),))
-        if _COUNT_WORDS.search(text) and COUNT_NOW in declared:
+        if COUNT_WORDS.search(text) and COUNT_NOW in declared:
             return TurnReply(calls=(self._call(COUNT_NOW, {}),))
         return TurnReply(text=HELP)
 

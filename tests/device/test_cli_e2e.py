@@ -172,7 +172,7 @@ class FlakyFile:
     """A file source whose reads fail twice in the middle of the clip."""
 
     name = "flaky.avi"
-    live = False
+    is_camera = False
     fps = 10.0
     frame_count = 60
 

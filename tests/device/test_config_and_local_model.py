@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from device.config import Config, ConfigError, api_key_from_env, build
@@ -140,10 +141,12 @@ async def test_local_model_drives_the_real_runtime_and_obeys_commands(mode: Emit
     runner = Runner(model, [FunctionTool(count_people)], SessionConfig(emit_mode=mode), clock=clock)
 
     async def said(text: str) -> None:
-        while text not in texts:
-            event = await session.events.receive()
-            if isinstance(event, ModelText):
-                texts.append(event.text)
+        # Generous: a missing sentence fails in seconds, instead of hanging the suite.
+        with anyio.fail_after(30):
+            while text not in texts:
+                event = await session.events.receive()
+                if isinstance(event, ModelText):
+                    texts.append(event.text)
 
     async with runner.run_live(queue) as session:
         await session.wait_input_consumer()
@@ -160,8 +163,18 @@ async def test_local_model_drives_the_real_runtime_and_obeys_commands(mode: Emit
         queue.send_content("start")
         while not session.running_streams():
             await session.events.receive()
+        # A person's question about the count is answered; anything else is said to be
+        # beyond the offline model, never called an unknown command.
+        queue.send_realtime(frame_blob(4))
+        await said("4 people in view.")  # the new call's first emission
+        texts.clear()
+        queue.send_content("How many people are here?")
+        await said("4 people in view.")
         queue.send_content("dance")
-        await said("Unknown command 'dance'. Commands: count, stop, start, help, quit.")
+        await said(
+            "I am the offline model: I can only answer about the count; 'dance' needs a Gemini"
+            " model (--model). Commands: count, stop, start, help, quit."
+        )
     # The calls went through the runtime with real call ids.
     assert model.state.calls and all(cid.startswith("local-call-") for cid in model.state.calls)
 
