@@ -13,7 +13,7 @@ period under the count, a table and totals) and each zone's occupancy (its peopl
 over time, a table of mean/max people and dwell events per period). A log without
 them is reported exactly as before.
 
-matplotlib is an optional dependency (``pip install 'lookout[report]'``);
+matplotlib is an optional dependency (``.venv/bin/pip install 'matplotlib>=3.8'``);
 without it ``make_report`` raises ReportError saying so.
 """
 

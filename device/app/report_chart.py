@@ -1,13 +1,14 @@
 """``lookout report``'s chart and figures: the count over time, the lines' and zones' panels.
 
 matplotlib is imported inside the drawing functions: it is an optional
-dependency (``pip install 'lookout[report]'``), and ``report.py`` says so when
+dependency (the ``report`` extra, or ``pip install matplotlib``), and ``report.py`` says so when
 it is missing.
 """
 
 from __future__ import annotations
 
 import io
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -112,8 +113,9 @@ def render_chart(
         from matplotlib.figure import Figure
         from matplotlib.ticker import MaxNLocator
     except ImportError:
+        # Lookout is installed from its clone, not from PyPI: name the interpreter to use.
         raise ReportError(
-            "lookout report needs matplotlib: pip install 'lookout[report]'"
+            f"lookout report needs matplotlib: {sys.executable} -m pip install 'matplotlib>=3.8'"
         ) from None
 
     panels = [] if scene is None else [kind for kind in ("lines", "zones") if getattr(scene, kind)]

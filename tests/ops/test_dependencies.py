@@ -24,7 +24,7 @@ PACKAGES = ("device", "models", "tools", "live")
 # Imported only in the functions that use them (importing the module needs neither), the
 # first use inside ``try: ... except ImportError`` that says what to install.
 OPTIONAL = {
-    # `lookout report`: pip install 'lookout[report]'.
+    # `lookout report`: the report extra (pip install matplotlib).
     "matplotlib": "report",
     # The Pi camera module: Raspberry Pi OS's python3-picamera2 (apt), never PyPI.
     "picamera2": "apt",
