@@ -1,4 +1,15 @@
-"""aiomqtt's client, minus one race: a socket closed between a publish and its write.
+"""aiomqtt's client, minus two races around a connection that ends.
+
+A disconnection nobody waits for any more: when the publisher gives a
+connection up (the app is leaving and the broker never acknowledged the
+goodbye, or it already reconnects), paho may report the disconnection after
+the last reader has gone, and asyncio then logs "Future exception was never
+retrieved" with a traceback at some later garbage collection (a test runner
+fails the test it lands in). Every ``_disconnected`` future is marked as read
+when it completes; the readers that still wait on it get the exception as
+before, and the publisher learns of a lost connection from its own reads.
+
+A socket closed between a publish and its write:
 
 paho asks for write readiness on every publish; aiomqtt 2.5 schedules
 ``add_writer(fileno)`` with the descriptor number taken at that moment. When the
@@ -12,6 +23,7 @@ Assistant's MQTT client does, and skips a socket paho has closed.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiomqtt
@@ -19,7 +31,17 @@ import paho.mqtt.client as mqtt
 from aiomqtt.types import PahoSocket
 
 
+def _mark_read(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class Client(aiomqtt.Client):
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "_disconnected" and isinstance(value, asyncio.Future):
+            value.add_done_callback(_mark_read)
+        super().__setattr__(name, value)
+
     def _on_socket_register_write(
         self, client: mqtt.Client, userdata: Any, sock: PahoSocket
     ) -> None:
