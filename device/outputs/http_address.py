@@ -1,4 +1,4 @@
-"""Where the status server listens: ``--http`` parsed once into an address."""
+"""Where the status server is: ``--http`` parsed once into an address, and its own URLs."""
 
 from __future__ import annotations
 
@@ -43,4 +43,12 @@ def parse_http(spec: str) -> HttpAddress:
     return HttpAddress(host, int(port_text))
 
 
-__all__ = ["HttpAddress", "parse_http"]
+def same_site(path: str, query: dict[str, str]) -> str:
+    """A redirect target on this site: a path, never ``//host`` or ``/\\host``."""
+    from yarl import URL
+
+    clean = "/" + path.lstrip("/\\")
+    return str(URL.build(path=clean, query=query))
+
+
+__all__ = ["HttpAddress", "parse_http", "same_site"]

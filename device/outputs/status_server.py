@@ -30,78 +30,30 @@ import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable
-from importlib import resources
 from typing import Any
 
 import anyio
 from aiohttp import web
-from aiohttp.http_exceptions import HttpProcessingError
 from anyio.abc import TaskStatus
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from device.config import ConfigError
 from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit
 from device.outputs.host_check import HostPolicy
-from device.outputs.http_address import HttpAddress
+from device.outputs.http_address import HttpAddress, same_site
+from device.outputs.json_body import BodyError, json_object
+from device.outputs.page_files import PAGE_CSP, static_files
+from device.outputs.push import push_frames, push_states
+from device.outputs.request_log import requests_log
 from device.outputs.telemetry import Telemetry
 from live.redact import redact
 
 log = logging.getLogger("lookout.status")
-requests_log = logging.getLogger("lookout.status.requests")
 
-
-class _ClientFaults(logging.Filter):
-    """A malformed request is the client's fault: one line at debug level, no traceback.
-
-    aiohttp answers it (400, 413, 431) and logs the parser's exception with its
-    traceback; a peer that sends garbage must not fill the device's log.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, HttpProcessingError):
-            reason = " ".join(str(exc).split())[:200]
-            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {reason}"
-            record.args = ()
-            record.exc_info = None
-            record.exc_text = None
-            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
-            return requests_log.isEnabledFor(logging.DEBUG)
-        return True
-
-
-requests_log.addFilter(_ClientFaults())
 
 COOKIE = "lookout_session"
-STATIC_TYPES = {
-    ".html": "text/html; charset=utf-8",
-    ".js": "text/javascript; charset=utf-8",
-    ".css": "text/css; charset=utf-8",
-    ".svg": "image/svg+xml",
-}
-PAGE_CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
 MJPEG_BOUNDARY = "lookout-frame-7c1d2e9a"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def same_site(path: str, query: dict[str, str]) -> str:
-    """A redirect target on this site: a path, never ``//host`` or ``/\\host``."""
-    from yarl import URL
-
-    clean = "/" + path.lstrip("/\\")
-    return str(URL.build(path=clean, query=query))
-
-
-def _static_files() -> dict[str, tuple[bytes, str]]:
-    files: dict[str, tuple[bytes, str]] = {}
-    for entry in (resources.files("device.outputs") / "static").iterdir():
-        suffix = "." + entry.name.rsplit(".", 1)[-1] if "." in entry.name else ""
-        if entry.is_file() and suffix in STATIC_TYPES:
-            files[entry.name] = (entry.read_bytes(), STATIC_TYPES[suffix])
-    return files
 
 
 class StatusServer:
@@ -149,7 +101,7 @@ class StatusServer:
         self.port = address.port
         self.note = ""  # said with the address (a default port that was in use)
         self._sock: socket.socket | None = None
-        self._static = _static_files()
+        self._static = static_files()
         # A cookie derived from the token: it grants the same access, but a leaked
         # cookie (browser profile, proxy log) does not reveal the token itself.
         self._cookie = (
@@ -410,20 +362,17 @@ class StatusServer:
         )
         await response.prepare(request)
         task = self._track()
-        changes = self.telemetry.state_changes
         try:
-            while True:
-                seen = changes.version
-                await response.write(f"event: state\ndata: {self._state_json()}\n\n".encode())
-                # Coalesce bursts (a fast replay changes state hundreds of times a second),
-                # and tick even without changes so clocks and the chart move on.
-                await anyio.sleep(self.sse_min_interval_s)
-                with anyio.move_on_after(self.sse_tick_s):
-                    await changes.wait(seen)
-        except ConnectionResetError:
-            return response  # the viewer went away
+            await push_states(
+                response,
+                self.telemetry.state_changes,
+                self._state_json,
+                min_interval_s=self.sse_min_interval_s,
+                tick_s=self.sse_tick_s,
+            )
         finally:
             self._streams.discard(task)
+        return response
 
     async def _mjpeg(self, request: web.Request) -> web.StreamResponse:
         if self.telemetry.privacy:
@@ -435,52 +384,27 @@ class StatusServer:
         )
         await response.prepare(request)
         task = self._track()
-        changes = self.telemetry.frame_changes
-        # Chromium shows a part only once the next part has begun, so each frame is
-        # followed at once by the next boundary and part header; parts therefore carry
-        # no Content-Length (the boundary delimits them, as multipart allows).
-        next_part = f"\r\n--{MJPEG_BOUNDARY}\r\nContent-Type: image/jpeg\r\n\r\n".encode()
         try:
-            await response.write(next_part[2:])
-            seen = -1
-            while True:
-                version = changes.version
-                if version == seen or self.telemetry.frame_seq == 0:
-                    # No new frame (a camera outage, none yet): not for ever. The page
-                    # opens the stream again when frames come back.
-                    with anyio.move_on_after(self.mjpeg_idle_s) as waited:
-                        await changes.wait(version)
-                    if waited.cancelled_caught:
-                        return response
-                    continue
-                seen = version
-                snapshot = await self._render()
-                if snapshot is None:
-                    continue
-                await response.write(snapshot[1] + next_part)
-                await anyio.sleep(self.mjpeg_interval_s)
-        except ConnectionResetError:
-            return response  # the viewer went away
+            await push_frames(
+                response,
+                self.telemetry.frame_changes,
+                lambda: self.telemetry.frame_seq,
+                self._render,
+                boundary=MJPEG_BOUNDARY,
+                idle_s=self.mjpeg_idle_s,
+                interval_s=self.mjpeg_interval_s,
+            )
         finally:
             self._streams.discard(task)
+        return response
 
     async def _json_body(self, request: web.Request) -> dict[str, Any] | web.Response:
-        if request.content_type != "application/json":
-            return self._json({"error": "send a JSON body"}, 415)
-        # A whole body within the time a head gets: a peer trickling a byte now and then
-        # would otherwise hold its connection (and, a few hundred of them, the server).
-        with anyio.move_on_after(self.body_timeout_s) as waited:
-            raw = await request.read()
-        if waited.cancelled_caught:
-            response = self._json({"error": "the request body came too slowly"}, 408)
-            response.force_close()
+        body = await json_object(request, self.body_timeout_s)
+        if isinstance(body, BodyError):
+            response = self._json({"error": body.error}, body.status)
+            if body.status == 408:
+                response.force_close()  # the trickling peer's connection goes with it
             return response
-        try:
-            body = json.loads(raw)
-        except (ValueError, RecursionError):
-            return self._json({"error": "body is not valid JSON"}, 400)
-        if not isinstance(body, dict):
-            return self._json({"error": "body must be a JSON object"}, 400)
         return body
 
     async def _start_stream(self, request: web.Request) -> web.Response:
@@ -521,4 +445,4 @@ class StatusServer:
         return self._json(result)
 
 
-__all__ = ["StatusServer", "same_site"]
+__all__ = ["StatusServer"]

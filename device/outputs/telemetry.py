@@ -33,6 +33,7 @@ from device.events import CountChanged, LineCrossed, SourceStateEvent, ZoneCount
 from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
+from device.outputs.scene_json import lines_json, track_json, zones_json
 from device.outputs.view import DeviceView
 from device.percept import LineTotals, Percept, Track, ZoneState
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped, Transcript
@@ -100,21 +101,6 @@ def scene_geometry(config: Config) -> SceneGeometry:
 
 def _unknown_zone(state: ZoneState) -> ZoneState:
     return ZoneState(state.name, None, dwell_s=state.dwell_s)
-
-
-def _points(points: tuple[tuple[float, float], ...]) -> list[list[float]]:
-    return [[round(x, 4), round(y, 4)] for x, y in points]
-
-
-def track_json(track: Track) -> dict[str, Any]:
-    """A track as the page and other clients read it (box in the frame's pixels)."""
-    return {
-        "id": track.id,
-        "state": track.state,
-        "seen": track.seen,
-        "box": [round(v, 1) for v in track.box],
-        "score": round(track.score, 3),
-    }
 
 
 class Telemetry:
@@ -418,39 +404,10 @@ class Telemetry:
         }
 
     def lines_state(self) -> dict[str, dict[str, Any]]:
-        """Each configured line's totals; ``counting`` is false while the count is unknown.
-
-        The totals are what was counted so far in this run and stay on show; while
-        nothing is counted they are marked as not current, never reset to 0.
-        """
-        counting = self.count is not None
-        data: dict[str, dict[str, Any]] = {}
-        for name, totals in self.lines.items():
-            a, b = self.geometry.lines.get(name, ((0.0, 0.0), (0.0, 0.0)))
-            data[name] = {
-                "name": name,
-                "in": totals.entered,
-                "out": totals.exited,
-                "last": totals.last,
-                "counting": counting,
-                "points": _points((a, b)),
-            }
-        return data
+        return lines_json(self.lines, self.geometry, counting=self.count is not None)
 
     def zones_state(self) -> dict[str, dict[str, Any]]:
-        """Each configured zone now; ``people``, ``dwelling``, ``longest_s`` null while unknown."""
-        data: dict[str, dict[str, Any]] = {}
-        for name, zone in self.zones.items():
-            known = zone.people is not None and self.count is not None
-            data[name] = {
-                "name": name,
-                "people": zone.people if known else None,
-                "dwelling": zone.dwelling if known else None,
-                "longest_s": round(zone.longest_s, 1) if known else None,
-                "dwell_s": zone.dwell_s,
-                "points": _points(self.geometry.zones.get(name, ())),
-            }
-        return data
+        return zones_json(self.zones, self.geometry, counting=self.count is not None)
 
     def snapshot_jpeg(self) -> tuple[int, bytes] | None:
         """(frame seq, JPEG) of the newest frame with its boxes; blocking, call off the loop."""
@@ -472,4 +429,4 @@ class Telemetry:
         return generate_latest(self.registry)
 
 
-__all__ = ["Health", "Telemetry", "scene_geometry", "strip_credentials", "track_json"]
+__all__ = ["Health", "Telemetry", "scene_geometry", "strip_credentials"]

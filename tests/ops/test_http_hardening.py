@@ -22,8 +22,8 @@ from device.events import CountChanged
 from device.log_limit import RepeatFilter
 from device.outputs.connection_guard import BUSY, cap_for_limit
 from device.outputs.host_check import HostPolicy
-from device.outputs.http_address import HttpAddress
-from device.outputs.status_server import StatusServer, same_site
+from device.outputs.http_address import HttpAddress, same_site
+from device.outputs.status_server import StatusServer
 from device.outputs.telemetry import Telemetry
 from tests.ops.support import FakeApp
 
