@@ -1,38 +1,6 @@
 """MQTT: how a fleet of devices reports to one place (and to Home Assistant).
 
-Topics, for a device ``<id>``:
-
-- ``lookout/<id>/state``   ``online`` (retained) while connected; ``offline`` (retained)
-  on a clean shutdown, and as the broker-held last will when the process dies.
-- ``lookout/<id>/counting`` ``online`` (retained) while the count is known, ``offline``
-  while it is not (the camera is down, no usable frame, the process starting or
-  stopping).
-- ``lookout/<id>/count``   the people count, JSON, retained while it is known: a
-  subscriber that connects later learns the current count at once; cleared (an
-  empty retained message) when it becomes unknown and when the process starts,
-  so a restarted device never serves the last run's count as current. While
-  known it is republished every ``heartbeat_s`` (the sensors' ``expire_after``
-  backstop depends on it).
-- ``lookout/<id>/events``  selected events as JSON (counts, crossings, zone counts,
-  dwells, source and model connection states, model text, stream starts and stops,
-  errors).
-- ``lookout/<id>/line/<name>/in`` and ``.../out`` (retained): the line's totals
-  since the run started, a plain integer; 0 at start, republished with the count.
-  ``.../crossing`` (not retained): ``{"event_type": "in"|"out", ...}`` per crossing.
-- ``lookout/<id>/zone/<name>/people`` (retained while known): the zone's count as
-  JSON (``people``, ``previous``, ``dwelling``, ``longest_s``); ``.../counting``
-  is the zone's own availability, and both follow the rules of ``count`` and
-  ``counting`` above. ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
-  when someone has stayed past the zone's dwell time.
-- ``lookout/<id>/instance`` (retained): which process publishes as ``<id>`` (see
-  :mod:`device.outputs.mqtt_presence`: two devices with one id are found and one
-  stops, instead of knocking each other off the broker twice a second).
-- Home Assistant discovery configs (retained) under ``<discovery_prefix>/``,
-  built by :mod:`device.outputs.ha_discovery` (which entities, and when each is
-  available), sent at every connect and when Home Assistant comes back online
-  (at most once per ``rediscover_s``: anyone can publish ``online`` there).
-  Entities of lines and zones an earlier run had but this one has not are
-  removed (their retained topics are cleared).
+What the topics are and what they hold: ``device/outputs/mqtt_state.py``.
 
 The publisher is an event sink (``write`` only queues, it never waits) and an
 App service that owns the connection. What waits for the broker is in an
@@ -51,10 +19,12 @@ drops the connection so that the broker fires the will: the broker never says
 counted, said on the console, in ``/healthz`` and ``/metrics``, and make
 ``lookout run`` exit 3 (``undelivered``), as an incomplete event log does.
 
-What the topics hold and what each event changes is ``mqtt_state.py``; this
-module delivers it. Kept whole: one connection's life (presence check,
-subscriptions, reading, the in-flight window, the farewell) shares that
-connection's state and cancel scopes.
+Kept whole: one connection's life (connect, subscriptions,
+reading, the in-flight window, the farewell or the abort) shares that
+connection's client, its window and its cancel scopes; the parts with a job of
+their own are apart (topics and state ``mqtt_state.py``, the queue
+``mqtt_outbox.py``, the id check ``mqtt_presence.py``, health
+``mqtt_health.py``, settings ``mqtt_settings.py``).
 """
 
 from __future__ import annotations
@@ -74,7 +44,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from device.outputs.mqtt_client import Client
 from device.outputs.mqtt_health import LinkHealth, MqttStats
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
-from device.outputs.mqtt_presence import Instance, Presence
+from device.outputs.mqtt_presence import Instance, Presence, held_instance
 from device.outputs.mqtt_settings import MqttSettings
 from device.outputs.mqtt_state import COUNT, Changes, MqttState
 from live.backoff import Backoff
@@ -354,7 +324,9 @@ class MqttPublisher:
         async with contextlib.AsyncExitStack() as stack:
             client = await stack.enter_async_context(self._client())
             self.health.made()
-            held = await self._held_presence(client)
+            held = await held_instance(
+                client, self.presence_topic, self.presence.me, min(self.timeout_s, 5.0)
+            )
             other = self.presence.check(held)
             if other is not None:
                 self._yield_to(other)
@@ -428,52 +400,6 @@ class MqttPublisher:
         self._lost.append(exc)
         if self._connection_scope is not None:
             self._connection_scope.cancel()
-
-    async def _held_presence(self, client: aiomqtt.Client) -> Instance | None:
-        """The instance the broker holds for this device id, read before publishing anything.
-
-        A probe published after subscribing comes back after every retained message of
-        the subscription (Mosquitto sends them in order), so it says when all are in.
-        Messages are read from the start: that is also how a connection dropped in the
-        meantime is noticed (a subscribe waits for its answer, not for the connection).
-        """
-        probe = b'{"probe":"' + self.presence.me.id.encode() + b'"}'
-        held: Instance | None = None
-        lost: list[aiomqtt.MqttError] = []
-        async with anyio.create_task_group() as tg:
-            tg.cancel_scope.deadline = anyio.current_time() + min(self.timeout_s, 5.0)
-
-            async def ask() -> None:
-                try:
-                    await client.subscribe(self.presence_topic, qos=1)
-                    await client.publish(self.presence_topic, probe, qos=1, retain=False)
-                except aiomqtt.MqttError as exc:
-                    lost.append(exc)
-                    tg.cancel_scope.cancel()
-
-            async def listen() -> None:
-                nonlocal held
-                try:
-                    async for message in client.messages:
-                        payload = message.payload if isinstance(message.payload, bytes) else b""
-                        if not message.topic.matches(self.presence_topic):
-                            continue
-                        if message.retain:
-                            held = Instance.parse(payload)
-                        elif payload == probe:
-                            tg.cancel_scope.cancel()
-                            return
-                except aiomqtt.MqttError as exc:
-                    lost.append(exc)
-                    tg.cancel_scope.cancel()
-
-            tg.start_soon(ask)
-            tg.start_soon(listen)
-        if lost:
-            raise lost[0]
-        if tg.cancel_scope.cancelled_caught and anyio.current_time() >= tg.cancel_scope.deadline:
-            log.info("MQTT: no answer to the presence probe on %s", self.presence_topic)
-        return held
 
     def _yield_to(self, other: Instance) -> None:
         self.health.clash(
@@ -583,30 +509,12 @@ class MqttPublisher:
                     self.outbox.put_back([entry])  # never handed: waiting for the window
                     raise
         with anyio.CancelScope(deadline=start + self.shutdown_timeout_s):
-            for message in self._goodbye():
+            for message in self.topics.goodbye(self._sent):
                 await self._hand(client, None, message)
             await self._all_acked()
             return True
         log.info("MQTT: the broker did not acknowledge the goodbye in time")
         return False
-
-    def _goodbye(self) -> list[Message]:
-        """The final state: the counts cleared first (nobody may take the last ones as
-        current later), the line totals (what this run counted), and offline last."""
-        messages = [
-            Message(self.topics.counting_topic, b"offline", 1, True),
-            Message(self.topics.count_topic, b"", 1, True),
-        ]
-        for name in self.topics.latest_zones:
-            messages += self.topics.zone_unknown(name)
-        messages += [
-            m
-            for totals in self.topics.latest_lines.values()
-            for m in totals
-            if self._sent.get(m.topic) != m.payload
-        ]
-        messages.append(Message(self.state_topic, b"offline", 1, True))
-        return messages
 
     async def _abort(self, client: aiomqtt.Client) -> None:
         """Drop the connection without a DISCONNECT, so the broker fires the will (offline):

@@ -19,11 +19,17 @@ keeps the id, whatever the order of their reconnects.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+import aiomqtt
+import anyio
+
+log = logging.getLogger("lookout.mqtt")
 
 
 @dataclass(frozen=True)
@@ -95,4 +101,53 @@ class Presence:
         return held
 
 
-__all__ = ["Instance", "Presence"]
+async def held_instance(
+    client: aiomqtt.Client, topic: str, me: Instance, timeout_s: float
+) -> Instance | None:
+    """The instance the broker holds for this device id, read before publishing anything.
+
+    A probe published after subscribing comes back after every retained message of
+    the subscription (Mosquitto sends them in order), so it says when all are in.
+    Messages are read from the start: that is also how a connection dropped in the
+    meantime is noticed (a subscribe waits for its answer, not for the connection).
+    """
+    probe = b'{"probe":"' + me.id.encode() + b'"}'
+    held: Instance | None = None
+    lost: list[aiomqtt.MqttError] = []
+    async with anyio.create_task_group() as tg:
+        tg.cancel_scope.deadline = anyio.current_time() + timeout_s
+
+        async def ask() -> None:
+            try:
+                await client.subscribe(topic, qos=1)
+                await client.publish(topic, probe, qos=1, retain=False)
+            except aiomqtt.MqttError as exc:
+                lost.append(exc)
+                tg.cancel_scope.cancel()
+
+        async def listen() -> None:
+            nonlocal held
+            try:
+                async for message in client.messages:
+                    payload = message.payload if isinstance(message.payload, bytes) else b""
+                    if not message.topic.matches(topic):
+                        continue
+                    if message.retain:
+                        held = Instance.parse(payload)
+                    elif payload == probe:
+                        tg.cancel_scope.cancel()
+                        return
+            except aiomqtt.MqttError as exc:
+                lost.append(exc)
+                tg.cancel_scope.cancel()
+
+        tg.start_soon(ask)
+        tg.start_soon(listen)
+    if lost:
+        raise lost[0]
+    if tg.cancel_scope.cancelled_caught and anyio.current_time() >= tg.cancel_scope.deadline:
+        log.info("MQTT: no answer to the presence probe on %s", topic)
+    return held
+
+
+__all__ = ["Instance", "Presence", "held_instance"]

@@ -4,15 +4,48 @@
 count and its ``counting``, each line's totals, each zone's count and its
 ``counting``), which the outbox sends at their newest value, and the event
 messages (the events topic, crossings, dwells), sent every one. It knows no
-broker: ``device/outputs/mqtt.py`` delivers what it makes. The topics are
-listed in that module's opening comment.
+broker: ``device/outputs/mqtt.py`` delivers what it makes.
+
+Topics, for a device ``<id>``:
+
+- ``lookout/<id>/state``   ``online`` (retained) while connected; ``offline`` (retained)
+  on a clean shutdown, and as the broker-held last will when the process dies.
+- ``lookout/<id>/counting`` ``online`` (retained) while the count is known, ``offline``
+  while it is not (the camera is down, no usable frame, the process starting or
+  stopping).
+- ``lookout/<id>/count``   the people count, JSON, retained while it is known: a
+  subscriber that connects later learns the current count at once; cleared (an
+  empty retained message) when it becomes unknown and when the process starts,
+  so a restarted device never serves the last run's count as current. While
+  known it is republished every ``heartbeat_s`` (the sensors' ``expire_after``
+  backstop depends on it).
+- ``lookout/<id>/events``  selected events as JSON (counts, crossings, zone counts,
+  dwells, source and model connection states, model text, stream starts and stops,
+  errors).
+- ``lookout/<id>/line/<name>/in`` and ``.../out`` (retained): the line's totals
+  since the run started, a plain integer; 0 at start, republished with the count.
+  ``.../crossing`` (not retained): ``{"event_type": "in"|"out", ...}`` per crossing.
+- ``lookout/<id>/zone/<name>/people`` (retained while known): the zone's count as
+  JSON (``people``, ``previous``, ``dwelling``, ``longest_s``); ``.../counting``
+  is the zone's own availability, and both follow the rules of ``count`` and
+  ``counting`` above. ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
+  when someone has stayed past the zone's dwell time.
+- ``lookout/<id>/instance`` (retained): which process publishes as ``<id>`` (see
+  :mod:`device.outputs.mqtt_presence`: two devices with one id are found and one
+  stops, instead of knocking each other off the broker twice a second).
+- Home Assistant discovery configs (retained) under ``<discovery_prefix>/``,
+  built by :mod:`device.outputs.ha_discovery` (which entities, and when each is
+  available), sent at every connect and when Home Assistant comes back online
+  (at most once per ``rediscover_s``: anyone can publish ``online`` there).
+  Entities of lines and zones an earlier run had but this one has not are
+  removed (their retained topics are cleared).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -253,6 +286,25 @@ class MqttState:
         """The whole retained state as it is now (at a connect, where the broker may hold an
         earlier run's values, and when Home Assistant comes back)."""
         return [m for key in self.state_keys() for m in self.state(key)]
+
+    def goodbye(self, sent: Mapping[str, bytes]) -> list[Message]:
+        """The final state: the counts cleared first (nobody may take the last ones as
+        current later), the line totals this run counted that the broker lacks (``sent``:
+        topic -> payload it has), and offline last."""
+        messages = [
+            Message(self.counting_topic, b"offline", 1, True),
+            Message(self.count_topic, b"", 1, True),
+        ]
+        for name in self.latest_zones:
+            messages += self.zone_unknown(name)
+        messages += [
+            m
+            for totals in self.latest_lines.values()
+            for m in totals
+            if sent.get(m.topic) != m.payload
+        ]
+        messages.append(Message(self.state_topic, b"offline", 1, True))
+        return messages
 
     def discovery(self) -> list[Message]:
         """Home Assistant MQTT discovery configs (retained)."""
