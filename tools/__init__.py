@@ -6,8 +6,9 @@ tools does not pay for pydantic and the session.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from live.lazy import lazy_names
 
 if TYPE_CHECKING:
     from live.stop_streaming import STOP_STREAMING, StopStreamingTool
@@ -22,13 +23,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module = _WHERE[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    return getattr(importlib.import_module(module), name)
-
+__getattr__ = lazy_names(__name__, _WHERE)
 
 __all__ = [
     "STOP_STREAMING",
