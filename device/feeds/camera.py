@@ -25,6 +25,7 @@ import anyio.to_thread
 from device.feeds.state import SourceState, describe
 from device.frame import Frame
 from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable, UnreadableFrame
+from live.backoff import milestone
 from live.buffer import LatestWins
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ class CameraReading:
                 # and said, at 1, 10, 100, ... of them; the camera itself goes on.
                 runner.stats.skipped_unreadable += 1
                 skipped = runner.stats.skipped_unreadable
-                if skipped in _SAID_AT or skipped % 10_000 == 0:
+                if milestone(skipped) or skipped % 10_000 == 0:
                     runner.on_skipped(f"skipped ({skipped} so far): {outcome}")
                 continue
             if isinstance(outcome, BaseException):
@@ -194,9 +195,6 @@ class CameraReading:
         if result is _UNSET:
             return _STALLED if stalled else SourceError(f"{self.source.name}: read cancelled")
         return result
-
-
-_SAID_AT = frozenset({1, 10, 100, 1000})
 
 
 __all__ = ["CameraReading"]
