@@ -105,6 +105,11 @@ def _add_fields(parser: Any, fields: Mapping[str, FieldInfo], names: Sequence[st
             options["dest"] = name
         elif kind is bool:
             options["action"] = "store_true"
+        elif isinstance(field.json_schema_extra, dict) and "flag_const" in field.json_schema_extra:
+            # A flag whose value may be left out (``--mic`` alone: the default microphone).
+            options["nargs"] = "?"
+            options["const"] = field.json_schema_extra["flag_const"]
+            options["metavar"] = "DEVICE|FILE.wav"
         elif allowed := choices(field):
             options["choices"] = allowed
         elif kind in _METAVARS:
