@@ -1,0 +1,1 @@
+"""The device voice: microphone, loudspeaker, speech, through files and PulseAudio."""
