@@ -164,7 +164,7 @@ class PcmResampler:
         self._skip = (_TAPS - 1) // 2
 
     def _push(self, samples: Samples) -> Samples:
-        if self._taps is not None:
+        if self._taps is not None and samples.size:  # (numpy's "valid" swaps a short input)
             padded = np.concatenate([self._history, samples])
             self._history = padded[len(padded) - (_TAPS - 1) :]
             samples = np.convolve(padded, self._taps, mode="valid")
