@@ -209,6 +209,7 @@ class Speaker:
         try:
             await anyio.to_thread.run_sync(self._out.write, chunk)
         except AudioError as exc:
+            self.stats.bytes_lost += len(chunk)  # it did not sound either
             self._fail(exc)
             return
         finally:
