@@ -95,7 +95,10 @@ class Speaker:
         self.stats = SpeakerStats()
         self._queue = bytearray()
         self._resampler: PcmResampler | None = None
-        self._ending = False  # the model finished its turn: play the rest below the prebuffer
+        # Where the last finished turn ends in the stream: audio before it plays even
+        # below the prebuffer or a chunk. A position, not a flag, so a next turn fed
+        # before the last one has played out is buffered like any other.
+        self._end_at = 0
         self._turn = 0  # bumped by every interrupt, so a burst in progress knows it is over
         self._fed = 0  # bytes ever queued: the stream position just past the queue's end
         self._marks: deque[tuple[int, float]] = deque()  # (stream position, fed at)
@@ -130,7 +133,7 @@ class Speaker:
         if self._resampler is not None:
             self._enqueue(self._resampler.flush(), mark=False)
             self._resampler = None
-        self._ending = bool(self._queue)
+        self._end_at = self._fed
         self._poke()
 
     def interrupt(self) -> int:
@@ -142,7 +145,7 @@ class Speaker:
         self._queue.clear()
         self._marks.clear()
         self._resampler = None  # the next turn is no continuation of this one
-        self._ending = False
+        self._end_at = self._fed
         self._turn += 1
         self._poke()
         return dropped
@@ -173,6 +176,10 @@ class Speaker:
     def _ready(self) -> bool:
         return bool(self._queue) and (len(self._queue) >= self._prebuffer_bytes or self._ending)
 
+    @property
+    def _ending(self) -> bool:
+        return self._fed - len(self._queue) < self._end_at
+
     async def _play_burst(self) -> None:
         """Plays until the turn ends, runs dry, or is interrupted."""
         turn = self._turn
@@ -184,11 +191,10 @@ class Speaker:
                 await self._clock.sleep(start + k * self._chunk_s - self._clock.now())
             if self._turn != turn or self._failed:
                 return  # barge-in: the next turn prebuffers afresh
+            if k and self._fed - len(self._queue) == self._end_at:
+                return  # the turn played out; what follows is a new turn, buffered afresh
             if len(self._queue) < self._chunk_bytes and not self._ending:
                 self.stats.underruns += 1  # mid-turn and dry: rebuffer rather than stutter
-                return
-            if not self._queue:
-                self._ending = False  # the turn has played out
                 return
             await self._write(self._take())
             k += 1
@@ -196,8 +202,11 @@ class Speaker:
     def _take(self) -> tuple[bytes, list[float]]:
         """The next chunk, and when each piece that starts in it was fed."""
         head = self._fed - len(self._queue)
-        chunk = bytes(self._queue[: self._chunk_bytes])
-        del self._queue[: self._chunk_bytes]
+        size = self._chunk_bytes
+        if head < self._end_at:
+            size = min(size, self._end_at - head)  # a chunk never spans two turns
+        chunk = bytes(self._queue[:size])
+        del self._queue[:size]
         fed_at = []
         while self._marks and self._marks[0][0] < head + len(chunk):
             fed_at.append(self._marks.popleft()[1])

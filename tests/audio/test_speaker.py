@@ -287,3 +287,25 @@ async def test_a_device_that_paces_itself_is_written_to_without_waiting() -> Non
         await pump(clock, lambda: b"".join(out.got) == audio)
         assert clock.now() == 0.0  # the speaker never slept on the clock
     assert len(out.got) == 10
+
+
+async def test_a_turn_fed_before_the_last_one_played_out_is_buffered_afresh(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    out = TimedWav(tmp_path / "said.wav", clock)
+    speaker = Speaker(out, clock)
+    first, second = noise(50, seed=1), noise(105, seed=2)
+    async with running(speaker):
+        speaker.feed(first, 24_000)
+        speaker.end_of_turn()
+        speaker.feed(second[:240], 24_000)  # 5 ms of the next turn, well below the prebuffer
+        await pump(clock, lambda: out.frames_written * 2 == len(first))
+        await idle(clock, speaker, 1.0)
+        assert out.frames_written * 2 == len(first)  # the next turn waits for its prebuffer
+        speaker.feed(second[240:], 24_000)
+        speaker.end_of_turn()
+        await pump(clock, lambda: out.frames_written * 2 == len(first) + len(second))
+    assert [n for _, n in out.writes] == [960, 960, 480] + [960] * 5 + [240]
+    assert read_wav(tmp_path / "said.wav")[0] == first + second
+    assert speaker.stats.underruns == 0
