@@ -104,6 +104,13 @@ def audio_inputs(server: ThreadedFakeLiveServer | FakeLiveServer) -> list[Any]:
     ]
 
 
+def connected(server: ThreadedFakeLiveServer) -> None:
+    """Until the device's session is set up (the fake answered its setup): what the fake
+    says before that would reach an SDK still waiting for ``setupComplete``."""
+    server.wait_connection(1, timeout=30)
+    server.wait_for(lambda: server.server.connection(0).setup_completed, timeout=30)
+
+
 def answered(server: ThreadedFakeLiveServer, name: str) -> str:
     """Ask the device a question (a tool call) and wait for its answer: everything the
     fake sent before has then been read by the device (one ordered connection)."""
@@ -124,7 +131,8 @@ def test_a_wav_is_spoken_to_the_model_at_real_time_pace(
     wav = tmp_path / "question.wav"
     write_wav(wav, 3.0, 44100, 2)  # any rate and channel count
     proc = start(server, tmp_path, "--mic", str(wav))
-    conn = server.wait_connection(1, timeout=30)
+    connected(server)
+    conn = server.connection(0)
     # What is heard is transcribed for the console, the page and the log.
     assert get_field(conn.setup, "input_audio_transcription") is not None
     # The whole WAV arrives (3 s of 16 kHz mono PCM16), as it would be spoken.
@@ -145,7 +153,7 @@ def test_what_the_model_says_is_played_exactly_and_a_barge_in_stops_it(
 ) -> None:
     out_wav = tmp_path / "said.wav"
     proc = start(server, tmp_path, "--speaker", str(out_wav))
-    server.wait_connection(1, timeout=30)
+    connected(server)
     first = speech(0.5)
     server.send_server_content(audio=first[: len(first) // 2])
     server.send_server_content(audio=first[len(first) // 2 :], turn_complete=True)
@@ -177,7 +185,7 @@ def test_half_duplex_sends_no_microphone_audio_while_the_device_speaks(
     proc = start(
         server, tmp_path, "--mic", str(wav), "--speaker", str(tmp_path / "o.wav"), "--half-duplex"
     )
-    server.wait_connection(1, timeout=30)
+    connected(server)
     server.wait_for(lambda: len(audio_inputs(server)) >= 10, timeout=30)
     # The device answers for 1.5 s while it is still being spoken to.
     server.send_server_content(audio=speech(1.5), turn_complete=True)
@@ -227,7 +235,7 @@ def test_typed_text_reaches_the_model_as_text(
         text=True,
     )
     assert proc.stdin is not None
-    server.wait_connection(1, timeout=30)
+    connected(server)
     question = "what is the man in red doing?"
     proc.stdin.write(question + "\n")
     proc.stdin.flush()
