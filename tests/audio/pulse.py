@@ -206,8 +206,12 @@ class Feeder:
             start = time.monotonic()
             n = 0
             while not self._stop.is_set():
-                with contextlib.suppress(BlockingIOError):
+                try:
                     self.written += os.write(fd, self._piece)
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:  # the server is gone (a test that stops it)
+                    return
                 n += 1
                 self._stop.wait(max(0.0, start + n * self._period - time.monotonic()))
         finally:

@@ -67,17 +67,26 @@ def _capture(args: argparse.Namespace) -> dict[str, Any]:
     sizes: list[int] = []
     stamps: list[float] = []
 
+    errors: list[str] = []
+
     async def main() -> bytes:
         got = bytearray()
-        async for chunk in mic.chunks():
-            sizes.append(len(chunk))
-            stamps.append(time.monotonic())
-            got += chunk
-            if len(sizes) >= args.chunks:
-                break
+        try:
+            async for chunk in mic.chunks():
+                sizes.append(len(chunk))
+                stamps.append(time.monotonic())
+                got += chunk
+                if len(sizes) == 1:
+                    print("listening", flush=True)  # a test may now pull the plug
+                if len(sizes) >= args.chunks:
+                    break
+        except AudioError as exc:
+            errors.append(str(exc))
         return bytes(got)
 
     Path(args.out).write_bytes(anyio.run(main))
+    if errors:
+        return {"error": errors[0], "chunks": len(sizes)}
     return {
         "name": mic.name,
         "device_rate": mic.device_rate,

@@ -9,6 +9,7 @@ PulseAudio resamples and mixes.
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -109,3 +110,31 @@ def test_a_microphone_that_cannot_be_found_fails_as_it_starts(
 def test_a_loudspeaker_number_that_is_not_there(pulse: PulseServer) -> None:
     found = probe(pulse, "resolve", "99", "output")
     assert found["error"].startswith("no loudspeaker number 99 (have: ")
+
+
+def test_a_microphone_whose_server_goes_away_ends_with_one_clear_error(tmp_path: Path) -> None:
+    # A server of its own: this one is killed while the microphone listens.
+    command = ["capture", "default", str(tmp_path / "heard.raw"), "--chunks", "100000"]
+    with running_pulse() as server, Feeder(server.fifo):
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.audio.sound_probe", *command],
+            cwd=ROOT,
+            env=server.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert child.stdout is not None
+            ready, _, _ = select.select([child.stdout], [], [], 30)
+            assert ready and child.stdout.readline().strip() == "listening"
+            server.process.kill()
+            out, err = child.communicate(timeout=30)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    assert child.returncode == 0, err[-2000:]
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["error"].startswith("microphone 'default' was lost: ")
+    assert "\n" not in got["error"] and got["chunks"] > 0
