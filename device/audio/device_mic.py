@@ -53,12 +53,14 @@ class ChunkHandoff:
                 self._failure = reason
             self._ready.notify()
 
-    def take(self, timeout: float) -> tuple[list[bytes], str | None]:
-        """Everything queued (waiting up to ``timeout`` for some), and the failure if any."""
+    def take(self, timeout: float, limit: int | None = None) -> tuple[list[bytes], str | None]:
+        """Up to ``limit`` queued blocks, oldest first (waiting up to ``timeout`` for one),
+        or none and the failure, once nothing is left before it."""
         with self._ready:
-            self._ready.wait_for(lambda: self._blocks or self._failure, timeout)
-            blocks = list(self._blocks)
-            self._blocks.clear()
+            if timeout > 0:
+                self._ready.wait_for(lambda: self._blocks or self._failure, timeout)
+            count = len(self._blocks) if limit is None else min(limit, len(self._blocks))
+            blocks = [self._blocks.popleft() for _ in range(count)]
             return blocks, self._failure if not blocks else None
 
 
@@ -152,9 +154,13 @@ class DeviceMicrophone:
             size = MIC_RATE * self._chunk_ms // 1000 * SAMPLE_BYTES
             pending = b""
             while True:
-                blocks, failure = await anyio.to_thread.run_sync(
-                    handoff.take, _WAIT_S, abandon_on_cancel=True
-                )
+                # One block at a time, so a slow consumer's backlog stays in the handoff,
+                # which bounds it; a block already there needs no thread to wait on.
+                blocks, failure = handoff.take(0, 1)
+                if not blocks and failure is None:
+                    blocks, failure = await anyio.to_thread.run_sync(
+                        handoff.take, _WAIT_S, 1, abandon_on_cancel=True
+                    )
                 if failure is None and not blocks and not stream.active:
                     failure = "its stream is no longer active"
                 if failure is not None:

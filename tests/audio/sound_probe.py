@@ -63,7 +63,7 @@ def _play(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _capture(args: argparse.Namespace) -> dict[str, Any]:
-    mic = DeviceMicrophone(args.spec, rate=args.rate)
+    mic = DeviceMicrophone(args.spec, rate=args.rate, queue_chunks=args.queue)
     sizes: list[int] = []
     stamps: list[float] = []
 
@@ -76,6 +76,8 @@ def _capture(args: argparse.Namespace) -> dict[str, Any]:
                 sizes.append(len(chunk))
                 stamps.append(time.monotonic())
                 got += chunk
+                if args.slow_ms:
+                    await anyio.sleep(args.slow_ms / 1000)  # a consumer that falls behind
                 if len(sizes) == 1:
                     print("listening", flush=True)  # a test may now pull the plug
                 if len(sizes) >= args.chunks:
@@ -115,6 +117,8 @@ def main() -> None:
     capture.add_argument("out")
     capture.add_argument("--chunks", type=int, default=50)
     capture.add_argument("--rate", type=int, default=None)
+    capture.add_argument("--queue", type=int, default=50)
+    capture.add_argument("--slow-ms", type=int, default=0)
     capture.set_defaults(run=_capture)
     args = parser.parse_args()
     try:

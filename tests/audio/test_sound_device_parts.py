@@ -122,8 +122,9 @@ def test_the_handoff_drops_the_oldest_when_the_consumer_is_slow() -> None:
     handoff = ChunkHandoff(capacity=3)
     for n in range(5):
         handoff.put(bytes([n]))
+    assert handoff.take(timeout=0, limit=1) == ([b"\x02"], None)
     blocks, failure = handoff.take(timeout=0)
-    assert blocks == [b"\x02", b"\x03", b"\x04"] and failure is None
+    assert blocks == [b"\x03", b"\x04"] and failure is None
     assert handoff.dropped == 2
     assert handoff.take(timeout=0.01) == ([], None)
 

@@ -94,6 +94,19 @@ def test_the_microphone_hears_the_tone_fed_in_as_16_khz_chunks_of_20_ms(
     assert rms(heard) > 2000
 
 
+def test_a_slow_consumer_loses_the_oldest_audio_counted_not_a_backlog(
+    pulse: PulseServer, tmp_path: Path
+) -> None:
+    # Takes 60 ms per 20 ms chunk with room for 5 chunks: most of the audio must go.
+    args = ["--chunks", "15", "--queue", "5", "--slow-ms", "60"]
+    with Feeder(pulse.fifo):
+        got = probe(pulse, "capture", "default", str(tmp_path / "heard.raw"), *args)
+    assert "error" not in got, got
+    assert got["sizes"] == [CHUNK_BYTES] * 15
+    assert got["dropped"] > 5
+    assert got["span_s"] < 15 * 0.06 * 2  # no more than its own slowness: no backlog replayed
+
+
 def test_an_unknown_device_name_is_one_line_naming_what_there_is(pulse: PulseServer) -> None:
     found = probe(pulse, "resolve", "usb", "input")
     assert found["error"].startswith("no microphone named 'usb' (have: ")
