@@ -105,7 +105,7 @@ def describe(item: OutItem) -> str:
     if isinstance(message, SendActivity):
         return "activity marker"
     if isinstance(message, SendRealtime):
-        return "frame"
+        return "audio chunk" if (message.blob.mime_type or "").startswith("audio/") else "frame"
     return type(message).__name__
 
 

@@ -37,6 +37,12 @@ def default_modalities(model: str) -> tuple[str, ...]:
     return ("AUDIO",)
 
 
+def needs_realtime_text(model: str) -> bool:
+    """Gemini 3.1 Live closes the session (1007) on client content after the first turn
+    (reported by integrators): text goes to it as realtime text."""
+    return re.search(r"gemini-3\.1\b", model.lower()) is not None
+
+
 def _media_resolution(value: str) -> types.MediaResolution:
     name = value.strip().upper()
     if not name.startswith("MEDIA_RESOLUTION_"):
@@ -61,6 +67,14 @@ class GeminiOptions:
     api_version: str | None = None
     # A prebuilt voice name; only used with AUDIO responses.
     voice: str | None = None
+    # A microphone is streamed: the model transcribes what it hears (shown and logged).
+    listens: bool = False
+    # Push-to-talk: the device marks when speech starts and ends (activity start/end);
+    # the model's own voice activity detection is off.
+    push_to_talk: bool = False
+    # Typed text and text emissions as realtime text (None: by model name,
+    # needs_realtime_text), not client content.
+    realtime_text: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.model.strip():
@@ -72,6 +86,12 @@ class GeminiOptions:
                 f"use TEXT or AUDIO"
             )
         _media_resolution(self.media_resolution)
+
+    @property
+    def text_as_realtime(self) -> bool:
+        if self.realtime_text is not None:
+            return self.realtime_text
+        return needs_realtime_text(self.model)
 
     @property
     def modalities(self) -> tuple[str, ...]:
@@ -101,6 +121,12 @@ class GeminiOptions:
                         prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=self.voice)
                     )
                 )
+        if self.listens:
+            config.input_audio_transcription = types.AudioTranscriptionConfig()
+        if self.push_to_talk:
+            config.realtime_input_config = types.RealtimeInputConfig(
+                automatic_activity_detection=types.AutomaticActivityDetection(disabled=True)
+            )
         if self.context_compression:
             config.context_window_compression = types.ContextWindowCompressionConfig(
                 sliding_window=types.SlidingWindow()
@@ -108,4 +134,4 @@ class GeminiOptions:
         return config
 
 
-__all__ = ["DEFAULT_MODEL", "GeminiOptions", "default_modalities"]
+__all__ = ["DEFAULT_MODEL", "GeminiOptions", "default_modalities", "needs_realtime_text"]
