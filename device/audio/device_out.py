@@ -9,25 +9,31 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from device.audio.devices import AudioDevice, portaudio, resolve
+from device.audio.devices import portaudio, resolve
 from device.audio.ports import MODEL_AUDIO_RATE, SAMPLE_BYTES, AudioError
+from device.audio.rate_convert import StreamResampler
 
 
 class DeviceLoudspeaker:
     """A PortAudio output device as a ``Loudspeaker``.
 
-    ``spec`` is "default", a device number, or (part of) a device name. It plays at
-    ``preferred_rate`` (what the model speaks) when the device takes it, so nothing
-    needs resampling; else at the device's own default rate, which ``rate`` then says.
+    ``spec`` is "default", a device number, or (part of) a device name. ``write`` always
+    takes ``rate`` (the model's 24 kHz unless told otherwise), known before the device is
+    touched: the player reads it when it is built, on the event loop, where looking a
+    device up (loading PortAudio) must not happen. ``open`` plays at that rate when the
+    device takes it (ALSA's default and pulse devices take any), else at the device's
+    own rate (``device_rate``), resampled here.
     """
 
-    def __init__(self, spec: str = "default", *, preferred_rate: int = MODEL_AUDIO_RATE) -> None:
+    def __init__(self, spec: str = "default", *, rate: int = MODEL_AUDIO_RATE) -> None:
+        if rate <= 0:
+            raise AudioError(f"a loudspeaker rate of {rate} Hz is not a rate")
         self._spec = spec
         self._name = spec
-        self._preferred = preferred_rate
-        self._device: AudioDevice | None = None
-        self._rate: int | None = None
+        self._rate = rate
         self._stream: Any = None
+        self._resampler: StreamResampler | None = None
+        self.device_rate: int | None = None
         self.underflows = 0  # writes after which the device had run dry (a gap was heard)
 
     @property
@@ -36,43 +42,35 @@ class DeviceLoudspeaker:
 
     @property
     def rate(self) -> int:
-        """The rate ``write`` takes; before ``open`` this looks the device up (blocking)."""
-        if self._rate is None:
-            self._choose()
-        assert self._rate is not None
         return self._rate
 
     @property
     def paces_itself(self) -> bool:
         return True
 
-    def _choose(self) -> tuple[Any, AudioDevice]:
-        sd = portaudio()
-        if self._device is None:
-            self._device = resolve(self._spec, "output")
-            self._name = self._device.name
-        if self._rate is None:
-            try:
-                sd.check_output_settings(
-                    device=self._device.index, channels=1, dtype="int16", samplerate=self._preferred
-                )
-                self._rate = self._preferred
-            except (sd.PortAudioError, ValueError):
-                self._rate = self._device.default_rate
-        return sd, self._device
-
     def open(self) -> None:
         if self._stream is not None:
             return
-        sd, device = self._choose()
+        sd = portaudio()
+        device = resolve(self._spec, "output")
+        self._name = device.name
+        try:
+            sd.check_output_settings(
+                device=device.index, channels=1, dtype="int16", samplerate=self._rate
+            )
+            rate = self._rate
+        except (sd.PortAudioError, ValueError):
+            rate = device.default_rate
         try:
             stream = sd.RawOutputStream(
-                device=device.index, samplerate=self._rate, channels=1, dtype="int16"
+                device=device.index, samplerate=rate, channels=1, dtype="int16"
             )
             stream.start()
         except (sd.PortAudioError, ValueError) as exc:
             reason = _one_line(exc)
             raise AudioError(f"cannot open loudspeaker {device.label()}: {reason}") from None
+        self.device_rate = rate
+        self._resampler = StreamResampler(self._rate, rate) if rate != self._rate else None
         self._stream = stream
 
     def write(self, pcm: bytes) -> None:
@@ -80,6 +78,8 @@ class DeviceLoudspeaker:
             raise AudioError(f"loudspeaker {self._name!r} is not open")
         if len(pcm) % SAMPLE_BYTES:
             raise AudioError(f"{len(pcm)} bytes is not whole PCM16 samples")
+        if self._resampler is not None:
+            pcm = self._resampler.feed(pcm)
         if not pcm:
             return
         sd = portaudio()

@@ -42,7 +42,7 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _play(args: argparse.Namespace) -> dict[str, Any]:
-    speaker = DeviceLoudspeaker(args.spec)
+    speaker = DeviceLoudspeaker(args.spec, rate=args.rate)
     speaker.open()
     rate = speaker.rate
     t = np.arange(round(args.seconds * rate)) / rate
@@ -57,6 +57,7 @@ def _play(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "name": speaker.name,
         "rate": rate,
+        "device_rate": speaker.device_rate,
         "seconds": time.monotonic() - started,
         "underflows": speaker.underflows,
     }
@@ -111,6 +112,7 @@ def main() -> None:
     play.add_argument("spec")
     play.add_argument("--freq", type=float, default=1000.0)
     play.add_argument("--seconds", type=float, default=1.0)
+    play.add_argument("--rate", type=int, default=24_000)
     play.set_defaults(run=_play)
     capture = commands.add_parser("capture")
     capture.add_argument("spec")

@@ -59,6 +59,7 @@ async def test_a_device_microphone_without_portaudio_fails_with_the_same_line() 
 @pytest.mark.usefixtures("without_portaudio")
 def test_a_device_loudspeaker_without_portaudio_fails_with_the_same_line() -> None:
     speaker = DeviceLoudspeaker("default")
+    assert speaker.rate == 24_000  # known before the device is touched (the player asks first)
     with pytest.raises(AudioError, match="libportaudio2"):
         speaker.open()
     with pytest.raises(AudioError, match="not open"):
