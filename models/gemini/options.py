@@ -9,6 +9,9 @@ Defaults, and why:
   name we cannot read a version from. With AUDIO, output transcription is requested so
   the session still gets text.
 * API version: see ``models/gemini/client.py`` (``resolve_api_version``).
+* Turn coverage: ``TURN_INCLUDES_ALL_INPUT``, so an image put before the model as realtime
+  video (the ``look`` tool's, ``--send-frames``) is part of the turn; 2.5 Live models default
+  to ``TURN_INCLUDES_ONLY_ACTIVITY``, which leaves video sent outside speech out of it.
 """
 
 from __future__ import annotations
@@ -46,6 +49,15 @@ def _media_resolution(value: str) -> types.MediaResolution:
     except KeyError:
         choices = ", ".join(m.name.removeprefix("MEDIA_RESOLUTION_") for m in types.MediaResolution)
         raise ValueError(f"unknown media resolution {value!r} (one of {choices})") from None
+
+
+def realtime_input_config() -> types.RealtimeInputConfig:
+    """How the server reads realtime input: every input (video among it) is part of the turn.
+
+    One place for it, so what else is set on realtime input (activity detection) goes
+    beside it.
+    """
+    return types.RealtimeInputConfig(turn_coverage=types.TurnCoverage.TURN_INCLUDES_ALL_INPUT)
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,7 @@ class GeminiOptions:
             # Always on: without it the server sends no resumption handles, and a fresh
             # session (handle None) is how every session starts.
             session_resumption=types.SessionResumptionConfig(handle=setup.resumption_handle),
+            realtime_input_config=realtime_input_config(),
         )
         if setup.system_instruction:
             config.system_instruction = setup.system_instruction
@@ -108,4 +121,4 @@ class GeminiOptions:
         return config
 
 
-__all__ = ["DEFAULT_MODEL", "GeminiOptions", "default_modalities"]
+__all__ = ["DEFAULT_MODEL", "GeminiOptions", "default_modalities", "realtime_input_config"]
