@@ -3,7 +3,11 @@
 Realtime input (camera frames) is offered to every running call that consumes
 input (each has its own bounded, latest-wins ``InputStream``) and, only when
 frames are forwarded, to the model lane: the newest frame, at most one per
-interval, never queued for a model that is away. Content and activity
+interval, never queued for a model that is away. Microphone audio goes to the
+model as it comes, in order (never rate-limited: speech with holes is not
+speech), and to no tool but one whose input stream accepts ``audio/*``; while
+the model is away, or in privacy mode, it is dropped and counted, as a frame
+from before an outage would be worth nothing. Content and activity
 markers go to the model, losslessly, through the outbox. Nothing the tools or
 the model produce ever comes back in here.
 """
@@ -44,6 +48,9 @@ class Fanout:
         self.link = link
         self.frames_in = 0
         self.frames_to_model = 0
+        self.audio_in = 0
+        self.audio_to_model = 0
+        self.audio_lost = 0  # chunks no model could take (away, or privacy mode)
         self.closing = False
         self._model_lane: LatestWins[LiveRequest[Any]] = LatestWins(1)
         self._model_lane_lost = 0  # frames the lane could not send (model away)
@@ -62,7 +69,9 @@ class Fanout:
             self._pumped.set()
 
     def _route(self, request: LiveRequest[Any]) -> None:
-        if request.kind is RequestKind.REALTIME:
+        if request.kind is RequestKind.REALTIME and request.is_audio:
+            self._route_audio(request)
+        elif request.kind is RequestKind.REALTIME:
             self.frames_in += 1
             for stream in self.registry.input_streams().values():
                 stream.offer(request)
@@ -74,6 +83,17 @@ class Fanout:
             self.outbox.post(SendActivity(start=True))
         elif request.kind is RequestKind.ACTIVITY_END:
             self.outbox.post(SendActivity(start=False))
+
+    def _route_audio(self, request: LiveRequest[Any]) -> None:
+        self.audio_in += 1
+        for stream in self.registry.input_streams().values():
+            stream.offer(request)  # only a stream that accepts audio/* takes it
+        blob = request.given_blob
+        if self.config.privacy or not self.link.connected or blob is None:
+            self.audio_lost += 1
+            return
+        self.outbox.post(SendRealtime(blob))
+        self.audio_to_model += 1
 
     async def model_lane(self) -> None:
         """Newest frame only, at most one per interval, never kept for a model that is away."""

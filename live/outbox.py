@@ -116,8 +116,7 @@ def describe(item: OutItem) -> str:
     if isinstance(message, SendRealtime):
         if message.call_id is not None:
             return "image"  # a call showed it (never dropped for room, but said honestly)
-        mime = (message.blob.mime_type or "").lower()
-        return "audio" if mime.startswith("audio/") else "frame"
+        return "audio chunk" if (message.blob.mime_type or "").startswith("audio/") else "frame"
     return type(message).__name__
 
 

@@ -75,6 +75,10 @@ class LiveRequest(Generic[P]):
         return self.kind is RequestKind.REALTIME and (self.has_media or self.percept is not None)
 
     @property
+    def is_audio(self) -> bool:
+        return self.kind is RequestKind.REALTIME and self.mime_type.startswith("audio/")
+
+    @property
     def t_media(self) -> float | None:
         """The frame's time in its source, when a frame rides along."""
         return self.frame.t_media if isinstance(self.frame, Picture) else None
@@ -85,27 +89,35 @@ class QueueStats:
     content_sent: int = 0
     realtime_sent: int = 0
     realtime_dropped: int = 0
+    audio_sent: int = 0
+    audio_dropped: int = 0  # the oldest chunks, when the session fell behind by audio_maxsize
 
 
 @dataclass
 class LiveRequestQueue(Generic[P]):
-    """Two lanes into a session.
+    """Three lanes into a session.
 
     The content/control lane is lossless: text, activity markers and
     turn-completion must all arrive in order. The realtime lane (camera
     frames) is a ``LatestWins`` buffer: when the session falls behind, old
-    frames are dropped and counted. ``P`` is the type of the percepts that
-    ride beside the frames (``LiveRequestQueue[Percept]``); the tools' input
-    streams carry the same ``LiveRequest[P]``.
+    frames are dropped and counted. The audio lane (a microphone) keeps its
+    chunks in order, because speech with holes is not speech: only when the
+    session falls behind by ``audio_maxsize`` chunks does the oldest go,
+    counted. ``P`` is the type of the percepts that ride beside the frames
+    (``LiveRequestQueue[Percept]``); the tools' input streams carry the same
+    ``LiveRequest[P]``.
     """
 
     realtime_maxsize: int = 2
+    # Two seconds of 20 ms chunks: more than a loop hiccup, less than a stale sentence.
+    audio_maxsize: int = 100
     now: Callable[[], float] = field(default=time.monotonic, repr=False)
     stats: QueueStats = field(default_factory=QueueStats)
 
     def __post_init__(self) -> None:
-        if self.realtime_maxsize < 1:
-            raise ValueError("realtime_maxsize must be at least 1")
+        if self.realtime_maxsize < 1 or self.audio_maxsize < 1:
+            raise ValueError("realtime_maxsize and audio_maxsize must be at least 1")
+        self._audio: deque[LiveRequest[P]] = deque()
         self._content: deque[LiveRequest[P]] = deque()
         self._realtime: LatestWins[LiveRequest[P]] = LatestWins(self.realtime_maxsize)
         self._closed = False
@@ -182,6 +194,25 @@ class LiveRequestQueue(Generic[P]):
         self.stats.realtime_dropped += self._realtime.stats.dropped - before
         self._wake()
 
+    def send_audio(self, blob: types.Blob) -> None:
+        """A chunk of what is said to the device (``audio/pcm;rate=16000``), kept in order."""
+        self._check_open()
+        if not (blob.mime_type or "").startswith("audio/"):
+            raise ValueError(f"send_audio needs an audio/* blob, not {blob.mime_type!r}")
+        request: LiveRequest[P] = LiveRequest(
+            RequestKind.REALTIME,
+            given_blob=blob,
+            mime=blob.mime_type or "",
+            t_enqueue=self.now(),
+            seq=self._next_seq(),
+        )
+        self.stats.audio_sent += 1
+        if len(self._audio) >= self.audio_maxsize:
+            self._audio.popleft()
+            self.stats.audio_dropped += 1
+        self._audio.append(request)
+        self._wake()
+
     def send_activity_start(self) -> None:
         self._check_open()
         self._put_content(
@@ -202,10 +233,12 @@ class LiveRequestQueue(Generic[P]):
     def get_nowait(self) -> LiveRequest[P] | None:
         if self._content:
             return self._content.popleft()
+        if self._audio:
+            return self._audio.popleft()
         return self._realtime.get_nowait()
 
     async def get(self) -> LiveRequest[P]:
-        """Next request, content first. Raises ``anyio.EndOfStream`` after close."""
+        """Next request, content first, then audio. Raises ``anyio.EndOfStream`` after close."""
         return await take_when_ready(self.get_nowait, lambda: self._closed, self._wakeup)
 
     def __aiter__(self) -> LiveRequestQueue[P]:

@@ -67,6 +67,9 @@ class SessionStats:
     frames_in: int = 0
     frames_to_model: int = 0
     frames_model_lane_dropped: int = 0
+    audio_in: int = 0  # microphone chunks into the session
+    audio_to_model: int = 0
+    audio_lost: int = 0  # chunks no model could take (away, or privacy mode)
     emissions: int = 0
     emissions_coalesced: int = 0
     outbox_dropped: int = 0  # messages for the model dropped past ``outbox_max``
@@ -234,6 +237,9 @@ class LiveSession:
         stats.events_dropped = self._events_dropped
         stats.frames_in = self._fanout.frames_in
         stats.frames_to_model = self._fanout.frames_to_model
+        stats.audio_in = self._fanout.audio_in
+        stats.audio_to_model = self._fanout.audio_to_model
+        stats.audio_lost = self._fanout.audio_lost
         stats.frames_model_lane_dropped = (
             self._fanout.frames_model_lane_dropped + self._outbox.stats.frames_dropped
         )

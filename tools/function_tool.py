@@ -102,8 +102,12 @@ class FunctionTool:
         check: Callable[[dict[str, Any]], None] | None = None,
         long_running: bool = False,
         coalesce: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
+        input_accept: tuple[str, ...] = (),
     ) -> None:
         """``check`` runs after type checking and may raise ToolArgumentError.
+
+        ``input_accept``: the MIME patterns of realtime input its input stream takes
+        (``("audio/*",)`` for a tool that listens); none: the session's (camera frames).
 
         It is for what one parameter's type cannot say (one argument depending on
         another); a single value's range is better declared in the signature,
@@ -114,6 +118,7 @@ class FunctionTool:
         job; its result reaches the model later, with the same call id.
         """
         self.func = func
+        self.input_accept = input_accept
         self._check = check
         self._coalesce = coalesce or coalesce_updates
         target = _target(func)

@@ -14,9 +14,13 @@ from typing import Any, Protocol
 from live.requests import LiveRequestQueue
 from live.session import DeviceCall
 
-HELP = "commands: count, start, stop, status, help, quit (anything else goes to the model)"
+HELP = (
+    "commands: count, start, stop, status, t (push-to-talk: start, then end, what is said), "
+    "help, quit (anything else goes to the model)"
+)
 COUNT_TOOL = "count_people"
 QUIT = frozenset({"quit", "exit", "q"})
+TALK = frozenset({"t", "talk"})
 
 
 class CommandSession(Protocol):
@@ -74,10 +78,15 @@ async def run_command(
         say(f"model {session.connection_state}; streams: {streams or 'none'}")
     elif command in {"help", ""}:
         say(HELP)
-    elif session.model_connected and not queue.closed:
+    elif not queue.closed and (session.model_connected or session.connection_state == "connecting"):
+        # Typed while the model is still connecting (the run's first seconds): it is sent
+        # once it is connected, and said so; after an outage a question is not kept for
+        # a model that may be back in minutes.
         queue.send_content(text.strip())
+        if not session.model_connected:
+            say("the model is connecting: this is sent once it is connected")
     else:
         say(f"no model connected ({session.connection_state}); {HELP}")
 
 
-__all__ = ["HELP", "QUIT", "describe_count", "run_command"]
+__all__ = ["HELP", "QUIT", "TALK", "describe_count", "run_command"]

@@ -287,7 +287,13 @@ def build_model(config: Config) -> LiveModel:
         return LocalModel()
     from models.gemini.model import GeminiLiveModel, GeminiOptions
 
-    return GeminiLiveModel(GeminiOptions(model=config.model_name()), api_key=config.model.api_key)
+    options = GeminiOptions(
+        model=config.model_name(),
+        # Only a microphone that is streamed needs transcribing (never in privacy mode).
+        listens=config.audio.mic is not None and not config.device.privacy,
+        push_to_talk=config.audio.push_to_talk,
+    )
+    return GeminiLiveModel(options, api_key=config.model.api_key)
 
 
 def session_config(config: Config) -> SessionConfig:

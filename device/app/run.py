@@ -26,12 +26,13 @@ from typing import Any, TextIO
 import anyio
 from anyio import CancelScope
 
-from device.app.commands import QUIT, run_command
+from device.app.commands import QUIT, TALK, run_command
 from device.app.describe import describe_config, run_started
 from device.app.freshness import CountFreshness
 from device.app.logs import EventLogs
 from device.app.operations import Operations
 from device.app.state import DeviceState
+from device.app.voice import Voice
 from device.bus import EventBus
 from device.capture import CaptureLoop
 from device.config import Config
@@ -52,6 +53,7 @@ log = logging.getLogger("lookout.app")
 EXIT_FAILURE = 1  # the run failed (a required model, a source that failed for good)
 EXIT_LOG_INCOMPLETE = 3  # the run ended, but its event log (or MQTT) misses events (said why)
 CLOCK_CHECK_S = 1.0  # how often the wall clock is compared with the monotonic one
+VOICE_DRAIN_S = 10.0  # at the end of a run, at most this long to finish a sentence
 
 
 class StopSwitch:
@@ -91,8 +93,10 @@ class App:
     operations: Operations
     stop: StopSwitch
     wall_steps: StepWatch
+    voice: Voice | None = None
     # What the run ended with: why it failed (None: it did not).
     failure: str | None = field(default=None, init=False)
+    _hurried: bool = field(default=False, init=False)  # a signal: stop within 2 s
     _source_closed: anyio.Event = field(default_factory=anyio.Event, init=False)
 
     def current_percept(self) -> Percept | None:
@@ -119,6 +123,8 @@ class App:
                     for service in self.operations.services:
                         await tg.start(service.run)
                     await tg.start(self.source_runner.run)
+                    if self.voice is not None:
+                        await tg.start(self.voice.run)
                     tg.start_soon(self._capture_then_close, session)
                     if self.config.source.duration is not None and self.source.is_camera:
                         # A camera runs for wall time; a recording for its own media time.
@@ -133,6 +139,10 @@ class App:
                     tg.start_soon(self._watch_wall_clock)
                     async for _ in session:
                         pass  # every event already went to the bus (``Runner(on_event=)``)
+                    if self.voice is not None and not self._hurried:
+                        # What the model said before the end is heard to its end.
+                        with anyio.move_on_after(VOICE_DRAIN_S):
+                            await self.voice.finish()
                     # The source's last states (and the count going unknown) are said while
                     # the outputs (MQTT) still run.
                     with anyio.CancelScope(shield=True):
@@ -213,6 +223,7 @@ class App:
                     scope.cancel()  # a second signal: stop now
                     return
                 self.logs.hurry()
+                self._hurried = True
                 self.request_stop()
                 # The session stops streams and flushes within its own timeouts; this is
                 # the backstop that keeps the promise of exiting within 2 seconds.
@@ -248,6 +259,9 @@ class App:
             if text.lower() in QUIT:
                 self.request_stop()
                 return
+            if text.lower() in TALK and self.voice is not None:
+                say(self.voice.talk(not self.voice.talking))
+                continue
             await run_command(text, session, self.queue, say)
 
     def _media_total_s(self) -> float | None:

@@ -12,6 +12,8 @@ afterwards. The order is the dependencies' own:
     count freshness                   -> bus, perception, source
     source runner                     -> source, freshness (its state callback)
     live session                      -> model, tools, queue, bus (where its events go)
+    voice (microphone, loudspeaker)   -> queue, console, session (a WAV waits for the model),
+                                         bus (model audio, the local model's sentences)
     capture loop                      -> source runner, queue, perception, session (fast pace)
     device state (read-only view)     -> the parts above
     operations (page, /metrics, MQTT) -> device state, bus
@@ -44,6 +46,7 @@ from device.app.parts import (
 )
 from device.app.run import App, StopSwitch
 from device.app.state import DeviceState
+from device.app.voice import build_voice
 from device.bus import EventBus
 from device.capture import CaptureLoop
 from device.config import Config
@@ -147,6 +150,16 @@ def build_app(
         epoch=bus.epoch,
     )
     session = runner.session(queue)
+    voice = build_voice(
+        config,
+        queue,
+        clock,
+        lambda text: console.say(text, bus.elapsed()),
+        model_hears=config.uses_gemini,
+        wait_model=session.wait_model_connected,
+    )
+    if voice is not None:
+        bus.subscribe(voice)  # model audio to the loudspeaker, the local model's sentences
     capture = CaptureLoop(
         source_runner,
         queue,
@@ -199,6 +212,7 @@ def build_app(
         operations=ops,
         stop=stop,
         wall_steps=wall_steps or StepWatch(),
+        voice=voice,
     )
 
 

@@ -16,6 +16,7 @@ from pydantic.fields import FieldInfo
 from device.config.errors import ConfigError
 from device.config.explain import explain
 from device.config.sections import (
+    AudioSettings,
     DeviceSettings,
     ModelSettings,
     OutputSettings,
@@ -33,6 +34,7 @@ SECTIONS: dict[str, type[Section]] = {
     "perception": PerceptionSettings,
     "scene": SceneSettings,
     "model": ModelSettings,
+    "audio": AudioSettings,
     "device": DeviceSettings,
     "outputs": OutputSettings,
 }
@@ -85,6 +87,7 @@ class Config(BaseModel):
     perception: PerceptionSettings = Field(default_factory=PerceptionSettings)
     scene: SceneSettings = Field(default_factory=SceneSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
+    audio: AudioSettings = Field(default_factory=AudioSettings)
     device: DeviceSettings = Field(default_factory=DeviceSettings)
     outputs: OutputSettings = Field(default_factory=OutputSettings)
 

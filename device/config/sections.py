@@ -283,6 +283,38 @@ class ModelSettings(Section):
     api_key: str | None = Field(default=None, repr=False, exclude=True)
 
 
+class AudioSettings(Section):
+    """The device's voice: what it hears, where it speaks, and when it listens."""
+
+    mic: str | None = Field(
+        default=None,
+        description="listen: a microphone (its name or number; the flag alone: the default "
+        "one), or a WAV file replayed as if spoken",
+        json_schema_extra={**_unset("no microphone"), "flag_const": "default"},
+    )
+    speaker: str | None = Field(
+        default=None,
+        description="speak: a loudspeaker (its name or number; the flag alone: the default "
+        "one), or a WAV file that gets exactly what was played",
+        json_schema_extra={**_unset("no loudspeaker"), "flag_const": "default"},
+    )
+    push_to_talk: bool = Field(
+        default=False,
+        description="the microphone is heard only while talk is held (t on the console, "
+        "the page's button), instead of the model's own voice detection",
+    )
+    half_duplex: bool = Field(
+        default=False,
+        description="mute the microphone while the device speaks (no echo cancellation: "
+        "it would hear itself)",
+    )
+    tts: OnOff = Field(
+        default="on",
+        description="the local model speaks through espeak-ng on the loudspeaker when it is "
+        "installed",
+    )
+
+
 class DeviceSettings(Section):
     """The device itself: its name, what may leave it, what it logs."""
 
@@ -293,7 +325,9 @@ class DeviceSettings(Section):
         json_schema_extra=_unset("the host name and a suffix unique to this machine"),
     )
     privacy: bool = Field(
-        default=False, description="no image ever leaves the device, whatever else is set"
+        default=False,
+        description="no image and no audio ever leaves the device (counts and text only), "
+        "whatever else is set",
     )
     log_level: Level = Field(
         default="warning",
@@ -348,6 +382,7 @@ class OutputSettings(Section):
 
 
 __all__ = [
+    "AudioSettings",
     "DeviceSettings",
     "ModelSettings",
     "OutputSettings",

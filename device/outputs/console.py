@@ -151,6 +151,8 @@ class ConsoleSink:
             return f"model: {event.text}"
         if isinstance(event, Transcript) and event.direction == "output":
             return f"model (spoken): {event.text}"
+        if isinstance(event, Transcript):
+            return f"heard: {event.text}"
         if isinstance(event, CountChanged):
             return self._count(event)
         if isinstance(event, LineCrossed):

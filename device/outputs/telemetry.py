@@ -219,6 +219,9 @@ class Telemetry:
             isinstance(event, Transcript) and event.direction == "output"
         ):
             self.model_text.append({"t": round(event.t, 2), "text": event.text})
+        elif isinstance(event, Transcript):
+            # What the microphone heard, beside what the model said (the page's one list).
+            self.model_text.append({"t": round(event.t, 2), "text": f"heard: {event.text}"})
         elif not isinstance(event, StreamStarted | StreamStopped):
             return  # nothing shown depends on it
         self.state_changes.bump()

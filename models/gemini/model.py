@@ -75,8 +75,14 @@ class GeminiConnection:
     """One open Live session; implements ``live.model.LiveConnection``."""
 
     def __init__(
-        self, stack: contextlib.AsyncExitStack, session: AsyncSession, secrets: Sequence[str]
+        self,
+        stack: contextlib.AsyncExitStack,
+        session: AsyncSession,
+        secrets: Sequence[str],
+        *,
+        text_as_realtime: bool = False,
     ) -> None:
+        self._text_as_realtime = text_as_realtime
         self._stack = stack
         self._session = session
         self._secrets = tuple(secrets)
@@ -121,6 +127,12 @@ class GeminiConnection:
                 raise ValueError(f"cannot send realtime input of type {mime or 'unknown'}")
         elif isinstance(message, SendText):
             await session.send_realtime_input(text=message.text)
+        elif isinstance(message, SendContent) and self._text_as_realtime:
+            # The family closes a session on mid-session client content (3.1: 1007); what
+            # the device says (typed text, text emissions) goes as realtime text instead.
+            text = " ".join(p.text for p in message.content.parts or () if p.text)
+            if text:
+                await session.send_realtime_input(text=text)
         elif isinstance(message, SendContent):
             await session.send_client_content(
                 turns=message.content, turn_complete=message.turn_complete
@@ -286,7 +298,9 @@ class GeminiLiveModel:
             )
         except Exception as exc:
             raise self._connect_error(exc) from None
-        conn = GeminiConnection(stack, session, self._secrets)
+        conn = GeminiConnection(
+            stack, session, self._secrets, text_as_realtime=self.options.text_as_realtime
+        )
         if session.setup_complete is None:
             # The SDK silently drops a first message that is not setupComplete.
             await conn.close()

@@ -40,6 +40,12 @@ def default_modalities(model: str) -> tuple[str, ...]:
     return ("AUDIO",)
 
 
+def needs_realtime_text(model: str) -> bool:
+    """Gemini 3.1 Live closes the session (1007) on client content after the first turn
+    (reported by integrators): text goes to it as realtime text."""
+    return re.search(r"gemini-3\.1\b", model.lower()) is not None
+
+
 def _media_resolution(value: str) -> types.MediaResolution:
     name = value.strip().upper()
     if not name.startswith("MEDIA_RESOLUTION_"):
@@ -51,13 +57,14 @@ def _media_resolution(value: str) -> types.MediaResolution:
         raise ValueError(f"unknown media resolution {value!r} (one of {choices})") from None
 
 
-def realtime_input_config() -> types.RealtimeInputConfig:
-    """How the server reads realtime input: every input (video among it) is part of the turn.
-
-    One place for it, so what else is set on realtime input (activity detection) goes
-    beside it.
-    """
-    return types.RealtimeInputConfig(turn_coverage=types.TurnCoverage.TURN_INCLUDES_ALL_INPUT)
+def realtime_input_config(push_to_talk: bool = False) -> types.RealtimeInputConfig:
+    """How the server reads realtime input, in one place: every input (video among it: the
+    look tool's image) is part of the turn; with push-to-talk the device marks speech
+    (activity start/end) and the model's own voice activity detection is off."""
+    config = types.RealtimeInputConfig(turn_coverage=types.TurnCoverage.TURN_INCLUDES_ALL_INPUT)
+    if push_to_talk:
+        config.automatic_activity_detection = types.AutomaticActivityDetection(disabled=True)
+    return config
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,14 @@ class GeminiOptions:
     api_version: str | None = None
     # A prebuilt voice name; only used with AUDIO responses.
     voice: str | None = None
+    # A microphone is streamed: the model transcribes what it hears (shown and logged).
+    listens: bool = False
+    # Push-to-talk: the device marks when speech starts and ends (activity start/end);
+    # the model's own voice activity detection is off.
+    push_to_talk: bool = False
+    # Typed text and text emissions as realtime text (None: by model name,
+    # needs_realtime_text), not client content.
+    realtime_text: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.model.strip():
@@ -84,6 +99,12 @@ class GeminiOptions:
                 f"use TEXT or AUDIO"
             )
         _media_resolution(self.media_resolution)
+
+    @property
+    def text_as_realtime(self) -> bool:
+        if self.realtime_text is not None:
+            return self.realtime_text
+        return needs_realtime_text(self.model)
 
     @property
     def modalities(self) -> tuple[str, ...]:
@@ -100,7 +121,7 @@ class GeminiOptions:
             # Always on: without it the server sends no resumption handles, and a fresh
             # session (handle None) is how every session starts.
             session_resumption=types.SessionResumptionConfig(handle=setup.resumption_handle),
-            realtime_input_config=realtime_input_config(),
+            realtime_input_config=realtime_input_config(self.push_to_talk),
         )
         if setup.system_instruction:
             config.system_instruction = setup.system_instruction
@@ -114,6 +135,8 @@ class GeminiOptions:
                         prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=self.voice)
                     )
                 )
+        if self.listens:
+            config.input_audio_transcription = types.AudioTranscriptionConfig()
         if self.context_compression:
             config.context_window_compression = types.ContextWindowCompressionConfig(
                 sliding_window=types.SlidingWindow()
@@ -121,4 +144,10 @@ class GeminiOptions:
         return config
 
 
-__all__ = ["DEFAULT_MODEL", "GeminiOptions", "default_modalities", "realtime_input_config"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "GeminiOptions",
+    "default_modalities",
+    "needs_realtime_text",
+    "realtime_input_config",
+]

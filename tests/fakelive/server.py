@@ -32,6 +32,7 @@ thread mode (``threaded.py``) live beside it; their names are importable from he
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -399,13 +400,23 @@ class FakeLiveServer:
         interrupted: bool = False,
         output_transcription: str | None = None,
         input_transcription: str | None = None,
+        audio: bytes | None = None,
+        audio_rate: int = 24000,
         connection: int | None = None,
     ) -> None:
-        """One ``serverContent`` message; only the given parts are included."""
+        """One ``serverContent`` message; only the given parts are included. ``audio`` is
+        PCM16 the model says (an ``inlineData`` part, ``audio/pcm;rate=audio_rate``)."""
         content: dict[str, Any] = {}
+        parts: list[dict[str, Any]] = []
         if text is not None:
             texts = [text] if isinstance(text, str) else list(text)
-            content["modelTurn"] = {"role": "model", "parts": [{"text": t} for t in texts]}
+            parts.extend({"text": t} for t in texts)
+        if audio is not None:
+            data = base64.b64encode(audio).decode("ascii")
+            mime = f"audio/pcm;rate={audio_rate}"
+            parts.append({"inlineData": {"mimeType": mime, "data": data}})
+        if parts:
+            content["modelTurn"] = {"role": "model", "parts": parts}
         if output_transcription is not None:
             content["outputTranscription"] = {"text": output_transcription}
         if input_transcription is not None:

@@ -26,7 +26,7 @@ from device.config import build
 from device.outputs.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry
 from device.percept import CurrentPercept, Percept
-from live import LiveRequestQueue, ReconnectPolicy, Runner, SessionConfig
+from live import LiveRequestQueue, LiveSetup, ReconnectPolicy, Runner, SessionConfig
 from live.clock import FakeClock, MonotonicClock
 from live.events import Usage
 from live.tool import ToolContext
@@ -380,3 +380,14 @@ async def test_under_privacy_the_device_offers_no_look(srv: FakeLiveServer, tmp_
         answer = await call(srv)
         assert answer.response["status"] == "error" and "Unknown tool" in answer.response["error"]
     assert conn.frames() == []
+
+
+def test_turn_coverage_and_push_to_talk_fit_in_one_realtime_input_config() -> None:
+    options = GeminiOptions(TEXT_MODEL, push_to_talk=True)
+    config = options.connect_config(LiveSetup()).realtime_input_config
+    assert config is not None
+    assert config.turn_coverage == types.TurnCoverage.TURN_INCLUDES_ALL_INPUT
+    assert config.automatic_activity_detection is not None
+    assert config.automatic_activity_detection.disabled is True
+    plain = GeminiOptions(TEXT_MODEL).connect_config(LiveSetup()).realtime_input_config
+    assert plain is not None and plain.automatic_activity_detection is None

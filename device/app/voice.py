@@ -1,0 +1,286 @@
+"""The device's voice in a run: what the microphone hears goes to the session, what the
+model says comes out of the loudspeaker.
+
+``Voice`` is a bus sink (it hears the session's events: model audio, barge-in, the end
+of a turn, the local model's sentences) and runs three things in its own task group:
+the microphone's pump into the request queue, the player, and the local voice (espeak-ng
+speaking the offline model's sentences). Each says once what it cannot do and the rest
+of the device goes on: counting never waits for audio.
+
+What is sent: nothing unless a microphone is given, a model that hears is connected
+and privacy mode is off. With ``--half-duplex`` the microphone is muted while the
+device speaks and for ``ECHO_TAIL_S`` after (a kiosk without echo cancellation would
+otherwise answer itself); with ``--push-to-talk`` only what is said while talk is held
+is sent, between activity start and end markers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+from anyio.abc import TaskStatus
+from google.genai import types
+
+from device.audio.ports import MIC_MIME, AudioError, Microphone, pcm_rate
+from device.config import Config, ConfigError
+from live.clock import Clock
+from live.events import Event, Interrupted, ModelAudio, ModelText, TurnComplete
+from live.requests import LiveRequestQueue
+
+if TYPE_CHECKING:
+    from device.audio.speaker import Speaker
+
+log = logging.getLogger("lookout.voice")
+
+# After the loudspeaker stops, the room still rings and the device's own output buffer
+# is still playing: the half-duplex mute lasts this much longer.
+ECHO_TAIL_S = 0.3
+# Sentences waiting for the local voice; more than this and the oldest are not said.
+SPEECH_BACKLOG = 8
+
+
+class LocalVoice(Protocol):
+    """Offline speech (``device/audio/tts.py``)."""
+
+    async def synthesize(self, text: str) -> tuple[bytes, int]: ...
+
+
+@dataclass
+class VoiceStats:
+    chunks_heard: int = 0  # from the microphone
+    chunks_sent: int = 0  # into the session
+    chunks_muted: int = 0  # half-duplex: the device was speaking
+    chunks_held: int = 0  # push-to-talk: talk was not held
+    sentences_spoken: int = 0  # by the local voice
+    sentences_skipped: int = 0
+
+
+class Voice:
+    def __init__(
+        self,
+        queue: LiveRequestQueue[Any],
+        clock: Clock,
+        say: Callable[[str], None],
+        *,
+        mic: Microphone | None = None,
+        speaker: Speaker | None = None,
+        local_voice: LocalVoice | None = None,
+        half_duplex: bool = False,
+        push_to_talk: bool = False,
+        wait_listener: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """``wait_listener``: a recording (a WAV) is spoken once someone listens (the
+        model is connected), where a microphone is live from the start."""
+        self.wait_listener = wait_listener
+        self.queue = queue
+        self.clock = clock
+        self.say = say
+        self.mic = mic
+        self.speaker = speaker
+        self.local_voice = local_voice if speaker is not None else None
+        self.half_duplex = half_duplex
+        self.push_to_talk = push_to_talk
+        self.stats = VoiceStats()
+        self._talking = not push_to_talk
+        self._quiet_since: float | None = None  # when the loudspeaker last stopped
+        send, receive = anyio.create_memory_object_stream[str](SPEECH_BACKLOG)
+        self._sentences_in = send
+        self._sentences_out = receive
+
+    # ------------------------------------------------------------------ the bus
+
+    def write(self, event: Event) -> None:
+        speaker = self.speaker
+        if speaker is None:
+            return
+        if isinstance(event, ModelAudio) and event.data:
+            speaker.feed(event.data, pcm_rate(event.mime_type))
+        elif isinstance(event, Interrupted):
+            speaker.interrupt()
+        elif isinstance(event, TurnComplete):
+            speaker.end_of_turn()
+        elif isinstance(event, ModelText) and self.local_voice is not None:
+            try:
+                self._sentences_in.send_nowait(event.text)
+            except anyio.WouldBlock:
+                self.stats.sentences_skipped += 1
+
+    def close(self) -> None:
+        self._sentences_in.close()
+
+    # ------------------------------------------------------------------ talk
+
+    @property
+    def talking(self) -> bool:
+        return self._talking
+
+    def talk(self, on: bool) -> str:
+        """Push-to-talk: start or end what is said (activity start/end for the model)."""
+        if not self.push_to_talk:
+            return "talk is always on (the model detects speech); --push-to-talk makes it a key"
+        if self.mic is None:
+            return "no microphone (--mic)"
+        if on == self._talking:
+            return "talking" if on else "not talking"
+        if not self.queue.closed:
+            if on:
+                self.queue.send_activity_start()
+            else:
+                self.queue.send_activity_end()
+        self._talking = on
+        return "talking: say it now" if on else "talk ended"
+
+    def _muted(self) -> bool:
+        """Half-duplex: the device is speaking, or just stopped."""
+        if not self.half_duplex or self.speaker is None:
+            return False
+        now = self.clock.now()
+        if self.speaker.playing:
+            self._quiet_since = None
+            return True
+        if self._quiet_since is None:
+            self._quiet_since = now
+        return now - self._quiet_since < ECHO_TAIL_S
+
+    async def finish(self) -> None:
+        """Until the loudspeaker has played what it was given (the caller bounds the wait)."""
+        speaker = self.speaker
+        if speaker is None:
+            return
+        speaker.end_of_turn()
+        while speaker.playing:
+            # Polled: the end of a run is the only waiter, and a chunk is 20 ms.
+            await self.clock.sleep(0.02)
+
+    # ------------------------------------------------------------------ running
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            if self.speaker is not None:
+                tg.start_soon(self._play)
+            if self.local_voice is not None:
+                tg.start_soon(self._speak)
+            task_status.started()
+            if self.mic is not None:
+                if self.wait_listener is not None:
+                    await self.wait_listener()
+                await self._listen(self.mic)
+
+    async def _play(self) -> None:
+        assert self.speaker is not None
+        await self.speaker.run()
+
+    async def _listen(self, mic: Microphone) -> None:
+        try:
+            async for chunk in mic.chunks():
+                self.stats.chunks_heard += 1
+                if self.queue.closed:
+                    return
+                if self._muted():
+                    self.stats.chunks_muted += 1
+                    continue
+                if not self._talking:
+                    self.stats.chunks_held += 1
+                    continue
+                self.queue.send_audio(types.Blob(data=chunk, mime_type=MIC_MIME))
+                self.stats.chunks_sent += 1
+        except AudioError as exc:
+            self.say(f"microphone {mic.name}: {exc}; the device goes on without it")
+            return
+        except anyio.ClosedResourceError:
+            return  # the run ended while a chunk was on its way
+        self.say(f"microphone {mic.name}: ended ({self.stats.chunks_heard} chunks heard)")
+
+    async def _speak(self) -> None:
+        voice, speaker = self.local_voice, self.speaker
+        assert voice is not None and speaker is not None
+        async with self._sentences_out:
+            async for text in self._sentences_out:
+                try:
+                    pcm, rate = await voice.synthesize(text)
+                except AudioError as exc:
+                    self.stats.sentences_skipped += 1
+                    log.warning("local voice: %s", exc)
+                    continue
+                speaker.feed(pcm, rate)
+                speaker.end_of_turn()
+                self.stats.sentences_spoken += 1
+
+
+def build_voice(
+    config: Config,
+    queue: LiveRequestQueue[Any],
+    clock: Clock,
+    say: Callable[[str], None],
+    *,
+    model_hears: bool,
+    wait_model: Callable[[], Awaitable[None]] | None = None,
+) -> Voice | None:
+    """The run's voice from ``[audio]`` (None: no microphone and no loudspeaker).
+
+    ``model_hears``: the model understands speech (Gemini; the local model does not).
+    ``wait_model``: until a model is connected (a WAV is spoken to it, not to no one).
+    Raises ConfigError (one line, exit 2) for a WAV that cannot be read or written, or a
+    device that does not exist.
+    """
+    audio = config.audio
+    if audio.mic is None and audio.speaker is None:
+        return None
+    from device.audio.open import is_file, open_loudspeaker, open_microphone
+    from device.audio.speaker import Speaker
+
+    mic: Microphone | None = None
+    if audio.mic is not None:
+        if config.device.privacy:
+            say("privacy mode: no audio leaves the device, so the microphone is not used")
+        elif not model_hears:
+            say(
+                "the local model cannot understand speech: the microphone is not used "
+                "(a Gemini model hears it; typed questions work offline)"
+            )
+        else:
+            try:
+                mic = open_microphone(audio.mic, clock)
+            except AudioError as exc:
+                raise ConfigError(f"--mic {audio.mic}: {exc}") from None
+    speaker: Speaker | None = None
+    if audio.speaker is not None:
+        try:
+            out = open_loudspeaker(audio.speaker)
+        except AudioError as exc:
+            raise ConfigError(f"--speaker {audio.speaker}: {exc}") from None
+
+        def lost(message: str) -> None:
+            say(f"loudspeaker {out.name}: {message}; the device goes on without it")
+
+        speaker = Speaker(out, clock, on_error=lost)
+    local_voice = None
+    if speaker is not None and not model_hears and audio.tts == "on":
+        from device.audio.tts import Espeak
+
+        espeak = Espeak()
+        if espeak.available():
+            local_voice = espeak
+        else:
+            say(
+                "no espeak-ng: the local model's sentences are printed, not spoken "
+                "(Debian: apt install espeak-ng)"
+            )
+    return Voice(
+        queue,
+        clock,
+        say,
+        mic=mic,
+        speaker=speaker,
+        local_voice=local_voice,
+        half_duplex=audio.half_duplex,
+        push_to_talk=audio.push_to_talk,
+        wait_listener=wait_model if mic is not None and is_file(audio.mic or "") else None,
+    )
+
+
+__all__ = ["ECHO_TAIL_S", "LocalVoice", "Voice", "VoiceStats", "build_voice"]

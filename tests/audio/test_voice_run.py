@@ -1,0 +1,247 @@
+"""`lookout run` hears and speaks: the real CLI process, the real google-genai SDK, the
+TLS fake Live server, a WAV as the microphone and a WAV as the loudspeaker."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import wave
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.datafiles import REPO_ROOT, data_file
+from tests.fakelive import FakeLiveServer, ThreadedFakeLiveServer, get_field
+
+pytestmark = pytest.mark.slow
+
+MODEL = "gemini-3.8-live"
+MIC_CHUNK = 640  # 20 ms of 16 kHz mono PCM16
+
+
+@pytest.fixture
+def server() -> Iterator[ThreadedFakeLiveServer]:
+    with FakeLiveServer.run_in_thread() as srv:
+        yield srv
+
+
+def write_wav(path: Path, seconds: float, rate: int, channels: int) -> np.ndarray:
+    """A voice-like test signal (a sweep), as ``channels`` identical channels."""
+    t = np.arange(int(seconds * rate)) / rate
+    mono = (0.3 * np.sin(2 * np.pi * (300 + 200 * t) * t) * 32767).astype(np.int16)
+    frames = np.repeat(mono[:, None], channels, axis=1)
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(frames.tobytes())
+    return mono
+
+
+def speech(seconds: float, rate: int = 24000) -> bytes:
+    """What the fake model says: a recognisable PCM16 ramp pattern."""
+    n = int(seconds * rate)
+    return ((np.arange(n) % 2000) - 1000).astype("<i2").tobytes()
+
+
+def start(server: ThreadedFakeLiveServer, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "device.cli",
+            "run",
+            "--model",
+            MODEL,
+            "--no-http",
+            "--source",
+            str(data_file("vtest.avi")),
+            "--pace",
+            "realtime",
+            "--loop",
+            "--events",
+            str(tmp_path / "events.jsonl"),
+            "--stdin",
+            *args,
+        ],
+        cwd=REPO_ROOT,
+        env=server.subprocess_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def quit_and_finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[str, str]:
+    try:
+        out, err = proc.communicate("quit\n", timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    return out, err
+
+
+def audio_inputs(server: ThreadedFakeLiveServer | FakeLiveServer) -> list[Any]:
+    """Every microphone chunk the fake received. Predicates given to ``wait_for`` run on the
+    fake's own loop: they must read the server (``server.server``), not the threaded
+    wrapper, which would wait for that same loop."""
+    connections = (
+        server.server.connections
+        if isinstance(server, ThreadedFakeLiveServer)
+        else server.connections
+    )
+    return [
+        r
+        for c in list(connections)
+        for r in c.realtime_inputs()
+        if r.kind == "audio" or (r.mime_type or "").startswith("audio/")
+    ]
+
+
+def answered(server: ThreadedFakeLiveServer, name: str) -> str:
+    """Ask the device a question (a tool call) and wait for its answer: everything the
+    fake sent before has then been read by the device (one ordered connection)."""
+    (call_id,) = server.send_tool_call({"name": name, "args": {}})
+    server.wait_function_response(call_id, timeout=30)
+    return call_id
+
+
+def read_wav(path: Path) -> tuple[int, bytes]:
+    with wave.open(str(path), "rb") as w:
+        assert w.getnchannels() == 1 and w.getsampwidth() == 2
+        return w.getframerate(), w.readframes(w.getnframes())
+
+
+def test_a_wav_is_spoken_to_the_model_at_real_time_pace(
+    server: ThreadedFakeLiveServer, tmp_path: Path
+) -> None:
+    wav = tmp_path / "question.wav"
+    write_wav(wav, 3.0, 44100, 2)  # any rate and channel count
+    proc = start(server, tmp_path, "--mic", str(wav))
+    conn = server.wait_connection(1, timeout=30)
+    # What is heard is transcribed for the console, the page and the log.
+    assert get_field(conn.setup, "input_audio_transcription") is not None
+    # The whole WAV arrives (3 s of 16 kHz mono PCM16), as it would be spoken.
+    server.wait_for(lambda: sum(len(r.data or b"") for r in audio_inputs(server)) >= 96000 - 640,
+                    timeout=30)  # fmt: skip
+    quit_and_finish(proc)
+    chunks = audio_inputs(server)
+    assert all(r.mime_type == "audio/pcm;rate=16000" for r in chunks)
+    assert {len(r.data or b"") for r in chunks[:-1]} == {MIC_CHUNK}
+    assert abs(sum(len(r.data or b"") for r in chunks) - 96000) <= MIC_CHUNK
+    # Real-time pace: the chunks arrived over the WAV's own duration (within 10 %).
+    span = chunks[-1].t - chunks[0].t
+    assert 3.0 * 0.9 <= span + 0.02 <= 3.0 * 1.1, span
+
+
+def test_what_the_model_says_is_played_exactly_and_a_barge_in_stops_it(
+    server: ThreadedFakeLiveServer, tmp_path: Path
+) -> None:
+    out_wav = tmp_path / "said.wav"
+    proc = start(server, tmp_path, "--speaker", str(out_wav))
+    server.wait_connection(1, timeout=30)
+    first = speech(0.5)
+    server.send_server_content(audio=first[: len(first) // 2])
+    server.send_server_content(audio=first[len(first) // 2 :], turn_complete=True)
+    # A second answer, long (10 s), cut by the user barging in after its first chunk.
+    second = speech(10.0)
+    server.send_server_content(audio=second)
+    server.send_server_content(interrupted=True)
+    third = speech(0.3)
+    server.send_server_content(audio=third, output_transcription="done", turn_complete=True)
+    events = tmp_path / "events.jsonl"
+    server.wait_for(lambda: events.exists() and '"text":"done"' in events.read_text(), timeout=30)
+    _out, _ = quit_and_finish(proc)
+    rate, played = read_wav(out_wav)
+    assert rate == 24000
+    # The first answer exactly, then at most what was being played of the second when
+    # the interruption came (the prebuffer and one chunk), then the third exactly.
+    assert played.startswith(first)
+    assert played.endswith(third)
+    cut = len(played) - len(first) - len(third)
+    assert 0 <= cut <= int(0.2 * 24000) * 2, cut
+    assert played[len(first) : len(first) + cut] == second[:cut]
+
+
+def test_half_duplex_sends_no_microphone_audio_while_the_device_speaks(
+    server: ThreadedFakeLiveServer, tmp_path: Path
+) -> None:
+    wav = tmp_path / "talk.wav"
+    write_wav(wav, 4.0, 16000, 1)
+    proc = start(
+        server, tmp_path, "--mic", str(wav), "--speaker", str(tmp_path / "o.wav"), "--half-duplex"
+    )
+    server.wait_connection(1, timeout=30)
+    server.wait_for(lambda: len(audio_inputs(server)) >= 10, timeout=30)
+    # The device answers for 1.5 s while it is still being spoken to.
+    server.send_server_content(audio=speech(1.5), turn_complete=True)
+
+    def spoken_to_the_end() -> bool:
+        chunks = audio_inputs(server)
+        return len(chunks) >= 20 and chunks[-1].t - chunks[0].t >= 3.9
+
+    server.wait_for(spoken_to_the_end, timeout=30)
+    quit_and_finish(proc)
+    chunks = audio_inputs(server)
+    heard = sum(len(r.data or b"") for r in chunks) / 32000
+    gaps = [b.t - a.t for a, b in itertools.pairwise(chunks)]
+    # 1.5 s of speech plus the echo tail were not sent, in one gap.
+    assert heard <= 4.0 - 1.5, heard
+    assert max(gaps) >= 1.5, max(gaps)
+
+
+@pytest.mark.parametrize(
+    ("model", "form"),
+    [("gemini-3.8-live", "client_content"), ("gemini-3.1-flash-live-preview", "realtime_text")],
+)
+def test_typed_text_reaches_the_model_as_text(
+    server: ThreadedFakeLiveServer, tmp_path: Path, model: str, form: str
+) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "device.cli",
+            "run",
+            "--model",
+            model,
+            "--no-http",
+            "--source",
+            str(data_file("vtest.avi")),
+            "--pace",
+            "realtime",
+            "--loop",
+            "--stdin",
+        ],
+        cwd=REPO_ROOT,
+        env=server.subprocess_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    server.wait_connection(1, timeout=30)
+    question = "what is the man in red doing?"
+    proc.stdin.write(question + "\n")
+    proc.stdin.flush()
+
+    def arrived() -> list[str]:
+        conn = server.server.connection(0)
+        if form == "client_content":
+            return [t for c in conn.client_contents() for t in c.texts() if t == question]
+        return [
+            r.text or "" for r in conn.realtime_inputs() if r.kind == "text" and r.text == question
+        ]
+
+    server.wait_for(arrived, timeout=30)
+    quit_and_finish(proc)
+    conn = server.connection(0)
+    if form == "realtime_text":
+        assert conn.client_contents() == []  # 3.1 closes a session on mid-session content
