@@ -24,7 +24,7 @@ from live.clock import Clock
 from live.config import PENDING_STATUS, EmitMode, SessionConfig
 from live.events import Emission, ErrorEvent, Event, JobUpdate, ToolCall, ToolResult
 from live.jobs import JobState
-from live.model import FunctionCallRequest, SendToolResponse
+from live.model import FunctionCallRequest, SendRealtime, SendToolResponse
 from live.outbox import Outbox, OutEmission
 from live.streams import MODEL, StreamHandle, StreamRegistry
 from live.tool import Tool
@@ -122,6 +122,7 @@ class Calls:
         emit: Callable[[Event], None],
         spawn: Callable[..., None],
         last_seq: Callable[[], int],
+        model_connected: Callable[[], bool] = lambda: True,
     ) -> None:
         self.tools = tools
         self.config = config
@@ -133,6 +134,7 @@ class Calls:
         self._emit = emit
         self._spawn = spawn
         self._last_seq = last_seq
+        self._model_connected = model_connected
         self._regular: dict[str, anyio.CancelScope] = {}
         self._device_answers: dict[str, dict[str, Any]] = {}
 
@@ -174,8 +176,22 @@ class Calls:
         self._emit(ErrorEvent(message=message, where="tool_call", id=call_id))
         self._respond(call_id, name, dispatch.error_response(message, self.config.secrets), by)
 
+    def _shower(self, call_id: str, by: str) -> Callable[[types.Blob], bool]:
+        """``ToolContext.show`` of a call: the image goes to the outbox ahead of the call's
+        answer (posted later), for the model's calls only, never in privacy mode."""
+
+        def show(blob: types.Blob) -> bool:
+            if by != MODEL or self.config.privacy or not self._model_connected():
+                return False
+            self.outbox.post(SendRealtime(blob, call_id=call_id))
+            return True
+
+        return show
+
     async def _run_plain(self, tool: Tool, call_id: str, args: dict[str, Any], by: str) -> None:
-        context = dispatch.make_context(tool, call_id, self.clock, self._emit)
+        context = dispatch.make_context(
+            tool, call_id, self.clock, self._emit, show=self._shower(call_id, by)
+        )
         with anyio.CancelScope() as scope:
             self._regular[call_id] = scope
             try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from google.genai import types
 
 from live.clock import Clock
 from live.events import Event, JobProgress
@@ -63,8 +64,9 @@ def make_context(
     publish: Callable[[Event], None],
     *,
     input_stream: InputStream[Any] | None = None,
+    show: Callable[[types.Blob], bool] | None = None,
 ) -> ToolContext:
-    return ToolContext(
+    context = ToolContext(
         call_id=call_id,
         function_name=tool.name,
         clock=clock,
@@ -72,6 +74,9 @@ def make_context(
         logger=logging.getLogger(f"lookout.tool.{tool.name}"),
         publish=publish,
     )
+    if show is not None:
+        context.show = show
+    return context
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,7 @@ class Usage(Event):
     prompt_tokens: int = 0
     response_tokens: int = 0
     total_tokens: int = 0
+    prompt_by_modality: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -238,5 +239,6 @@ def from_model(event: object) -> Event | None:
             prompt_tokens=event.prompt_tokens,
             response_tokens=event.response_tokens,
             total_tokens=event.total_tokens,
+            prompt_by_modality=dict(event.prompt_by_modality),
         )
     return None

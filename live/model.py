@@ -24,7 +24,11 @@ class SendContent:
 
 @dataclass(frozen=True)
 class SendRealtime:
+    """Realtime media: a camera frame, or (``call_id`` set) an image a tool call showed the
+    model (``ToolContext.show``), which belongs with that call's answer."""
+
     blob: types.Blob
+    call_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,8 @@ class ModelUsage:
     prompt_tokens: int = 0
     response_tokens: int = 0
     total_tokens: int = 0
+    # Prompt tokens by modality ("TEXT", "IMAGE", "AUDIO", ...) where the model says them.
+    prompt_by_modality: tuple[tuple[str, int], ...] = ()
 
 
 ModelEvent = (

@@ -8,7 +8,10 @@ the stream), a new emission replaces the one still waiting, through the tool's
 ``coalesce`` rule. On its return the model is told each stream's current state
 once, with what changed while it was away, not a replay of every change (the
 event log has every one). Camera frames are never kept for later: a picture
-from before an outage is worth nothing.
+from before an outage is worth nothing. An image a call showed the model
+(``SendRealtime.call_id``, ``ToolContext.show``) is part of that call's answer:
+it stays with it (kept across an outage, dropped with the call's answers for a
+model session that is gone) and is never dropped for room.
 
 What the device posts on its own (text, activity markers, frames) is bounded
 (``SessionConfig.outbox_max``): past the bound the oldest of it goes, counted
@@ -94,7 +97,13 @@ def _unasked(item: OutItem) -> bool:
     Answers and emissions are one per call (a stream's emissions merge into one), so
     the model's calls bound them; what the device says on its own has no such bound.
     """
-    return item.message is not None and not isinstance(item.message, SendToolResponse)
+    message = item.message
+    return message is not None and not isinstance(message, SendToolResponse) and not _shown(item)
+
+
+def _shown(item: OutItem) -> bool:
+    """An image a call showed the model: part of that call's answer."""
+    return isinstance(item.message, SendRealtime) and item.message.call_id is not None
 
 
 def describe(item: OutItem) -> str:
@@ -105,6 +114,8 @@ def describe(item: OutItem) -> str:
     if isinstance(message, SendActivity):
         return "activity marker"
     if isinstance(message, SendRealtime):
+        if message.call_id is not None:
+            return "image"  # a call showed it (never dropped for room, but said honestly)
         return "audio chunk" if (message.blob.mime_type or "").startswith("audio/") else "frame"
     return type(message).__name__
 
@@ -173,7 +184,8 @@ class Outbox:
                 self._on_drop(dropped)
 
     def drop_frames(self) -> int:
-        kept = deque(i for i in self._items if not isinstance(i.message, SendRealtime))
+        """Drop the camera frames waiting (the model is away); a call's image stays."""
+        kept = deque(i for i in self._items if not isinstance(i.message, SendRealtime) or _shown(i))
         dropped = len(self._items) - len(kept)
         self._items = kept
         self.stats.frames_dropped += dropped
@@ -186,6 +198,8 @@ class Outbox:
             if item.emission is not None:
                 return item.emission.call_id in call_ids
             message = item.message
+            if isinstance(message, SendRealtime):
+                return message.call_id is not None and message.call_id in call_ids
             return isinstance(message, SendToolResponse) and all(
                 r.id in call_ids for r in message.responses
             )

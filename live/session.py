@@ -79,11 +79,15 @@ class SessionStats:
     usage_prompt_tokens: int = 0
     usage_response_tokens: int = 0
     usage_total_tokens: int = 0
+    usage_prompt_by_modality: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def add_usage(self, usage: ModelUsage) -> None:
         self.usage_prompt_tokens += usage.prompt_tokens
         self.usage_response_tokens += usage.response_tokens
         self.usage_total_tokens += usage.total_tokens
+        for modality, tokens in usage.prompt_by_modality:
+            by = self.usage_prompt_by_modality
+            by[modality] = by.get(modality, 0) + tokens
 
 
 class Runner:
@@ -174,6 +178,7 @@ class LiveSession:
             emit=self._emit,
             spawn=self._spawn,
             last_seq=lambda: queue.last_seq,
+            model_connected=lambda: self._link.connected,
         )
         self._link = ModelLink(
             runner.model,

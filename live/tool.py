@@ -34,6 +34,10 @@ class ToolContext:
     gets ``job_id``, ``progress`` (for people: console, log, status page; never
     sent to the model) and ``milestone`` (an intermediate result the model
     should know about, sent with the job's call id).
+
+    ``show(blob)`` puts an image before the model as realtime input, once, ahead
+    of this call's answer; False when it will not go (a device call, no model
+    connected, privacy mode), so the answer can say so.
     """
 
     call_id: str
@@ -46,6 +50,7 @@ class ToolContext:
     job_id: str | None = None
     progress: Callable[[float | None, str], None] = field(default=lambda fraction, message: None)
     milestone: Callable[[dict[str, Any]], None] = field(default=lambda payload: None)
+    show: Callable[[types.Blob], bool] = field(default=lambda blob: False)
 
 
 class Tool(Protocol):

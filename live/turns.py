@@ -243,6 +243,7 @@ class Conversation:
                             prompt_tokens=reply.usage.prompt_tokens,
                             response_tokens=reply.usage.response_tokens,
                             total_tokens=reply.usage.total_tokens,
+                            prompt_by_modality=dict(reply.usage.prompt_by_modality),
                         )
                     )
                 if reply.text:

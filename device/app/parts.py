@@ -38,6 +38,7 @@ from live.tool import Tool
 from models.detector import DetectorError, PersonDetector, shipped_model
 from models.local.model import LocalModel
 from tools import FunctionTool
+from tools.look import Look
 from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
 
 SPARE_STREAMS = 16  # streams the model may run at once beyond one per line and zone
@@ -49,6 +50,35 @@ SYSTEM_INSTRUCTION = (
     "people's appearance. Use stop_streaming(function_name='count_people') when asked "
     "to stop counting, and count_people_now for the count at this moment."
 )
+
+LOOK_INSTRUCTION = (
+    " You cannot see the camera unless you call look: it shows you the newest frame, "
+    "with the people counted boxed and numbered, just before its answer. Look when a "
+    "count change needs explaining, or when asked what people wear or do or what "
+    "something looks like; never to count (count_people is cheaper). You may look only "
+    "a few times a minute."
+)
+
+
+def offers_look(config: Config) -> bool:
+    """Whether the model is given the look tool: never in privacy mode (no image leaves
+    the device, so the model is not offered one), nor with ``look_per_minute`` 0."""
+    return not config.device.privacy and config.model.look_per_minute > 0
+
+
+def look_tool(
+    config: Config, current: Callable[[], Percept | None], why_unknown: Callable[[], str]
+) -> Look:
+    """The look tool over perception, bounded and drawn as configured."""
+    from device.outputs.telemetry import scene_geometry
+
+    return Look(
+        current=current,
+        why_unknown=why_unknown,
+        per_minute=config.model.look_per_minute,
+        privacy=config.device.privacy,
+        geometry=scene_geometry(config),
+    )
 
 
 def sample_video() -> Path | None:
@@ -227,8 +257,11 @@ def scene_tools(config: Config, current: Callable[[], Percept | None]) -> list[T
 
 
 def system_instruction(config: Config) -> str:
-    """The built-in instruction, naming the configured lines and zones."""
+    """The built-in instruction, naming the configured lines and zones (and look, when the
+    model is offered it)."""
     text = SYSTEM_INSTRUCTION
+    if offers_look(config):
+        text += LOOK_INSTRUCTION
     if config.scene.lines:
         names = ", ".join(config.scene.lines)
         text += (
@@ -283,6 +316,7 @@ def session_config(config: Config) -> SessionConfig:
 
 
 __all__ = [
+    "LOOK_INSTRUCTION",
     "SPARE_STREAMS",
     "SYSTEM_INSTRUCTION",
     "build_model",
@@ -291,7 +325,9 @@ __all__ = [
     "configured_source",
     "detector_factory",
     "load_detector",
+    "look_tool",
     "motion_config",
+    "offers_look",
     "preflight",
     "sample_video",
     "scene_spec",

@@ -6,6 +6,7 @@ session counts as there once it runs (before that the page says "starting").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from device.app.logs import EventLogs
@@ -16,6 +17,7 @@ from device.perception import Perception
 from device.sources import FrameSource
 from live.clock import Clock
 from live.session import LiveSession
+from tools.look import Look
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class DeviceState:
     perception: Perception
     source: FrameSource
     logs: EventLogs
+    look: Look | None = None  # the look tool (its outcomes), offered to the model or not
 
     @property
     def session(self) -> LiveSession | None:
@@ -45,6 +48,10 @@ class DeviceState:
         # Only cameras that were asked for a rate say what they gave.
         note = getattr(self.source, "fps_note", None)
         return note if isinstance(note, str) else None
+
+    @property
+    def looks(self) -> Mapping[str, int]:
+        return dict(self.look.outcomes) if self.look is not None else {}
 
     @property
     def decode_ms(self) -> float | None:

@@ -6,7 +6,7 @@ afterwards. The order is the dependencies' own:
     clock, bus                        (given, or made here)
     source, model, request queue
     perception                        -> bus (events, percepts), queue (unknown, in-band)
-    tools (count_people, watchers)    -> perception
+    tools (count_people, look, ...)   -> perception
     stop switch, console              -> bus (subscribed first: it says things first)
     event logs (JSONL, SQLite)        -> bus
     count freshness                   -> bus, perception, source
@@ -38,6 +38,8 @@ from device.app.parts import (
     configured_perception,
     configured_runner,
     configured_source,
+    look_tool,
+    offers_look,
     preflight,
     scene_tools,
     session_config,
@@ -110,6 +112,9 @@ def build_app(
         FunctionTool(counter.count_people_now),
         *scene_tools(config, perception.current),
     ]
+    look = look_tool(config, perception.current, lambda: perception.unknown_reason)
+    if offers_look(config):
+        tools.append(FunctionTool(look.look))
     stop = StopSwitch(queue)
     console = ConsoleSink(
         out,
@@ -177,6 +182,7 @@ def build_app(
         perception=perception,
         source=source,
         logs=logs,
+        look=look,
     )
     if check:
         preflight(perception, source)

@@ -243,6 +243,13 @@ class ModelSettings(Section):
         description="frames per second sent to the model with --send-frames (its lane only: "
         "the detector's rate is --detect-fps); formerly --fps",
     )
+    look_per_minute: int = Field(
+        default=4,
+        ge=0,
+        le=60,
+        description="how many times a minute the model may look at the scene (its look tool; "
+        "0: never)",
+    )
     emit: EmitMode = Field(
         default="function_response",
         description="how tool results reach the model (text: for models with synchronous "

@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 
 from device.feeds.runner import SourceState
 from live.session import SessionStats
+from tools.look import OUTCOMES as LOOK_OUTCOMES
 
 if TYPE_CHECKING:
     from device.outputs.telemetry import Telemetry
@@ -104,6 +105,24 @@ class AppCollector(Collector):
         tokens.add_metric(["response"], stats.usage_response_tokens)
         tokens.add_metric(["total"], stats.usage_total_tokens)
         yield tokens
+        by_modality = CounterMetricFamily(
+            "lookout_model_prompt_tokens_by_modality",
+            "Prompt tokens by modality, where the model reports them (IMAGE: frames and looks)",
+            labels=["modality"],
+        )
+        for modality, value in sorted(stats.usage_prompt_by_modality.items()):
+            by_modality.add_metric([modality], value)
+        yield by_modality
+        looks = CounterMetricFamily(
+            "lookout_looks",
+            "The model's looks at the scene (its look tool), by outcome",
+            labels=["outcome"],
+        )
+        for outcome, value in sorted(
+            (dict.fromkeys(LOOK_OUTCOMES, 0) | dict(device.looks)).items()
+        ):
+            looks.add_metric([outcome], value)
+        yield looks
         health = tel.health()
         streams = len(tel.running_streams())
         connected = float(tel.model_connected())

@@ -10,7 +10,7 @@ the outputs with small fakes of it. No output ever sees the app itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from device.capture import CaptureStats
@@ -148,6 +148,11 @@ class DeviceView(Protocol):
 
     @property
     def logs(self) -> LogsView: ...
+
+    @property
+    def looks(self) -> Mapping[str, int]:
+        """How the model's looks ended, by outcome (``tools/look.py:OUTCOMES``)."""
+        ...
 
 
 __all__ = [

@@ -75,6 +75,19 @@ def valid_value(value: Any) -> Any:
     return value
 
 
+def by_modality(details: list[types.ModalityTokenCount] | None) -> tuple[tuple[str, int], ...]:
+    """``promptTokensDetails`` as (modality, tokens) pairs; a modality the SDK does not
+    name is kept by the name it came with, one given twice is added up."""
+    totals: dict[str, int] = {}
+    for item in details or ():
+        if item is None or not item.token_count:
+            continue
+        modality = item.modality
+        name = str(getattr(modality, "value", modality) or "MODALITY_UNSPECIFIED")
+        totals[name] = totals.get(name, 0) + int(item.token_count)
+    return tuple(totals.items())
+
+
 def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
     """Every model event in one server message, GoAway last.
 
@@ -128,6 +141,7 @@ def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
                 prompt_tokens=usage.prompt_token_count or 0,
                 response_tokens=usage.response_token_count or 0,
                 total_tokens=usage.total_token_count or 0,
+                prompt_by_modality=by_modality(usage.prompt_tokens_details),
             )
         )
     if message.go_away is not None:
@@ -135,4 +149,4 @@ def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
     return events
 
 
-__all__ = ["model_events", "parse_duration", "valid_text", "valid_value"]
+__all__ = ["by_modality", "model_events", "parse_duration", "valid_text", "valid_value"]

@@ -9,6 +9,9 @@ Defaults, and why:
   name we cannot read a version from. With AUDIO, output transcription is requested so
   the session still gets text.
 * API version: see ``models/gemini/client.py`` (``resolve_api_version``).
+* Turn coverage: ``TURN_INCLUDES_ALL_INPUT``, so an image put before the model as realtime
+  video (the ``look`` tool's, ``--send-frames``) is part of the turn; 2.5 Live models default
+  to ``TURN_INCLUDES_ONLY_ACTIVITY``, which leaves video sent outside speech out of it.
 """
 
 from __future__ import annotations
@@ -52,6 +55,16 @@ def _media_resolution(value: str) -> types.MediaResolution:
     except KeyError:
         choices = ", ".join(m.name.removeprefix("MEDIA_RESOLUTION_") for m in types.MediaResolution)
         raise ValueError(f"unknown media resolution {value!r} (one of {choices})") from None
+
+
+def realtime_input_config(push_to_talk: bool = False) -> types.RealtimeInputConfig:
+    """How the server reads realtime input, in one place: every input (video among it: the
+    look tool's image) is part of the turn; with push-to-talk the device marks speech
+    (activity start/end) and the model's own voice activity detection is off."""
+    config = types.RealtimeInputConfig(turn_coverage=types.TurnCoverage.TURN_INCLUDES_ALL_INPUT)
+    if push_to_talk:
+        config.automatic_activity_detection = types.AutomaticActivityDetection(disabled=True)
+    return config
 
 
 @dataclass(frozen=True)
@@ -108,6 +121,7 @@ class GeminiOptions:
             # Always on: without it the server sends no resumption handles, and a fresh
             # session (handle None) is how every session starts.
             session_resumption=types.SessionResumptionConfig(handle=setup.resumption_handle),
+            realtime_input_config=realtime_input_config(self.push_to_talk),
         )
         if setup.system_instruction:
             config.system_instruction = setup.system_instruction
@@ -123,10 +137,6 @@ class GeminiOptions:
                 )
         if self.listens:
             config.input_audio_transcription = types.AudioTranscriptionConfig()
-        if self.push_to_talk:
-            config.realtime_input_config = types.RealtimeInputConfig(
-                automatic_activity_detection=types.AutomaticActivityDetection(disabled=True)
-            )
         if self.context_compression:
             config.context_window_compression = types.ContextWindowCompressionConfig(
                 sliding_window=types.SlidingWindow()
@@ -134,4 +144,10 @@ class GeminiOptions:
         return config
 
 
-__all__ = ["DEFAULT_MODEL", "GeminiOptions", "default_modalities", "needs_realtime_text"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "GeminiOptions",
+    "default_modalities",
+    "needs_realtime_text",
+    "realtime_input_config",
+]

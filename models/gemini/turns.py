@@ -34,6 +34,7 @@ from google.genai import errors, types
 from live.model import FunctionCallRequest, ModelUsage
 from live.turn_model import TurnModelError, TurnReply, TurnRequest
 from models.gemini.client import given_or_new_client, one_line
+from models.gemini.events import by_modality
 
 DEFAULT_TURN_MODEL = "gemini-3.8-flash"
 DEFAULT_TIMEOUT_S = 60.0
@@ -105,6 +106,7 @@ def reply_from_response(response: types.GenerateContentResponse) -> TurnReply:
             prompt_tokens=meta.prompt_token_count or 0,
             response_tokens=meta.candidates_token_count or 0,
             total_tokens=meta.total_token_count or 0,
+            prompt_by_modality=by_modality(meta.prompt_tokens_details),
         )
     return TurnReply(
         text="".join(texts),

@@ -80,7 +80,8 @@ def test_a_gemini_run_streams_every_count_change_to_the_model(
     )
     conn = server.wait_connection(1, timeout=30)
     declarations = {d["name"]: d for d in conn.function_declarations()}
-    assert set(declarations) == {"count_people", "count_people_now", "stop_streaming"}
+    assert set(declarations) == {"count_people", "count_people_now", "look", "stop_streaming"}
+    assert set(declarations["look"]["parameters"]["properties"]) == {"question"}
     count = declarations["count_people"]
     assert count["behavior"] == "NON_BLOCKING"
     assert set(count["parameters"]["properties"]) == {

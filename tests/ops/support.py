@@ -154,6 +154,7 @@ class FakeApp:
     source_fps_note: str | None = None
     decode_ms: float | None = None
     logs: NoLogs = field(default_factory=NoLogs)
+    looks: dict[str, int] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------- broker
