@@ -41,7 +41,7 @@ PERCEPTION_SETTINGS = (
 )  # fmt: skip
 ASK_SETTINGS = ("source", "model", "pace", "loop", "events", "db", *PERCEPTION_SETTINGS)
 COUNT_SETTINGS = PERCEPTION_SETTINGS
-DOCTOR_SETTINGS = ("source", "model", "detector", "precision")
+DOCTOR_SETTINGS = ("source", "model", "detector", "precision", "mic", "speaker")
 
 
 class AskFlags(BaseModel):

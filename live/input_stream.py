@@ -10,6 +10,7 @@ from live.buffer import BufferStats, LatestWins
 from live.requests import LiveRequest
 
 InputStats = BufferStats
+AUDIO_CHUNKS_KEPT = 50
 P = TypeVar("P")
 
 
@@ -31,6 +32,14 @@ class InputStream(LatestWins[LiveRequest[P]], Generic[P]):
         # Requests with a sequence number at or below this predate the call.
         self.after_seq = after_seq
         self.accept = tuple(accept)
+
+    @classmethod
+    def taking(cls, accept: Sequence[str], maxsize: int, after_seq: int) -> InputStream[P]:
+        """A call's stream for ``accept``: audio is a sequence, not a latest state, so a
+        stream that takes it keeps a second of 20 ms chunks rather than the newest only."""
+        hears = any(pattern.startswith("audio/") for pattern in accept)
+        return cls(maxsize=max(maxsize, AUDIO_CHUNKS_KEPT if hears else 1), accept=accept,
+                   after_seq=after_seq)  # fmt: skip
 
     def accepts(self, request: LiveRequest[P]) -> bool:
         if not request.for_tools:

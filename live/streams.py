@@ -201,16 +201,10 @@ class StreamRegistry:
                 )
         stream: InputStream[Any] | None = None
         if tool.consumes_input:
-            # Frames queued before the call started are not this call's input.
-            # A tool may name what it listens to (``input_accept``, e.g. audio/*); audio
-            # is a sequence, so its stream keeps a second of it rather than the newest only.
-            accept = tuple(getattr(tool, "input_accept", ()) or self.config.tool_input_accept)
-            hears = any(pattern.startswith("audio/") for pattern in accept)
-            stream = InputStream(
-                maxsize=max(self.config.tool_input_maxsize, 50 if hears else 1),
-                accept=accept,
-                after_seq=after_seq,
-            )
+            # Frames queued before the call started are not this call's input. A tool
+            # may name what it listens to (``input_accept``, e.g. audio/*).
+            accept = getattr(tool, "input_accept", ()) or self.config.tool_input_accept
+            stream = InputStream.taking(accept, self.config.tool_input_maxsize, after_seq)
             self.input_calls_started += 1
         handle = StreamHandle(
             call_id=call_id,

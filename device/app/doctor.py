@@ -185,6 +185,52 @@ def _check_gemini(model: str, key: str, timeout_s: float = 10.0) -> str:
     return OK
 
 
+def _check_audio(mic: str | None, speaker: str | None) -> list[str]:
+    """Sound devices are listed (a finding, never a failure unless one is asked for);
+    a given --mic or --speaker must be usable; offline speech needs espeak-ng."""
+    from device.audio.devices import doctor_lines, resolve
+    from device.audio.open import is_file
+    from device.audio.ports import AudioError
+    from device.audio.tts import Espeak
+
+    results = [OK]
+    for line in doctor_lines():
+        _line(OK, "audio", line)
+    for spec, kind in ((mic, "input"), (speaker, "output")):
+        if spec is None:
+            continue
+        flag = "--mic" if kind == "input" else "--speaker"
+        try:
+            if is_file(spec):
+                _check_audio_file(spec, kind)
+            else:
+                device = resolve(spec, "input" if kind == "input" else "output")
+                _line(OK, "audio", f"{flag} {spec}: {device.label()}")
+                continue
+        except AudioError as exc:
+            _line(FAIL, "audio", f"{flag} {spec}: {exc}")
+            results.append(FAIL)
+            continue
+        _line(OK, "audio", f"{flag} {spec}: usable")
+    if Espeak().available():
+        _line(OK, "speech", "espeak-ng: the local model can speak its sentences")
+    else:
+        _line(WARN, "speech", "no espeak-ng: offline, sentences are printed, not spoken "
+              "(Debian: apt install espeak-ng)")  # fmt: skip
+    return results
+
+
+def _check_audio_file(spec: str, kind: str) -> None:
+    from device.audio.ports import MIC_RATE, AudioError
+
+    if kind == "input":
+        from device.audio.wav_mic import read_wav
+
+        read_wav(Path(spec), MIC_RATE)
+    elif not Path(spec).expanduser().resolve().parent.is_dir():
+        raise AudioError(f"no folder {Path(spec).parent} to write it in")
+
+
 def doctor(args: argparse.Namespace) -> int:
     results = []
     if args.config is not None:
@@ -201,6 +247,7 @@ def doctor(args: argparse.Namespace) -> int:
     results.append(_check_detector(args.detector, args.precision))
     results.append(_check_runtime())
     results.append(_check_model(args.model))
+    results.extend(_check_audio(args.mic, args.speaker))
     failed = results.count(FAIL)
     print("all good" if not failed else f"{failed} problem(s) found")
     return 1 if failed else 0

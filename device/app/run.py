@@ -139,15 +139,15 @@ class App:
                     tg.start_soon(self._watch_wall_clock)
                     async for _ in session:
                         pass  # every event already went to the bus (``Runner(on_event=)``)
-                    if self.voice is not None and not self._hurried:
-                        # What the model said before the end is heard to its end.
-                        with anyio.move_on_after(VOICE_DRAIN_S):
-                            await self.voice.finish()
                     # The source's last states (and the count going unknown) are said while
                     # the outputs (MQTT) still run.
                     with anyio.CancelScope(shield=True):
                         await self.source_runner.close()
                     self._source_closed.set()
+                    if self.voice is not None and not self._hurried:
+                        # What the model said before the end is heard to its end.
+                        with anyio.move_on_after(VOICE_DRAIN_S):
+                            await self.voice.finish()
                     if session.failure:
                         self.failure = session.failure
                 tg.cancel_scope.cancel()

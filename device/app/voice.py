@@ -27,6 +27,7 @@ from google.genai import types
 
 from device.audio.ports import MIC_MIME, AudioError, Microphone, pcm_rate
 from device.config import Config, ConfigError
+from live.buffer import LatestWins
 from live.clock import Clock
 from live.events import Event, Interrupted, ModelAudio, ModelText, TurnComplete
 from live.requests import LiveRequestQueue
@@ -39,8 +40,6 @@ log = logging.getLogger("lookout.voice")
 # After the loudspeaker stops, the room still rings and the device's own output buffer
 # is still playing: the half-duplex mute lasts this much longer.
 ECHO_TAIL_S = 0.3
-# Sentences waiting for the local voice; more than this and the oldest are not said.
-SPEECH_BACKLOG = 8
 
 
 class LocalVoice(Protocol):
@@ -56,7 +55,10 @@ class VoiceStats:
     chunks_muted: int = 0  # half-duplex: the device was speaking
     chunks_held: int = 0  # push-to-talk: talk was not held
     sentences_spoken: int = 0  # by the local voice
-    sentences_skipped: int = 0
+    sentences_failed: int = 0
+
+    # Sentences the local voice skipped, because a newer one came while it spoke, are the
+    # buffer's drops: ``Voice.sentences_skipped``.
 
 
 class Voice:
@@ -87,9 +89,9 @@ class Voice:
         self.stats = VoiceStats()
         self._talking = not push_to_talk
         self._quiet_since: float | None = None  # when the loudspeaker last stopped
-        send, receive = anyio.create_memory_object_stream[str](SPEECH_BACKLOG)
-        self._sentences_in = send
-        self._sentences_out = receive
+        # The local voice says the newest sentence once the last one is said: an update
+        # that came meanwhile is already old (the count moved on), so it is skipped.
+        self._sentences: LatestWins[str] = LatestWins(1)
 
     # ------------------------------------------------------------------ the bus
 
@@ -104,13 +106,14 @@ class Voice:
         elif isinstance(event, TurnComplete):
             speaker.end_of_turn()
         elif isinstance(event, ModelText) and self.local_voice is not None:
-            try:
-                self._sentences_in.send_nowait(event.text)
-            except anyio.WouldBlock:
-                self.stats.sentences_skipped += 1
+            self._sentences.put(event.text)
 
     def close(self) -> None:
-        self._sentences_in.close()
+        self._sentences.close()
+
+    @property
+    def sentences_skipped(self) -> int:
+        return self._sentences.stats.dropped
 
     # ------------------------------------------------------------------ talk
 
@@ -152,9 +155,7 @@ class Voice:
         if speaker is None:
             return
         speaker.end_of_turn()
-        while speaker.playing:
-            # Polled: the end of a run is the only waiter, and a chunk is 20 ms.
-            await self.clock.sleep(0.02)
+        await speaker.wait_quiet()
 
     # ------------------------------------------------------------------ running
 
@@ -198,17 +199,17 @@ class Voice:
     async def _speak(self) -> None:
         voice, speaker = self.local_voice, self.speaker
         assert voice is not None and speaker is not None
-        async with self._sentences_out:
-            async for text in self._sentences_out:
-                try:
-                    pcm, rate = await voice.synthesize(text)
-                except AudioError as exc:
-                    self.stats.sentences_skipped += 1
-                    log.warning("local voice: %s", exc)
-                    continue
-                speaker.feed(pcm, rate)
-                speaker.end_of_turn()
-                self.stats.sentences_spoken += 1
+        async for text in self._sentences:
+            try:
+                pcm, rate = await voice.synthesize(text)
+            except AudioError as exc:
+                self.stats.sentences_failed += 1
+                log.warning("local voice: %s", exc)
+                continue
+            speaker.feed(pcm, rate)
+            speaker.end_of_turn()
+            self.stats.sentences_spoken += 1
+            await speaker.wait_quiet()
 
 
 def build_voice(

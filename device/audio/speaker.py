@@ -150,6 +150,13 @@ class Speaker:
         self._poke()
         return dropped
 
+    async def wait_quiet(self) -> None:
+        """Until nothing is queued, written or sounding (the caller bounds the wait).
+
+        Checked once a chunk on the clock: a chunk is the finest step playback has."""
+        while self.playing:
+            await self._clock.sleep(max(self._chunk_s, self._sounding_until - self._clock.now()))
+
     async def run(self) -> None:
         """Opens the loudspeaker and plays until cancelled; closes it at the end."""
         self._wake = anyio.Event()

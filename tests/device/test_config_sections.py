@@ -116,9 +116,7 @@ def test_sections_beside_a_lookout_table_belong_to_it(tmp_path: Path) -> None:
 
 
 def test_every_setting_is_in_exactly_one_section_and_has_a_description() -> None:
-    assert set(SECTIONS) == {
-        "source", "perception", "scene", "model", "audio", "device", "outputs"
-    }
+    assert set(SECTIONS) == {"source", "perception", "scene", "model", "audio", "device", "outputs"}
     for name in SETTINGS:
         assert SECTION_OF[name] in SECTIONS
         field = SECTIONS[SECTION_OF[name]].model_fields[name]

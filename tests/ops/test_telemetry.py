@@ -59,9 +59,13 @@ def test_events_set_state_counts_history_and_model_text() -> None:
         "fps_note": None,
     }
     assert state["connection"]["state"] == "connected"
-    assert state["model_text"] == [{"t": 100.5, "text": "2 people in view (was 4)."}]
+    # What the microphone heard is shown beside what the model said.
+    assert state["model_text"] == [
+        {"t": 100.5, "text": "2 people in view (was 4)."},
+        {"t": 101.0, "text": "heard: heard you"},
+    ]
     assert state["t"] == 110.0 and state["device_id"] == "test-cam" and state["model"] == "local"
-    assert tel.state_changes.version == 6  # usage and input transcripts change nothing shown
+    assert tel.state_changes.version == 7  # usage changes nothing shown
 
 
 def test_detector_frames_are_drawn_with_their_boxes_off_the_loop() -> None:
