@@ -360,6 +360,7 @@ class Telemetry:
             "device_id": self.device.config.device.device_id,
             "model": self.device.config.model_name(),
             "privacy": self.privacy,
+            "push_to_talk": self.device.push_to_talk,
             "t": round(now, 2),
             "count": self.count,
             "count_reason": None if self.count is not None else self.count_reason,
