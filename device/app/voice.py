@@ -127,9 +127,7 @@ class Voice:
         if self.speaker is not None:
             per_ms = self.speaker.rate * 2 / 1000  # PCM16 mono
             counts["speaker_ms_played"] = int(self.speaker.stats.bytes_played / per_ms)
-            counts["speaker_ms_interrupted"] = int(
-                self.speaker.stats.bytes_interrupted / per_ms
-            )
+            counts["speaker_ms_interrupted"] = int(self.speaker.stats.bytes_interrupted / per_ms)
             counts["speaker_underruns"] = self.speaker.stats.underruns
         return counts
 
