@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -275,6 +277,10 @@ def build_voice(
                 raise ConfigError(f"--mic {audio.mic}: {exc}") from None
     speaker: Speaker | None = None
     if audio.speaker is not None:
+        if is_file(audio.speaker):
+            folder = Path(audio.speaker).expanduser().absolute().parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise ConfigError(f"--speaker {audio.speaker}: cannot write in {folder}")
         try:
             out = open_loudspeaker(audio.speaker)
         except AudioError as exc:
