@@ -47,7 +47,7 @@ SYSTEM_INSTRUCTION = (
     "You are Lookout, a camera agent. Call count_people once at the start and keep it "
     "running: it reports the number of people in view whenever it changes. When it "
     "reports a change, say briefly how many people are in view now. Do not describe "
-    "people's appearance. Use stop_streaming(function_name='count_people') when asked "
+    "people's appearance unless asked. Use stop_streaming(function_name='count_people') when asked "
     "to stop counting, and count_people_now for the count at this moment."
 )
 
@@ -57,6 +57,11 @@ LOOK_INSTRUCTION = (
     "count change needs explaining, or when asked what people wear or do or what "
     "something looks like; never to count (count_people is cheaper). You may look only "
     "a few times a minute."
+)
+
+VOICE_INSTRUCTION = (
+    " People near the device can talk to you through its microphone: answer them "
+    "briefly and plainly, in their language."
 )
 
 
@@ -262,6 +267,8 @@ def system_instruction(config: Config) -> str:
     text = SYSTEM_INSTRUCTION
     if offers_look(config):
         text += LOOK_INSTRUCTION
+    if config.audio.mic is not None and not config.device.privacy:
+        text += VOICE_INSTRUCTION
     if config.scene.lines:
         names = ", ".join(config.scene.lines)
         text += (

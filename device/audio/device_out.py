@@ -1,17 +1,28 @@
 """A real loudspeaker: PCM16 mono played on a PortAudio output device.
 
-``write`` blocks until PortAudio has taken the samples, so the device paces the
-speaker thread by itself; it is called from that thread, never on the event loop.
+The device pulls what it plays (PortAudio's callback, in PortAudio's thread) from a small
+buffer that ``write`` fills; when the buffer is empty the device plays silence. Why not
+PortAudio's blocking writes: a blocking stream left without data between two answers
+underruns, and through ALSA's pulse plugin the third write of the next answer then
+blocked for about 2 s (scripts/bench/voice.py), so every answer started late and a
+barge-in waited for it. Pulled, the stream never underruns, ``write`` blocks only while
+the buffer is full (the device paces the player's thread by itself), and a barge-in
+empties the buffer at once (``flush``): only PortAudio's own low latency still sounds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any
 
 from device.audio.devices import portaudio, resolve
 from device.audio.ports import MODEL_AUDIO_RATE, SAMPLE_BYTES, AudioError
 from device.audio.rate_convert import StreamResampler
+
+BUFFER_MS = 40  # what write() may put ahead of the device: two 20 ms chunks
+WAIT_S = 0.5  # how often a waiting write checks that the device is still there
+CLOSE_MARGIN_S = 0.5  # at close, how long past the buffered audio's end to wait
 
 
 class DeviceLoudspeaker:
@@ -33,8 +44,11 @@ class DeviceLoudspeaker:
         self._rate = rate
         self._stream: Any = None
         self._resampler: StreamResampler | None = None
+        self._buffer = bytearray()  # written, not yet pulled by the device
+        self._limit = 0  # bytes the buffer may hold (BUFFER_MS at the device's rate)
+        self._room = threading.Condition()
         self.device_rate: int | None = None
-        self.underflows = 0  # writes after which the device had run dry (a gap was heard)
+        self.underflows = 0  # device callbacks that ran dry mid-sound (a gap was heard)
 
     @property
     def name(self) -> str:
@@ -62,40 +76,75 @@ class DeviceLoudspeaker:
         except (sd.PortAudioError, ValueError):
             rate = device.default_rate
         try:
-            # Low latency: what PortAudio has buffered still plays after a barge-in, and
-            # the player keeps its own 60 ms jitter buffer, so the device's can be small.
+            # Low latency: what PortAudio holds still plays after a barge-in.
             stream = sd.RawOutputStream(
-                device=device.index, samplerate=rate, channels=1, dtype="int16", latency="low"
+                device=device.index,
+                samplerate=rate,
+                channels=1,
+                dtype="int16",
+                latency="low",
+                callback=self._pull,
             )
             stream.start()
         except (sd.PortAudioError, ValueError) as exc:
             reason = _one_line(exc)
             raise AudioError(f"cannot open loudspeaker {device.label()}: {reason}") from None
         self.device_rate = rate
+        self._limit = max(1, rate * BUFFER_MS // 1000) * SAMPLE_BYTES
         self._resampler = StreamResampler(self._rate, rate) if rate != self._rate else None
         self._stream = stream
 
+    def _pull(self, outdata: Any, frames: int, time: Any, status: Any) -> None:
+        """PortAudio's thread: the next ``frames`` samples, silence where there are none."""
+        wanted = len(outdata)
+        with self._room:
+            given = min(wanted, len(self._buffer))
+            outdata[:given] = self._buffer[:given]
+            del self._buffer[:given]
+            self._room.notify_all()
+        if given < wanted:
+            outdata[given:] = bytes(wanted - given)
+            if given:
+                self.underflows += 1  # ran dry mid-sound (between answers is not a gap)
+
     def write(self, pcm: bytes) -> None:
-        if self._stream is None:
+        """Blocks while the buffer is full: the device's pace."""
+        stream = self._stream
+        if stream is None:
             raise AudioError(f"loudspeaker {self._name!r} is not open")
         if len(pcm) % SAMPLE_BYTES:
             raise AudioError(f"{len(pcm)} bytes is not whole PCM16 samples")
         if self._resampler is not None:
             pcm = self._resampler.feed(pcm)
-        if not pcm:
-            return
-        sd = portaudio()
-        try:
-            if self._stream.write(pcm):
-                self.underflows += 1
-        except (sd.PortAudioError, ValueError) as exc:
-            raise AudioError(f"loudspeaker {self._name!r} was lost: {_one_line(exc)}") from None
+        view = memoryview(pcm)
+        with self._room:
+            while view:
+                room = self._limit - len(self._buffer)
+                if room <= 0:
+                    self._room.wait(WAIT_S)
+                    if not stream.active:
+                        raise AudioError(f"loudspeaker {self._name!r} was lost: it stopped")
+                    continue
+                self._buffer += view[:room]
+                view = view[room:]
+
+    def flush(self) -> int:
+        """Barge-in: drop what was written and not yet played; returns the bytes dropped."""
+        with self._room:
+            dropped = len(self._buffer)
+            self._buffer.clear()
+            self._room.notify_all()
+        return dropped
 
     def close(self) -> None:
         """Let what was written play out, then let the device go."""
         stream, self._stream = self._stream, None
         if stream is None:
             return
+        rate = self.device_rate or self._rate
+        with self._room:
+            deadline = len(self._buffer) / SAMPLE_BYTES / rate + CLOSE_MARGIN_S
+            self._room.wait_for(lambda: not self._buffer, timeout=deadline)
         # A device already gone has nothing left to stop or close.
         with contextlib.suppress(Exception):
             stream.stop(ignore_errors=True)

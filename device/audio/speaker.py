@@ -149,6 +149,11 @@ class Speaker:
         self.stats.bytes_interrupted += dropped
         self._queue.clear()
         self._marks.clear()
+        # A device that buffers ahead (device_out.py) drops that too: otherwise its
+        # buffer, a chunk or two, would still be heard after the barge-in.
+        flush = getattr(self._out, "flush", None)
+        if callable(flush):
+            self.stats.bytes_interrupted += int(flush())
         self._resampler = None  # the next turn is no continuation of this one
         self._end_at = self._fed
         self._turn += 1
