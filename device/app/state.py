@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from device.app.logs import EventLogs
+from device.app.voice import Voice
 from device.capture import CaptureLoop
 from device.config import Config
 from device.feeds.runner import SourceRunner
@@ -33,6 +34,7 @@ class DeviceState:
     source: FrameSource
     logs: EventLogs
     look: Look | None = None  # the look tool (its outcomes), offered to the model or not
+    voice: Voice | None = None  # the microphone and the loudspeaker, when there are any
 
     @property
     def session(self) -> LiveSession | None:
@@ -52,6 +54,21 @@ class DeviceState:
     @property
     def looks(self) -> Mapping[str, int]:
         return dict(self.look.outcomes) if self.look is not None else {}
+
+    def talk(self, on: bool) -> tuple[str, bool]:
+        if self.voice is None:
+            return "no microphone (--mic)", False
+        return self.voice.talk(on), self.voice.can_talk
+
+    @property
+    def push_to_talk(self) -> bool:
+        return self.voice is not None and self.voice.can_talk
+
+    @property
+    def audio(self) -> Mapping[str, int]:
+        if self.voice is None:
+            return {}
+        return self.voice.counts()
 
     @property
     def decode_ms(self) -> float | None:

@@ -17,8 +17,11 @@ is sent, between activity start and end markers.
 from __future__ import annotations
 
 import logging
+import math
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -88,7 +91,7 @@ class Voice:
         self.push_to_talk = push_to_talk
         self.stats = VoiceStats()
         self._talking = not push_to_talk
-        self._quiet_since: float | None = None  # when the loudspeaker last stopped
+        self._quiet_since: float | None = -math.inf  # when the loudspeaker last stopped
         # The local voice says the newest sentence once the last one is said: an update
         # that came meanwhile is already old (the count moved on), so it is skipped.
         self._sentences: LatestWins[str] = LatestWins(1)
@@ -111,6 +114,25 @@ class Voice:
     def close(self) -> None:
         self._sentences.close()
 
+    def counts(self) -> dict[str, int]:
+        """What ``/metrics`` shows: microphone chunks by what became of them, and the
+        loudspeaker's milliseconds played and cut by a barge-in."""
+        stats = self.stats
+        counts = {
+            "mic_heard": stats.chunks_heard,
+            "mic_sent": stats.chunks_sent,
+            "mic_muted": stats.chunks_muted,
+            "mic_held": stats.chunks_held,
+            "sentences_spoken": stats.sentences_spoken,
+            "sentences_skipped": self.sentences_skipped,
+        }
+        if self.speaker is not None:
+            per_ms = self.speaker.rate * 2 / 1000  # PCM16 mono
+            counts["speaker_ms_played"] = int(self.speaker.stats.bytes_played / per_ms)
+            counts["speaker_ms_interrupted"] = int(self.speaker.stats.bytes_interrupted / per_ms)
+            counts["speaker_underruns"] = self.speaker.stats.underruns
+        return counts
+
     @property
     def sentences_skipped(self) -> int:
         return self._sentences.stats.dropped
@@ -120,6 +142,11 @@ class Voice:
     @property
     def talking(self) -> bool:
         return self._talking
+
+    @property
+    def can_talk(self) -> bool:
+        """Push-to-talk with a microphone in use: talk starts and ends speech."""
+        return self.push_to_talk and self.mic is not None
 
     def talk(self, on: bool) -> str:
         """Push-to-talk: start or end what is said (activity start/end for the model)."""
@@ -250,6 +277,10 @@ def build_voice(
                 raise ConfigError(f"--mic {audio.mic}: {exc}") from None
     speaker: Speaker | None = None
     if audio.speaker is not None:
+        if is_file(audio.speaker):
+            folder = Path(audio.speaker).expanduser().absolute().parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise ConfigError(f"--speaker {audio.speaker}: cannot write in {folder}")
         try:
             out = open_loudspeaker(audio.speaker)
         except AudioError as exc:

@@ -183,6 +183,7 @@ def build_app(
         source=source,
         logs=logs,
         look=look,
+        voice=voice,
     )
     if check:
         preflight(perception, source)

@@ -124,6 +124,9 @@ class DeviceMicrophone:
                 blocksize=blocksize,
                 channels=1,
                 dtype="int16",
+                # What is said should reach the model now: PortAudio's "high" default
+                # buffers a few hundred ms on ALSA before the first callback.
+                latency="low",
                 callback=on_block,
                 finished_callback=on_finished,
             )

@@ -62,8 +62,10 @@ class DeviceLoudspeaker:
         except (sd.PortAudioError, ValueError):
             rate = device.default_rate
         try:
+            # Low latency: what PortAudio has buffered still plays after a barge-in, and
+            # the player keeps its own 60 ms jitter buffer, so the device's can be small.
             stream = sd.RawOutputStream(
-                device=device.index, samplerate=rate, channels=1, dtype="int16"
+                device=device.index, samplerate=rate, channels=1, dtype="int16", latency="low"
             )
             stream.start()
         except (sd.PortAudioError, ValueError) as exc:

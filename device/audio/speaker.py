@@ -108,6 +108,11 @@ class Speaker:
         self._wake: anyio.Event | None = None
 
     @property
+    def rate(self) -> int:
+        """The loudspeaker's sample rate (what is played is PCM16 mono at it)."""
+        return self._rate
+
+    @property
     def playing(self) -> bool:
         """Audio is queued, being written, or still sounding from the last write."""
         if self._failed:

@@ -25,6 +25,7 @@ from device.events import (
     LogProblem,
     ZoneCount,
 )
+from device.outputs.transcripts import TranscriptLines, label
 from live.events import (
     ConnectionState,
     Emission,
@@ -80,6 +81,7 @@ class ConsoleSink:
         self._progress_shown = False
         self._model_connected = False
         self._model_away_since = 0.0  # event time since when no model has been connected
+        self._transcripts = TranscriptLines()
 
     def _line(self, text: str) -> None:
         prefix = "\r\x1b[2K" if self._progress_shown else ""
@@ -131,6 +133,8 @@ class ConsoleSink:
     def write(self, event: Event) -> None:
         if isinstance(event, ConnectionState):
             self._track_model(event)
+        for direction, said in self._transcripts.lines(event):
+            self._line(f"{_fmt_t(event.t)} {label(direction, said)}")
         text = self.describe(event)
         if text is not None:
             self._line(f"{_fmt_t(event.t)} {text}")
@@ -149,10 +153,8 @@ class ConsoleSink:
         data: dict[str, Any] = event.to_dict()
         if isinstance(event, ModelText):
             return f"model: {event.text}"
-        if isinstance(event, Transcript) and event.direction == "output":
-            return f"model (spoken): {event.text}"
         if isinstance(event, Transcript):
-            return f"heard: {event.text}"
+            return None  # a line per sentence (``write``), not per fragment
         if isinstance(event, CountChanged):
             return self._count(event)
         if isinstance(event, LineCrossed):

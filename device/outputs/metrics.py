@@ -123,6 +123,20 @@ class AppCollector(Collector):
         ):
             looks.add_metric([outcome], value)
         yield looks
+        audio = CounterMetricFamily(
+            "lookout_audio",
+            "The voice: microphone chunks (20 ms) heard, sent, muted while speaking, held "
+            "(push-to-talk); the session's chunks to the model and lost (no model, privacy); "
+            "loudspeaker milliseconds played and cut by a barge-in",
+            labels=["what"],
+        )
+        audio_counts = dict(device.audio) | {
+            "session_to_model": stats.audio_to_model,
+            "session_lost": stats.audio_lost,
+        }
+        for what, value in sorted(audio_counts.items()):
+            audio.add_metric([what], value)
+        yield audio
         health = tel.health()
         streams = len(tel.running_streams())
         connected = float(tel.model_connected())

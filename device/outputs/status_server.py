@@ -227,6 +227,7 @@ class StatusServer:
         web_app.router.add_get("/api/state", self._api_state)
         web_app.router.add_post("/api/streams/stop", self._stop_stream)
         web_app.router.add_post("/api/streams/start", self._start_stream)
+        web_app.router.add_post("/api/talk", self._talk)
         return web_app
 
     # ------------------------------------------------------------ middleware
@@ -443,6 +444,17 @@ class StatusServer:
             return self._json({"error": "session not running"}, 503)
         result = await session.stop_streaming(name or None, call_id or None)
         return self._json(result)
+
+    async def _talk(self, request: web.Request) -> web.Response:
+        """Push-to-talk from the page: ``{"on": true}`` while the button is held."""
+        body = await self._json_body(request)
+        if isinstance(body, web.Response):
+            return body
+        on = body.get("on")
+        if not isinstance(on, bool):
+            return self._json({"error": 'give "on": true or false'}, 400)
+        said, ok = self.telemetry.device.talk(on)
+        return self._json({"status": said, "talking": on if ok else False}, 200 if ok else 409)
 
 
 __all__ = ["StatusServer"]

@@ -34,9 +34,19 @@ from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.scene_json import lines_json, track_json, zones_json
+from device.outputs.transcripts import TranscriptLines
 from device.outputs.view import DeviceView
 from device.percept import LineTotals, Percept, Track, ZoneState
-from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped, Transcript
+from live.events import (
+    ConnectionState,
+    Event,
+    Interrupted,
+    ModelText,
+    StreamStarted,
+    StreamStopped,
+    Transcript,
+    TurnComplete,
+)
 from live.redact import strip_credentials
 
 DETECT_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
@@ -119,6 +129,7 @@ class Telemetry:
     ) -> None:
         self.device = device
         self.privacy = device.config.device.privacy
+        self._transcripts = TranscriptLines()
         self.history_s = history_s
         self._monotonic = monotonic
         self._wall = wall
@@ -215,13 +226,16 @@ class Telemetry:
                 self.connection_since = self._wall()
             self.connection_state = event.state
             self.connection_reason = event.reason
-        elif isinstance(event, ModelText) or (
-            isinstance(event, Transcript) and event.direction == "output"
-        ):
+        elif isinstance(event, ModelText):
             self.model_text.append({"t": round(event.t, 2), "text": event.text})
-        elif isinstance(event, Transcript):
-            # What the microphone heard, beside what the model said (the page's one list).
-            self.model_text.append({"t": round(event.t, 2), "text": f"heard: {event.text}"})
+        elif isinstance(event, Transcript | TurnComplete | Interrupted):
+            # Said aloud and heard, a line per sentence, beside what the model wrote.
+            lines = self._transcripts.lines(event)
+            for direction, text in lines:
+                shown = text if direction == "output" else f"heard: {text}"
+                self.model_text.append({"t": round(event.t, 2), "text": shown})
+            if not lines:
+                return
         elif not isinstance(event, StreamStarted | StreamStopped):
             return  # nothing shown depends on it
         self.state_changes.bump()
@@ -360,6 +374,7 @@ class Telemetry:
             "device_id": self.device.config.device.device_id,
             "model": self.device.config.model_name(),
             "privacy": self.privacy,
+            "push_to_talk": self.device.push_to_talk,
             "t": round(now, 2),
             "count": self.count,
             "count_reason": None if self.count is not None else self.count_reason,

@@ -154,6 +154,21 @@ class DeviceView(Protocol):
         """How the model's looks ended, by outcome (``tools/look.py:OUTCOMES``)."""
         ...
 
+    def talk(self, on: bool) -> tuple[str, bool]:
+        """Push-to-talk: start (``on``) or end what is said; what happened, and whether
+        it could (no push-to-talk, no microphone: False)."""
+        ...
+
+    @property
+    def push_to_talk(self) -> bool:
+        """The page offers a talk button: push-to-talk with a microphone in use."""
+        ...
+
+    @property
+    def audio(self) -> Mapping[str, int]:
+        """The voice's counters (``device/app/voice.py:Voice.counts``); none without one."""
+        ...
+
 
 __all__ = [
     "CaptureView",

@@ -90,3 +90,23 @@ def test_a_microphone_offline_is_said_not_pretended(tmp_path: Path) -> None:
     done = run(tmp_path, "--mic", str(wav))
     assert done.returncode == 0, done.stderr
     assert "the local model cannot understand speech" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["--speaker", "/no/such/folder/said.wav"],
+            "--speaker /no/such/folder/said.wav: cannot write",
+        ),
+        (["--mic", "/no/such/question.wav", "--model", "gemini-3.8-live"], "no such file"),
+    ],
+)
+def test_a_wav_that_cannot_be_used_is_one_line_and_exit_2(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    env = {**os.environ, "GEMINI_API_KEY": "not-a-key"}
+    done = run(tmp_path, *args, env=env)
+    assert done.returncode == 2
+    assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr

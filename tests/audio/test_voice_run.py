@@ -4,8 +4,11 @@ TLS fake Live server, a WAV as the microphone and a WAV as the loudspeaker."""
 from __future__ import annotations
 
 import itertools
+import json
 import subprocess
 import sys
+import threading
+import urllib.request
 import wave
 from collections.abc import Iterator
 from pathlib import Path
@@ -264,3 +267,111 @@ def test_typed_text_reaches_the_model_as_text(
     conn = server.connection(0)
     if form == "realtime_text":
         assert conn.client_contents() == []  # 3.1 closes a session on mid-session content
+
+
+def test_push_to_talk_sends_only_what_is_said_while_talk_is_held(
+    server: ThreadedFakeLiveServer, tmp_path: Path
+) -> None:
+    wav = tmp_path / "talk.wav"
+    write_wav(wav, 3.0, 16000, 1)
+    proc = start(server, tmp_path, "--mic", str(wav), "--push-to-talk")
+    assert proc.stdin is not None and proc.stdout is not None
+    connected(server)
+    # The model's own voice detection is off: the device marks speech itself.
+    aad = get_field(get_field(server.connection(0).setup, "realtime_input_config"),
+                    "automatic_activity_detection")  # fmt: skip
+    assert get_field(aad, "disabled") is True
+    proc.stdin.write("t\n")  # talk
+    proc.stdin.flush()
+    server.wait_for(lambda: len(audio_inputs(server)) >= 25, timeout=30)
+    proc.stdin.write("t\n")  # end of talk
+    proc.stdin.flush()
+    # Until the WAV is done (the console says so); a device that never says it is killed
+    # after a minute, which ends the read with a failure rather than a hang.
+    guard = threading.Timer(60, proc.kill)
+    guard.start()
+    try:
+        lines = iter(proc.stdout.readline, "")
+        assert any("ended" in line and "microphone" in line for line in lines)
+    finally:
+        guard.cancel()
+    quit_and_finish(proc)
+    marks = [
+        r.kind
+        for r in server.connection(0).realtime_inputs()
+        if r.kind in ("activity_start", "activity_end", "audio")
+    ]
+    assert marks[0] == "activity_start" and marks.count("activity_start") == 1
+    end = marks.index("activity_end")
+    assert set(marks[1:end]) == {"audio"} and end >= 26
+    assert "audio" not in marks[end:]  # held: nothing said after talk ended
+
+
+def test_the_pages_talk_button_is_push_to_talk(
+    server: ThreadedFakeLiveServer, tmp_path: Path
+) -> None:
+    wav = tmp_path / "talk.wav"
+    write_wav(wav, 3.0, 16000, 1)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "device.cli",
+            "run",
+            "--model",
+            MODEL,
+            "--http",
+            "127.0.0.1:0",
+            "--source",
+            str(data_file("vtest.avi")),
+            "--pace",
+            "realtime",
+            "--loop",
+            "--stdin",
+            "--mic",
+            str(wav),
+            "--push-to-talk",
+        ],
+        cwd=REPO_ROOT,
+        env=server.subprocess_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    guard = threading.Timer(60, proc.kill)
+    guard.start()
+    try:
+        url = next(
+            line.split("status page: ")[1].split()[0]
+            for line in iter(proc.stdout.readline, "")
+            if "status page: " in line
+        )
+    finally:
+        guard.cancel()
+    connected(server)
+
+    def post(on: bool) -> dict[str, Any]:
+        request = urllib.request.Request(
+            url + "api/talk",
+            data=json.dumps({"on": on}).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return dict(json.load(response))
+
+    with urllib.request.urlopen(url + "api/state", timeout=10) as response:
+        assert json.load(response)["push_to_talk"] is True  # the page shows the button
+    assert post(True)["talking"] is True
+    server.wait_for(lambda: len(audio_inputs(server)) >= 10, timeout=30)
+    assert post(False)["talking"] is False
+
+    def ended() -> bool:
+        return any(r.kind == "activity_end" for r in server.server.connection(0).realtime_inputs())
+
+    server.wait_for(ended, timeout=30)
+    quit_and_finish(proc)
+    kinds = [r.kind for r in server.connection(0).realtime_inputs()]
+    assert kinds[0] == "activity_start" and kinds.count("audio") >= 10

@@ -86,6 +86,7 @@ def test_a_live_model_cannot_clear_the_console_or_forge_a_line(
         live.wait_connection(1, timeout=30)
         live.send_text(HOSTILE)
         live.send_output_transcription(HOSTILE)
+        live.send_turn_complete()  # the console shows a transcript by sentence or turn
         # A tool call's name and id are the model's words too.
         live.send_tool_call({"name": f"count_people\n{FORGED}\x1b[2J", "args": {},
                              "id": f"c1\r{FORGED}"})  # fmt: skip

@@ -155,6 +155,11 @@ class FakeApp:
     decode_ms: float | None = None
     logs: NoLogs = field(default_factory=NoLogs)
     looks: dict[str, int] = field(default_factory=dict)
+    audio: dict[str, int] = field(default_factory=dict)
+    push_to_talk: bool = False
+
+    def talk(self, on: bool) -> tuple[str, bool]:
+        return "no microphone (--mic)", False
 
 
 # ----------------------------------------------------------------------- broker

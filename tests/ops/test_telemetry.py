@@ -44,7 +44,8 @@ def test_events_set_state_counts_history_and_model_text() -> None:
     for n, t in [(3, 1.0), (4, 30.0), (2, 100.0)]:
         tel.write(count(n, t))
     tel.write(ModelText(t=100.5, text="2 people in view (was 4)."))
-    tel.write(Transcript(t=101.0, text="heard you", direction="input"))  # the user's words
+    tel.write(Transcript(t=101.0, text="heard", direction="input"))  # the user's words, in
+    tel.write(Transcript(t=101.2, text=" you.", direction="input"))  # fragments as Live sends
     tel.write(Usage(t=102, total_tokens=5))  # nothing shown: no change
     app.clock.set(110.0)
     state = tel.state()
@@ -62,7 +63,7 @@ def test_events_set_state_counts_history_and_model_text() -> None:
     # What the microphone heard is shown beside what the model said.
     assert state["model_text"] == [
         {"t": 100.5, "text": "2 people in view (was 4)."},
-        {"t": 101.0, "text": "heard: heard you"},
+        {"t": 101.2, "text": "heard: heard you."},  # one line per sentence
     ]
     assert state["t"] == 110.0 and state["device_id"] == "test-cam" and state["model"] == "local"
     assert tel.state_changes.version == 7  # usage changes nothing shown

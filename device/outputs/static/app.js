@@ -360,8 +360,38 @@ function render(state) {
   renderStreams(state.streams);
   renderStart(state.startable || [], state.streams);
   renderText(state.model_text);
+  $("talk-box").hidden = !state.push_to_talk;
   drawChart(state);
 }
+
+// Push-to-talk: what is said while the button is held goes to the model.
+async function talk(on) {
+  try {
+    const response = await fetch("api/talk", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ on }),
+    });
+    const result = await response.json();
+    $("talk-message").textContent = result.status || result.error || `HTTP ${response.status}`;
+    $("talk").classList.toggle("talking", Boolean(result.talking));
+  } catch (err) {
+    $("talk-message").textContent = `Talk failed: ${err}`;
+  }
+}
+
+let talking = false;
+function setTalk(on) {
+  if (on === talking) return;
+  talking = on;
+  talk(on);
+}
+$("talk").addEventListener("pointerdown", () => setTalk(true));
+for (const name of ["pointerup", "pointerleave", "pointercancel"]) {
+  $("talk").addEventListener(name, () => setTalk(false));
+}
+$("talk").addEventListener("keydown", (e) => { if (e.key === " " && !e.repeat) setTalk(true); });
+$("talk").addEventListener("keyup", (e) => { if (e.key === " ") setTalk(false); });
 
 function connect() {
   const events = new EventSource("events");
