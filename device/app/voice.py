@@ -182,7 +182,8 @@ class Voice:
         if speaker is None:
             return
         speaker.end_of_turn()
-        await speaker.wait_quiet()
+        if not speaker.to_file:  # a file gets the rest when it is closed
+            await speaker.wait_quiet()
 
     # ------------------------------------------------------------------ running
 

@@ -186,9 +186,30 @@ class Speaker:
             if opened:
                 with anyio.CancelScope(shield=True):
                     try:
-                        await anyio.to_thread.run_sync(self._out.close)
+                        await anyio.to_thread.run_sync(self._close_out)
                     except AudioError as exc:
                         self._fail(exc)
+
+    @property
+    def to_file(self) -> bool:
+        """The loudspeaker is a file (paced by the clock, not by a device)."""
+        return not self._out.paces_itself
+
+    def _close_out(self) -> None:
+        """A file gets what was said and not yet played, at once: it holds exactly what the
+        model said even when the run ends (a signal) before it was all played. A device
+        does not: a sentence cut by the end of a run is not finished in silence."""
+        if self.to_file and not self._failed:
+            if self._resampler is not None:
+                self._enqueue(self._resampler.flush(), mark=False)
+                self._resampler = None
+            if self._queue:
+                rest = bytes(self._queue)
+                self._queue.clear()
+                self._marks.clear()
+                self._out.write(rest)
+                self.stats.bytes_played += len(rest)
+        self._out.close()
 
     def _ready(self) -> bool:
         return bool(self._queue) and (len(self._queue) >= self._prebuffer_bytes or self._ending)

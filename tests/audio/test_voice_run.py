@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -375,3 +376,18 @@ def test_the_pages_talk_button_is_push_to_talk(
     quit_and_finish(proc)
     kinds = [r.kind for r in server.connection(0).realtime_inputs()]
     assert kinds[0] == "activity_start" and kinds.count("audio") >= 10
+
+
+def test_a_wav_loudspeaker_holds_all_that_was_said_even_when_a_signal_ends_the_run(
+    server: ThreadedFakeLiveServer, tmp_path: Path
+) -> None:
+    out_wav = tmp_path / "said.wav"
+    proc = start(server, tmp_path, "--speaker", str(out_wav))
+    connected(server)
+    said = speech(3.0)
+    server.send_server_content(audio=said, turn_complete=True)
+    answered(server, "count_people_now")  # the device has read it all
+    proc.send_signal(signal.SIGTERM)  # long before 3 s of it could be played
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert read_wav(out_wav) == (24000, said)
