@@ -30,6 +30,7 @@ from google.genai import types
 
 from device.audio.ports import MIC_MIME, AudioError, Microphone, pcm_rate
 from device.config import Config, ConfigError
+from live.backoff import Backoff
 from live.buffer import LatestWins
 from live.clock import Clock
 from live.events import Event, Interrupted, ModelAudio, ModelText, TurnComplete
@@ -43,6 +44,8 @@ log = logging.getLogger("lookout.voice")
 # After the loudspeaker stops, the room still rings and the device's own output buffer
 # is still playing: the half-duplex mute lasts this much longer.
 ECHO_TAIL_S = 0.3
+# A microphone that fails is opened again after 1, 2, 4... s, at most every 30 s.
+MIC_RETRY = Backoff(1.0, 30.0)
 
 
 class LocalVoice(Protocol):
@@ -204,25 +207,43 @@ class Voice:
         await self.speaker.run()
 
     async def _listen(self, mic: Microphone) -> None:
-        try:
-            async for chunk in mic.chunks():
-                self.stats.chunks_heard += 1
-                if self.queue.closed:
-                    return
-                if self._muted():
-                    self.stats.chunks_muted += 1
-                    continue
-                if not self._talking:
-                    self.stats.chunks_held += 1
-                    continue
-                self.queue.send_audio(types.Blob(data=chunk, mime_type=MIC_MIME))
-                self.stats.chunks_sent += 1
-        except AudioError as exc:
-            self.say(f"microphone {mic.name}: {exc}; the device goes on without it")
+        """Until the microphone ends (a WAV); a device that fails is opened again, with a
+        growing wait, said when it is lost and when it is back."""
+        failures = 0
+        while not self.queue.closed:
+            heard_before = self.stats.chunks_heard
+            try:
+                await self._pump(mic, lost=failures > 0)
+            except AudioError as exc:
+                if self.stats.chunks_heard > heard_before:
+                    failures = 0  # it worked for a while: a new loss, said again
+                failures += 1
+                if failures == 1:
+                    # The error names the microphone ("microphone 'usb' was lost: ...").
+                    self.say(f"{exc}; trying it again meanwhile")
+                await self.clock.sleep(MIC_RETRY.delay(failures - 1))
+                continue
+            except anyio.ClosedResourceError:
+                return  # the run ended while a chunk was on its way
+            self.say(f"microphone {mic.name}: ended ({self.stats.chunks_heard} chunks heard)")
             return
-        except anyio.ClosedResourceError:
-            return  # the run ended while a chunk was on its way
-        self.say(f"microphone {mic.name}: ended ({self.stats.chunks_heard} chunks heard)")
+
+    async def _pump(self, mic: Microphone, *, lost: bool) -> None:
+        async for chunk in mic.chunks():
+            if lost:
+                self.say(f"microphone {mic.name}: back")
+                lost = False
+            self.stats.chunks_heard += 1
+            if self.queue.closed:
+                return
+            if self._muted():
+                self.stats.chunks_muted += 1
+                continue
+            if not self._talking:
+                self.stats.chunks_held += 1
+                continue
+            self.queue.send_audio(types.Blob(data=chunk, mime_type=MIC_MIME))
+            self.stats.chunks_sent += 1
 
     async def _speak(self) -> None:
         voice, speaker = self.local_voice, self.speaker
@@ -288,9 +309,13 @@ def build_voice(
             raise ConfigError(f"--speaker {audio.speaker}: {exc}") from None
 
         def lost(message: str) -> None:
-            say(f"loudspeaker {out.name}: {message}; the device goes on without it")
+            retry = "; trying it again meanwhile" if out.paces_itself else ""
+            say(f"loudspeaker {out.name}: {message}{retry}")
 
-        speaker = Speaker(out, clock, on_error=lost)
+        def back() -> None:
+            say(f"loudspeaker {out.name}: back")
+
+        speaker = Speaker(out, clock, on_error=lost, on_back=back)
     local_voice = None
     if speaker is not None and not model_hears and audio.tts == "on":
         from device.audio.tts import Espeak

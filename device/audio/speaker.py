@@ -13,6 +13,7 @@ what a device would have played by then.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import random
@@ -25,10 +26,12 @@ import anyio.to_thread
 
 from device.audio.pcm import PcmResampler
 from device.audio.ports import SAMPLE_BYTES, AudioError, Loudspeaker
+from live.backoff import Backoff
 from live.clock import Clock
 
 log = logging.getLogger(__name__)
 
+REOPEN = Backoff(1.0, 30.0)  # a device that failed is opened again after 1, 2, 4... s
 LATENCY_RESERVOIR = 4096  # latencies kept for percentiles: a long run stays small
 
 
@@ -77,6 +80,7 @@ class Speaker:
         chunk_ms: int = 20,
         prebuffer_ms: int = 60,
         on_error: Callable[[str], None] | None = None,
+        on_back: Callable[[], None] | None = None,
     ) -> None:
         if chunk_ms <= 0 or prebuffer_ms < 0:
             raise AudioError(
@@ -92,6 +96,7 @@ class Speaker:
             self._chunk_bytes, self._rate * prebuffer_ms // 1000 * SAMPLE_BYTES
         )
         self._on_error = on_error or _log_error
+        self._on_back = on_back or (lambda: None)
         self.stats = SpeakerStats()
         self._queue = bytearray()
         self._resampler: PcmResampler | None = None
@@ -171,17 +176,32 @@ class Speaker:
         """Opens the loudspeaker and plays until cancelled; closes it at the end."""
         self._wake = anyio.Event()
         opened = False
+        failures = 0
         try:
-            try:
-                await anyio.to_thread.run_sync(self._out.open)
-                opened = True
-            except AudioError as exc:
-                self._fail(exc)
-            while not self._failed:
-                while not self._ready():
-                    await self._wake.wait()
-                await self._play_burst()
-            await anyio.sleep_forever()  # quiet: feed() counts what it drops
+            while True:
+                try:
+                    await anyio.to_thread.run_sync(self._out.open)
+                    opened = True
+                except AudioError as exc:
+                    self._fail(exc)
+                if opened and failures:
+                    self._failed = False
+                    self._on_back()
+                while not self._failed:
+                    failures = 0
+                    while not self._ready():
+                        await self._wake.wait()
+                    await self._play_burst()
+                if not self._out.paces_itself:
+                    await anyio.sleep_forever()  # a file that cannot be written stays so
+                # A device that failed (unplugged, its server restarted) is opened again
+                # after 1, 2, 4... s; meanwhile feed() counts what it drops.
+                failures += 1
+                if opened:
+                    opened = False
+                    with contextlib.suppress(AudioError):
+                        await anyio.to_thread.run_sync(self._out.close)
+                await self._clock.sleep(REOPEN.delay(failures))
         finally:
             if opened:
                 with anyio.CancelScope(shield=True):
@@ -283,7 +303,7 @@ class Speaker:
             self._wake = anyio.Event()
 
     def _fail(self, exc: AudioError) -> None:
-        """Says the loudspeaker's failure once; from then on the speaker is quiet."""
+        """Says the loudspeaker's failure once; the speaker is quiet until it is back."""
         if self._failed:
             return
         self._failed = True

@@ -309,3 +309,26 @@ async def test_a_turn_fed_before_the_last_one_played_out_is_buffered_afresh(
     assert [n for _, n in out.writes] == [960, 960, 480] + [960] * 5 + [240]
     assert read_wav(tmp_path / "said.wav")[0] == first + second
     assert speaker.stats.underruns == 0
+
+
+async def test_a_device_that_breaks_is_opened_again_and_plays_the_next_turn() -> None:
+    # A sound card that fails (unplugged, its sound server restarted) is tried again after
+    # 1, 2, 4... s; what came meanwhile is lost and counted; once back, it plays again.
+    clock = FakeClock()
+    out = FakeOut(fail_on_write=2)
+    out.paces_itself = True
+    said: list[str] = []
+    speaker = Speaker(out, clock, on_error=said.append, on_back=lambda: said.append("back"))
+    async with running(speaker):
+        speaker.feed(noise(100), 24_000)
+        speaker.end_of_turn()
+        await pump(clock, lambda: bool(said))
+        await idle(clock, speaker, 1.0)  # the first reopen, after a second
+        await pump(clock, lambda: said[-1] == "back")
+        out.fail_on_write = None  # plugged in again
+        again = noise(60, seed=3)
+        speaker.feed(again, 24_000)
+        speaker.end_of_turn()
+        await pump(clock, lambda: b"".join(out.got).endswith(again))
+    assert said == ["fake loudspeaker: the device was unplugged", "back"]
+    assert out.closed == 2  # once when it broke, once at the end

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from device.app.voice import ECHO_TAIL_S, Voice
+from device.audio.ports import AudioError
 from live import FakeClock, LiveRequestQueue
 from live.clock import settle
 from live.events import Interrupted, ModelAudio, ModelText, TurnComplete
@@ -126,3 +127,41 @@ async def test_model_events_drive_the_loudspeaker() -> None:
     voice.write(TurnComplete())
     voice.write(ModelText(text="no local voice: not said"))
     assert speaker.said == [("feed", 4, 24000), ("feed", 2, 24000), "interrupt", "end"]
+
+
+class FlakyMic:
+    """Two chunks, then lost; lost again at once; then three chunks and the end."""
+
+    name = "usb"
+
+    def __init__(self) -> None:
+        self.opened = 0
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        self.opened += 1
+        plan = {1: (2, True), 2: (0, True), 3: (3, False)}[self.opened]
+        for _ in range(plan[0]):
+            yield b"\0\0" * 320
+        if plan[1]:
+            raise AudioError(f"microphone 'usb' was lost: stream {self.opened} stopped")
+
+
+async def test_a_lost_microphone_is_opened_again_and_said_once_lost_and_once_back() -> None:
+    clock = FakeClock()
+    queue: LiveRequestQueue[Any] = LiveRequestQueue(now=clock.now)
+    said: list[str] = []
+    mic = FlakyMic()
+    voice = Voice(queue, clock, said.append, mic=mic)
+    async with anyio.create_task_group() as tg:
+        await tg.start(voice.run)
+        await settle()
+        assert mic.opened == 2  # lost, tried again at once: lost again, now waiting
+        clock.advance(1.0)  # the second retry, after a second
+        await settle()
+        tg.cancel_scope.cancel()
+    assert mic.opened == 3 and voice.stats.chunks_sent == 5
+    assert said == [
+        "microphone 'usb' was lost: stream 1 stopped; trying it again meanwhile",
+        "microphone usb: back",
+        "microphone usb: ended (5 chunks heard)",
+    ]
