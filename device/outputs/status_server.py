@@ -114,11 +114,12 @@ class StatusServer:
 
     # ------------------------------------------------------------- lifecycle
 
-    def listen(self, *, fallback_ports: int = 0) -> None:
+    def listen(self, *, fallback_ports: int = 0, given_as: str = "") -> None:
         """Bind the socket now, so that a taken port fails before the app starts.
 
         ``fallback_ports``: for the default address, a port in use is no reason to
         stop a device; the next free one of that many is taken instead (and said).
+        ``given_as``: how the user gave the address (``--http``), named when it fails.
         """
         if self._sock is not None:
             return
@@ -135,8 +136,11 @@ class StatusServer:
                     port += 1
                     continue
                 reason = exc.strerror or str(exc)
+                if in_use:
+                    reason = "the address is in use by another program"
+                source = f" ({given_as})" if given_as else ""
                 raise ConfigError(
-                    f"status server: cannot listen on {self.address}: {reason}"
+                    f"status server: cannot listen on {self.address}{source}: {reason}"
                 ) from None
         self._sock = sock
         self.port = sock.getsockname()[1]
