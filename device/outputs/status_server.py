@@ -48,6 +48,7 @@ from device.outputs.request_log import requests_log
 from device.outputs.telemetry import Telemetry
 from live.redact import redact
 
+CLEANUP_S = 0.3  # at the end of a run, at most this long for requests in flight
 log = logging.getLogger("lookout.status")
 
 
@@ -214,7 +215,9 @@ class StatusServer:
                 task.cancel()
             if server is not None:
                 server.close()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(3):
+            # Bounded well inside the 2 s a signal has to end the run (device/app/run.py):
+            # a request still being answered is cut rather than waited for.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_S):
                 await runner.cleanup()
             self.close()
 
