@@ -45,6 +45,7 @@ from device.sources import FrameSource, SourceError
 from live import LiveRequestQueue, LiveSession
 from live.clock import Clock
 from live.events import ErrorEvent
+from live.plural import counted
 from live.walltime import StepWatch
 from tools.count_people import CountPeople
 
@@ -296,7 +297,7 @@ class App:
         total = self._media_total_s()
         of = f" of {total:.1f}" if total else ""
         self.console.say(
-            f"replayed {stats.frames_read:,} frames ({media:.1f}{of} s of media) from "
+            f"replayed {counted(stats.frames_read, 'frame')} ({media:.1f}{of} s of media) from "
             f"{self.source.name} in {self.bus.elapsed():.1f} s; the detector ran on "
             f"{self.perception.stats.detected:,}",
             self.bus.elapsed(),
