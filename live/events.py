@@ -64,6 +64,8 @@ class Event:
 class ModelText(Event):
     type: ClassVar[str] = "model_text"
     text: str
+    # A restatement of what the device said itself (``ModelTextOut.narration``); not logged.
+    narration: bool = field(default=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,7 +227,7 @@ def from_model(event: object) -> Event | None:
     from live import model as m
 
     if isinstance(event, m.ModelTextOut):
-        return ModelText(text=event.text)
+        return ModelText(text=event.text, narration=event.narration)
     if isinstance(event, m.ModelTranscriptOut):
         return Transcript(text=event.text, direction=event.direction)
     if isinstance(event, m.ModelAudioOut):

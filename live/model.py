@@ -78,6 +78,9 @@ class ModelToolCancellation:
 @dataclass(frozen=True)
 class ModelTextOut:
     text: str
+    # The model only restates what the device already said (the offline model's sentence
+    # for a count change): a console that printed the change does not print it again.
+    narration: bool = False
 
 
 @dataclass(frozen=True)

@@ -68,8 +68,8 @@ async def run_command(
             say(f"{COUNT_TOOL} is already running (call {running[0]['id']})")
             return
         call = await session.call_tool(COUNT_TOOL)
-        say(f"{COUNT_TOOL} started by the device (call {call.call_id})" if call.ok
-            else f"could not start {COUNT_TOOL}: {call.response.get('error')}")  # fmt: skip
+        if not call.ok:  # a start is said by its own event line (stream_started)
+            say(f"could not start {COUNT_TOOL}: {call.response.get('error')}")
     elif command == "stop":
         result = await session.stop_streaming(COUNT_TOOL)
         say(f"{result.get('status')}; the device keeps counting")

@@ -289,7 +289,11 @@ class App:
             await anyio.sleep(0.5)
 
     def _say_totals(self) -> None:
-        """A replay ends with what it went through, terminal or not."""
+        """A run ends with its lines' and zones' totals; a replay also with what it went
+        through, terminal or not."""
+        scene = self._scene_totals()
+        if scene:
+            self.console.say(scene, self.bus.elapsed())
         if self.source.is_camera:
             return
         stats = self.capture.stats
@@ -302,6 +306,24 @@ class App:
             f"{self.perception.stats.detected:,}",
             self.bus.elapsed(),
         )
+
+    def _scene_totals(self) -> str | None:
+        """``totals: line post 12 in, 16 out; zone left 3 stayed over 30 s`` (None: no
+        lines or zones)."""
+        scene = self.config.scene
+        if not scene.lines and not scene.zones:
+            return None
+        parts = [
+            f"line {name} {totals.entered} in, {totals.exited} out"
+            for name, totals in self.perception.scene.line_totals().items()
+        ]
+        for name, spec in scene.zones.items():
+            dwell = spec.dwell if spec.dwell is not None else scene.dwell
+            stayed = self.console.dwells.get(name, 0)
+            parts.append(
+                f"zone {name} {counted(stayed, 'person', 'people')} stayed over {dwell:g} s"
+            )
+        return "totals: " + "; ".join(parts)
 
 
 __all__ = ["CLOCK_CHECK_S", "EXIT_FAILURE", "EXIT_LOG_INCOMPLETE", "App", "StopSwitch"]

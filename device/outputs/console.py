@@ -83,6 +83,8 @@ class ConsoleSink:
         self._model_connected = False
         self._model_away_since = 0.0  # event time since when no model has been connected
         self._transcripts = TranscriptLines()
+        # People who stayed longer than a zone's dwell time, by zone (the run's totals line).
+        self.dwells: dict[str, int] = {}
 
     def _line(self, text: str) -> None:
         prefix = "\r\x1b[2K" if self._progress_shown else ""
@@ -134,6 +136,8 @@ class ConsoleSink:
     def write(self, event: Event) -> None:
         if isinstance(event, ConnectionState):
             self._track_model(event)
+        if isinstance(event, DwellPassed):
+            self.dwells[event.zone] = self.dwells.get(event.zone, 0) + 1
         for direction, said in self._transcripts.lines(event):
             self._line(f"{_fmt_t(event.t)} {label(direction, said)}")
         text = self.describe(event)
@@ -153,7 +157,9 @@ class ConsoleSink:
     def describe(self, event: Event) -> str | None:
         data: dict[str, Any] = event.to_dict()
         if isinstance(event, ModelText):
-            return f"model: {event.text}"
+            # The offline model restating a change the console just printed says nothing
+            # new (it is spoken on a loudspeaker and kept in the log).
+            return None if event.narration else f"model: {event.text}"
         if isinstance(event, Transcript):
             return None  # a line per sentence (``write``), not per fragment
         if isinstance(event, CountChanged):

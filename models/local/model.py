@@ -146,8 +146,8 @@ class LocalConnection:
         if not self._closed:
             self._send.send_nowait(event)
 
-    def _say(self, text: str) -> None:
-        self._emit(ModelTextOut(text))
+    def _say(self, text: str, *, narration: bool = False) -> None:
+        self._emit(ModelTextOut(text, narration=narration))
         self._emit(ModelTurnComplete())
 
     def _call(self, name: str, args: dict[str, Any]) -> str:
@@ -181,7 +181,7 @@ class LocalConnection:
         elif name in WATCH_TOOLS:
             sentence = describe_scene(payload)
             if sentence is not None:
-                self._say(sentence)
+                self._say(sentence, narration=True)
 
     def _on_emission(self, call_id: str, payload: dict[str, Any]) -> None:
         state = self.model.state
@@ -194,7 +194,7 @@ class LocalConnection:
             state.count = payload["people"] if isinstance(payload["people"], int) else None
         sentence = describe(payload)
         if sentence is not None:
-            self._say(sentence)
+            self._say(sentence, narration=True)
 
     def _on_text(self, text: str) -> None:
         match = _TEXT_EMISSION.match(text.strip())

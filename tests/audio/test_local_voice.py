@@ -56,7 +56,7 @@ def test_the_local_model_says_its_sentences(tmp_path: Path) -> None:
     said = tmp_path / "said.wav"
     done = run(tmp_path, "--speaker", str(said))
     assert done.returncode == 0, done.stderr
-    assert "model: 3 people in view" in done.stdout
+    assert "count: 3" in done.stdout
     seconds, loudness = seconds_and_loudness(said)
     assert seconds >= 1.0 and loudness > 300  # a spoken sentence, not silence
 
@@ -68,7 +68,7 @@ def test_without_a_local_voice_it_prints_and_says_so_once(tmp_path: Path) -> Non
     done = run(tmp_path, "--speaker", str(said), env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("no espeak-ng") == 1
-    assert "model: 3 people in view" in done.stdout
+    assert "count: 3" in done.stdout
     assert seconds_and_loudness(said)[0] == 0.0
 
 

@@ -86,7 +86,7 @@ def test_system_config_is_read_when_present(tmp_path: Path) -> None:
         ("pace = 'slow'\n", "pace must be one of realtime, fast"),
         ("loop = 1\n", "loop must be true or false"),
         ("api_key = 'x'\n", "api_key does not belong in a config file"),
-        ("threshold = 1.5\n", "threshold must be between 0 and 1"),
+        ("threshold = 1.5\n", "threshold must be more than 0 and less than 1"),
         ("fps = [\n", "not valid TOML"),
         ("model = 'gemini-3.8-live'\n", "needs an API key: set GEMINI_API_KEY"),
     ],
