@@ -405,3 +405,21 @@ def test_a_camera_run_is_charted_on_the_clock_as_a_step_of_the_system_clock_left
     assert origin + timeline.runs[0].time(events[-1]) + timeline.runs[0].offset == (
         pytest.approx(started + behind + 89.5, abs=1.0)
     )
+
+
+def test_every_flag_of_lookout_report_is_in_the_operations_docs() -> None:
+    """docs/operations.md's report section names each flag ``lookout report --help``
+    lists, so the two cannot drift apart again (it once said there was no --period)."""
+    import re
+
+    from tests.cli import lookout_in_process
+
+    shown = lookout_in_process("report", "--help")
+    assert shown.returncode == 0, shown.stderr
+    flags = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", shown.stdout.split("options:", 1)[1]))
+    assert {"--out", "--run", "--period", "-h", "--help"} <= flags, flags
+    docs = (REPO_ROOT / "docs" / "operations.md").read_text()
+    section = docs.split("\n## Reports\n", 1)[1].split("\n## ", 1)[0]
+    missing = sorted(flag for flag in flags if f"`{flag}" not in section)
+    assert not missing, f"docs/operations.md's Reports section does not mention {missing}"
+    assert "no flag" not in section
