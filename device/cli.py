@@ -30,7 +30,6 @@ from device.config import (
     apply,
     build,
     parse_flags,
-    value_of,
 )
 
 EXIT_OK, EXIT_FAILURE = 0, 1
@@ -265,29 +264,31 @@ def cmd_count(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from device.app.doctor import doctor
 
-    # Only the values are checked here (build would refuse a missing detector file,
-    # which is for the doctor to report).
+    # A mistyped flag is the user's (exit 2); the config file, the world (a missing
+    # detector, a dead broker) are for the doctor to report.
     flags = {name: getattr(args, name) for name in DOCTOR_SETTINGS}
+    given = {k: v for k, v in flags.items() if v is not None}
     try:
-        checked = apply(Config(), {k: v for k, v in flags.items() if v is not None}, COMMAND_LINE)
+        apply(Config(), given, COMMAND_LINE)
     except ConfigError as exc:
         return _fail(str(exc))
-    for name in DOCTOR_SETTINGS:
-        setattr(args, name, value_of(checked, name))
-    return doctor(args)
+    return doctor(args, given)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from device.app.report import ReportError, make_report
+    from live.plural import counted
 
     try:
         summary = make_report(args.input, args.out, run=args.run, period_s=args.period)
     except ReportError as exc:
         return _fail(str(exc))
-    runs = f"{summary['runs']} runs, " if summary["runs"] > 1 else ""
+    runs = f"{counted(summary['runs'], 'run')}, " if summary["runs"] > 1 else ""
     if not summary["count_reports"]:
         # A log of questions (lookout ask) or of a source that never ran has no count.
-        print(f"wrote {args.out}: {runs}no count in this log ({summary['events']} events)")
+        print(
+            f"wrote {args.out}: {runs}no count in this log ({counted(summary['events'], 'event')})"
+        )
         return EXIT_OK
     mean = summary["mean_occupancy"]
     axis = {"media": "of media", "wall": "", "session": ""}.get(summary["axis"], "")
@@ -295,7 +296,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         f"wrote {args.out}: {runs}max {summary['max_count']} people, "
         f"mean occupancy {'-' if mean is None else f'{mean:.2f}'} over "
         f"{summary['observed_s']:.1f} s {axis}".rstrip()
-        + f", {summary['changes']} changes"
+        + f", {counted(summary['changes'], 'change')}"
         + _scene_summary(summary)
     )
     return EXIT_OK

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 from device.config import FIELDS, SECTION_OF, SETTINGS, SYSTEM_CONFIG, flag_name
-from device.config.explain import base_type, choices
+from device.config.explain import base_type, choices, value_range
 from device.config.values import MAX_FPS
 
 EXIT_USAGE = 2  # what the user typed cannot be run: one line, never a traceback
@@ -96,7 +96,10 @@ def _add_fields(parser: Any, fields: Mapping[str, FieldInfo], names: Sequence[st
     so that a bad value gets the model's message and "not given" is never a default."""
     for name in names:
         field = fields[name]
-        text = f"{field.description} (default: {_default_text(field)})"
+        # The bounds too: a user reads what a value may be before typing one, not after.
+        bounds = value_range(field)
+        text = f"{field.description} ({bounds + '; ' if bounds else ''}default: "
+        text += f"{_default_text(field)})"
         options: dict[str, Any] = {"default": None, "help": text.replace("%", "%%")}
         kind = base_type(field)
         if name in REPEATED:
@@ -192,8 +195,18 @@ def _add_report(sub: Any) -> None:
     )
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("lookout")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
 def parser() -> argparse.ArgumentParser:
     root = _Parser(prog="lookout", description="Lookout: an edge vision agent.")
+    root.add_argument("--version", action="version", version=f"lookout {_version()}")
     sub = root.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_run(sub)
     _add_count(sub)

@@ -25,6 +25,7 @@ from pydantic import Field
 from device.percept import CountUnknown, CurrentPercept, Percept
 from device.regions import count_people_in_region
 from live import InputStream, ToolArgumentError, ToolContext
+from live.plural import counted
 from live.tool import coalesce_updates
 from tools.regions import parse_region
 from tools.watch import Watch, watch_changes
@@ -84,7 +85,8 @@ def _count_watch(polygon: np.ndarray | None, min_change: int, failure_alarm: int
     def alarm(failures: int, error: str, last: int | None) -> dict[str, Any]:
         return {
             "status": "error",
-            "error": f"{failures} frames in a row could not be used ({error}); still trying",
+            "error": f"{counted(failures, 'frame')} in a row could not be used ({error}); "
+            "still trying",
             "people": last,
         }
 

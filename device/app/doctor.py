@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import threading
 from pathlib import Path
+
+from device.config import COMMAND_LINE, Config, ConfigError, apply, value_of
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 DOCTOR_TIMED_RUNS = 3  # after one warm-up; the median is reported
@@ -231,23 +234,36 @@ def _check_audio_file(spec: str, kind: str) -> None:
         raise AudioError(f"no folder {Path(spec).parent} to write it in")
 
 
-def doctor(args: argparse.Namespace) -> int:
-    results = []
-    if args.config is not None:
-        from device.config import Config, ConfigError, apply, load_file
+def _configured(args: argparse.Namespace, flags: dict[str, object]) -> tuple[Config, str | None]:
+    """What lookout run would be given: the config file (``--config``, else
+    /etc/lookout's), the ``LOOKOUT_`` variables and the flags; and why the file is wrong."""
+    from device.config.layers import stacked
 
-        try:
-            apply(Config(), load_file(args.config), str(args.config))
-            _line(OK, "config", str(args.config))
-            results.append(OK)
-        except ConfigError as exc:
-            _line(FAIL, "config", str(exc))
-            results.append(FAIL)
-    results.append(_check_source(args.source))
-    results.append(_check_detector(args.detector, args.precision))
+    try:
+        config, _ = stacked(flags, config_path=args.config)
+    except ConfigError as exc:
+        return apply(Config(), flags, COMMAND_LINE), str(exc)
+    return config, None
+
+
+def doctor(args: argparse.Namespace, flags: dict[str, object] | None = None) -> int:
+    from device.app.doctor_outputs import check_outputs
+
+    results = []
+    config, problem = _configured(args, flags or {})
+    if problem is not None:
+        _line(FAIL, "config", problem)
+        results.append(FAIL)
+    elif args.config is not None:
+        _line(OK, "config", str(args.config))
+        results.append(OK)
+    setting = functools.partial(value_of, config)
+    results.append(_check_source(setting("source")))
+    results.append(_check_detector(setting("detector"), setting("precision")))
     results.append(_check_runtime())
-    results.append(_check_model(args.model))
-    results.extend(_check_audio(args.mic, args.speaker))
+    results.append(_check_model(setting("model")))
+    results.extend(_check_audio(setting("mic"), setting("speaker")))
+    results.extend(check_outputs(config, _line))
     failed = results.count(FAIL)
     print("all good" if not failed else f"{failed} problem(s) found")
     return 1 if failed else 0

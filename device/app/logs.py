@@ -21,6 +21,7 @@ from device.config.paths import check_writable_file, open_output
 from device.events import LogProblem
 from device.outputs.sinks import JsonlSink
 from live import SQLiteEventLog
+from live.plural import counted
 
 log = logging.getLogger("lookout.app")
 
@@ -105,11 +106,11 @@ class EventLogs:
             if health.degraded:
                 problems.append(
                     f"event log {self.config.outputs.db}: {health.last_error}; "
-                    f"{health.pending:,} events waiting"
+                    f"{counted(health.pending, 'event')} waiting"
                 )
             if health.dropped:
                 problems.append(
-                    f"event log {self.config.outputs.db}: {health.dropped:,} events lost"
+                    f"event log {self.config.outputs.db}: {counted(health.dropped, 'event')} lost"
                 )
         if self.jsonl is not None and (self.jsonl.degraded or self.jsonl.lost):
             why = f": {self.jsonl.last_error}" if self.jsonl.degraded else ""
@@ -136,7 +137,8 @@ class EventLogs:
         if self.db is not None and not self.db.complete:
             health = self.db.health()
             problems.append(
-                f"{self.config.outputs.db}: {health.dropped:,} events lost ({health.last_error})"
+                f"{self.config.outputs.db}: {counted(health.dropped, 'event')} lost "
+                f"({health.last_error})"
             )
         if self.jsonl is not None and not self.jsonl.complete:
             events = self.config.outputs.events

@@ -30,7 +30,7 @@ from device.outputs.telemetry import Telemetry
 from device.outputs.view import DeviceView
 from live.clock import Clock
 
-DEFAULT_HTTP = "127.0.0.1:8765"
+DEFAULT_HTTP = "127.0.0.1:8765"  # the only address that may move to a free port
 
 
 class Service(Protocol):
@@ -115,8 +115,11 @@ def build_operations(
             connections=connections,
         )
         # Bind last: every check that can fail has passed, so no socket is left open.
-        if config.outputs.http != DEFAULT_HTTP:
-            server.listen()  # an address the user chose: taken is their error (exit 2)
+        given = config.given("http")
+        if given is not None:
+            # An address the user chose, even the default's: proxies and scrapers point
+            # at it, so it never moves; taken is their error (exit 2), said as they gave it.
+            server.listen(given_as=given)
         else:
             try:
                 server.listen(fallback_ports=10)

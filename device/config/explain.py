@@ -35,7 +35,8 @@ def _number(value: object) -> str:
     return str(value)
 
 
-def _range(field: FieldInfo) -> str:
+def value_range(field: FieldInfo) -> str:
+    """A field's bounds in words (``more than 0 and less than 1``); empty when it has none."""
     bounds = {
         kind: getattr(rule, kind)
         for rule in field.metadata
@@ -45,7 +46,7 @@ def _range(field: FieldInfo) -> str:
     if "ge" in bounds and "le" in bounds:
         return f"between {_number(bounds['ge'])} and {_number(bounds['le'])}"
     if "gt" in bounds and "lt" in bounds:
-        return f"between {_number(bounds['gt'])} and {_number(bounds['lt'])} (exclusive)"
+        return f"more than {_number(bounds['gt'])} and less than {_number(bounds['lt'])}"
     words = {"gt": "more than", "ge": "at least", "lt": "less than", "le": "at most"}
     return " and ".join(f"{words[k]} {_number(v)}" for k, v in bounds.items())
 
@@ -75,7 +76,7 @@ def _requirement(error: ErrorDetails, field: FieldInfo | None) -> tuple[str, boo
     if kind == "value_error":
         return str(error.get("ctx", {}).get("error", error["msg"])), False
     if kind in _BOUNDS and field is not None:
-        return f"must be {_range(field)}", True
+        return f"must be {value_range(field)}", True
     if kind == "literal_error" and field is not None and choices(field):
         return f"must be one of {', '.join(choices(field))}", True
     if kind in _NUMBER:
@@ -122,4 +123,4 @@ def explain(exc: ValidationError, model: type[BaseModel], where: Callable[[str],
     return " ".join(line.split())
 
 
-__all__ = ["base_type", "choices", "explain"]
+__all__ = ["base_type", "choices", "explain", "value_range"]

@@ -231,16 +231,17 @@ def _stack(config: Config, layers: list[Given]) -> Config:
     return config
 
 
-def build(
+def stacked(
     flags: Mapping[str, Any],
     *,
     config_path: Path | None = None,
     environ: Mapping[str, str] = os.environ,
     system_config: Path = SYSTEM_CONFIG,
-) -> Config:
-    """Defaults, then the config file (``--config`` or /etc/lookout), the environment's
-    ``LOOKOUT_`` variables, then flags (a flag whose value is None was not given); then
-    the secrets, and what the values need from the world (``checks.validate``)."""
+) -> tuple[Config, list[Given]]:
+    """Defaults, the profile, the config file (``--config`` or /etc/lookout), the
+    environment's ``LOOKOUT_`` variables, then flags (a flag whose value is None was not
+    given), each setting recorded as given by the layer that set it last; and the layers,
+    whose notes are not said yet. Nothing of the world is checked (``build`` does)."""
     layers: list[Given] = []
     path = config_path if config_path is not None else system_config
     if config_path is not None or system_config.is_file():
@@ -252,6 +253,23 @@ def build(
         # The profile replaces defaults only: the file, variables and flags go over it.
         preset = profile_defaults(config.perception.profile, scene=config.has_scene)
         config = _stack(apply(Config(), preset, COMMAND_LINE), layers)
+    # Flags over variables over the file: the last layer that set a value names it.
+    config.with_given({name: given.where(name) for given in layers for name in given.values})
+    return config, layers
+
+
+def build(
+    flags: Mapping[str, Any],
+    *,
+    config_path: Path | None = None,
+    environ: Mapping[str, str] = os.environ,
+    system_config: Path = SYSTEM_CONFIG,
+) -> Config:
+    """The layers (``stacked``), then the secrets, and what the values need from the world
+    (``checks.validate``)."""
+    config, layers = stacked(
+        flags, config_path=config_path, environ=environ, system_config=system_config
+    )
     update: dict[str, Any] = {"api_key": api_key_from_env(environ)}
     if config.outputs.http_token is None and config.outputs.http_token_file is None:
         update["http_token"] = token_from_env(environ)  # out of ps and shell history
@@ -274,4 +292,5 @@ __all__ = [
     "load_file",
     "parse_flags",
     "read",
+    "stacked",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
 from device.config.errors import ConfigError
@@ -90,6 +90,10 @@ class Config(BaseModel):
     audio: AudioSettings = Field(default_factory=AudioSettings)
     device: DeviceSettings = Field(default_factory=DeviceSettings)
     outputs: OutputSettings = Field(default_factory=OutputSettings)
+    # Which settings a user gave, and how their source spells each (``--http``,
+    # ``LOOKOUT_HTTP``, ``lookout.toml: http``): a value equal to its default may still be
+    # one the user chose (an address that must not move), which the values cannot say.
+    _given: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -99,8 +103,18 @@ class Config(BaseModel):
     @classmethod
     def of(cls, **settings: Any) -> Self:
         """A Config from settings by their flat names (``Config.of(detect_fps=5)``),
-        validated (ConfigError)."""
-        return validated(cls, settings, str)
+        validated (ConfigError); each of them counts as given."""
+        return validated(cls, settings, str).with_given({name: name for name in settings})
+
+    def with_given(self, where: Mapping[str, str]) -> Self:
+        """This config, recording that the user gave these settings (name: as spelled)."""
+        self._given = {**self._given, **where}
+        return self
+
+    def given(self, name: str) -> str | None:
+        """How the user gave setting ``name`` (``--http``, ``cfg.toml: http``), or None
+        when it is the default (or a profile's choice)."""
+        return self._given.get(name)
 
     def detection_fps(self) -> float:
         """The detector's rate: as set, else what the configured lines and zones need."""
@@ -161,7 +175,7 @@ class Config(BaseModel):
         copied = super().model_copy(deep=deep)
         if not update:
             return copied
-        return validated(type(copied), merged(copied, update), str)
+        return validated(type(copied), merged(copied, update), str).with_given(self._given)
 
     def __setattr__(self, name: str, value: Any) -> None:
         try:

@@ -131,7 +131,13 @@ class PerceptionSettings(Section):
             f"{DETECT_FPS:g}, or {SCENE_DETECT_FPS:g} when lines or zones are configured"
         ),
     )
-    threshold: float = Field(default=0.45, gt=0, lt=1, description="detector score threshold")
+    threshold: float = Field(
+        default=0.45,
+        gt=0,
+        lt=1,
+        description="lowest detector score a box needs to count as a person: lower finds "
+        "more people in poor light, and more things that are not people",
+    )
     detector: FilePath | None = Field(
         default=None,
         description="ONNX person detector file",

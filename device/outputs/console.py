@@ -37,6 +37,7 @@ from live.events import (
     ToolCall,
     Transcript,
 )
+from live.plural import counted
 from live.printable import printable
 
 
@@ -192,7 +193,7 @@ class ConsoleSink:
             by = " by the device" if event.by == "device" else ""
             return f"{event.name} started{by} (call {event.id})"
         if isinstance(event, StreamStopped):
-            return f"{event.name} stopped: {event.reason} ({event.emissions} emissions)"
+            return f"{event.name} stopped: {event.reason} ({counted(event.emissions, 'emission')})"
         if self.verbose and isinstance(event, ToolCall | Emission):
             return json.dumps(data)
         return None

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from live.clock import Clock
+from live.plural import counted
 
 log = logging.getLogger("lookout.mqtt")
 
@@ -162,14 +163,17 @@ class LinkHealth:
         if not self._dropping:
             why = "" if self.stats.connected else f" ({self.stats.last_error or 'not connected'})"
             self.say(
-                f"warning: MQTT: {self.max_queue:,} events are waiting for {self.broker}{why}; "
+                f"warning: MQTT: {counted(self.max_queue, 'event')} are waiting for "
+                f"{self.broker}{why}; "
                 "dropping the oldest from now on (the count, line totals and zones are kept)"
             )
         self._dropping += count
 
     def caught_up(self) -> None:
         if self._dropping:
-            self.say(f"MQTT: caught up with {self.broker}; {self._dropping:,} events dropped")
+            self.say(
+                f"MQTT: caught up with {self.broker}; {counted(self._dropping, 'event')} dropped"
+            )
             self._dropping = 0
 
     def lost_at_exit(self, count: int) -> None:
@@ -178,7 +182,8 @@ class LinkHealth:
         self.stats.lost_at_exit += count
         self.stats.dropped += count
         self.say(
-            f"warning: MQTT: {count:,} events still waiting at exit did not reach {self.broker}"
+            f"warning: MQTT: {counted(count, 'event')} still waiting at exit did not reach "
+            f"{self.broker}"
         )
 
     # ------------------------------------------------------------------ reading
@@ -203,7 +208,7 @@ class LinkHealth:
                 f"MQTT broker {self.broker} unreachable since {since} ({stats.last_error})"
             )
         if stats.dropped:
-            found.append(f"MQTT: {stats.dropped:,} events dropped")
+            found.append(f"MQTT: {counted(stats.dropped, 'event')} dropped")
         return found
 
     def undelivered(self) -> str | None:
@@ -225,7 +230,8 @@ class LinkHealth:
         elif stats.down_since is not None:
             why = f": unreachable since {clock_time(stats.down_since)} ({stats.last_error})"
         return (
-            f"MQTT: {stats.dropped:,} of {stats.events:,} events did not reach {self.broker} "
+            f"MQTT: {stats.dropped:,} of {counted(stats.events, 'event')} did not reach "
+            f"{self.broker} "
             f"({', '.join(parts)}){why}"
         )
 

@@ -48,6 +48,7 @@ from device.outputs.request_log import requests_log
 from device.outputs.telemetry import Telemetry
 from live.redact import redact
 
+CLEANUP_S = 0.3  # at the end of a run, at most this long for requests in flight
 log = logging.getLogger("lookout.status")
 
 
@@ -114,11 +115,12 @@ class StatusServer:
 
     # ------------------------------------------------------------- lifecycle
 
-    def listen(self, *, fallback_ports: int = 0) -> None:
+    def listen(self, *, fallback_ports: int = 0, given_as: str = "") -> None:
         """Bind the socket now, so that a taken port fails before the app starts.
 
         ``fallback_ports``: for the default address, a port in use is no reason to
         stop a device; the next free one of that many is taken instead (and said).
+        ``given_as``: how the user gave the address (``--http``), named when it fails.
         """
         if self._sock is not None:
             return
@@ -135,8 +137,11 @@ class StatusServer:
                     port += 1
                     continue
                 reason = exc.strerror or str(exc)
+                if in_use:
+                    reason = "the address is in use by another program"
+                source = f" ({given_as})" if given_as else ""
                 raise ConfigError(
-                    f"status server: cannot listen on {self.address}: {reason}"
+                    f"status server: cannot listen on {self.address}{source}: {reason}"
                 ) from None
         self._sock = sock
         self.port = sock.getsockname()[1]
@@ -210,7 +215,9 @@ class StatusServer:
                 task.cancel()
             if server is not None:
                 server.close()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(3):
+            # Bounded well inside the 2 s a signal has to end the run (device/app/run.py):
+            # a request still being answered is cut rather than waited for.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_S):
                 await runner.cleanup()
             self.close()
 

@@ -81,8 +81,11 @@ class GeminiConnection:
         secrets: Sequence[str],
         *,
         text_as_realtime: bool = False,
+        image_parts: bool = False,
     ) -> None:
         self._text_as_realtime = text_as_realtime
+        self._image_parts = image_parts
+        self._shown: dict[str, types.Blob] = {}  # a call's image, held for its answer
         self._stack = stack
         self._session = session
         self._secrets = tuple(secrets)
@@ -117,7 +120,10 @@ class GeminiConnection:
 
     async def _send(self, message: Outbound) -> None:
         session = self._session
-        if isinstance(message, SendRealtime):
+        if isinstance(message, SendRealtime) and message.call_id and self._image_parts:
+            # The family reads images in a function response: the call's answer takes it.
+            self._shown[message.call_id] = message.blob
+        elif isinstance(message, SendRealtime):
             mime = (message.blob.mime_type or "").lower()
             if mime.startswith("image/") or mime.startswith("video/"):
                 await session.send_realtime_input(video=message.blob)
@@ -138,7 +144,8 @@ class GeminiConnection:
                 turns=message.content, turn_complete=message.turn_complete
             )
         elif isinstance(message, SendToolResponse):
-            await session.send_tool_response(function_responses=list(message.responses))
+            responses = [self._with_image(r) for r in message.responses]
+            await session.send_tool_response(function_responses=responses)
         elif isinstance(message, SendActivity):
             if message.start:
                 await session.send_realtime_input(activity_start=types.ActivityStart())
@@ -146,6 +153,15 @@ class GeminiConnection:
                 await session.send_realtime_input(activity_end=types.ActivityEnd())
         else:
             raise TypeError(f"unknown outbound message {type(message).__name__}")
+
+    def _with_image(self, response: types.FunctionResponse) -> types.FunctionResponse:
+        blob = self._shown.pop(response.id or "", None)
+        if blob is None:
+            return response
+        part = types.FunctionResponsePart(
+            inline_data=types.FunctionResponseBlob(mime_type=blob.mime_type, data=blob.data)
+        )
+        return response.model_copy(update={"parts": [part]})
 
     async def receive(self) -> AsyncGenerator[ModelEvent, None]:
         """Model events until the connection ends; ``ConnectionLost`` unless we closed it.
@@ -299,7 +315,11 @@ class GeminiLiveModel:
         except Exception as exc:
             raise self._connect_error(exc) from None
         conn = GeminiConnection(
-            stack, session, self._secrets, text_as_realtime=self.options.text_as_realtime
+            stack,
+            session,
+            self._secrets,
+            text_as_realtime=self.options.text_as_realtime,
+            image_parts=self.options.image_parts,
         )
         if session.setup_complete is None:
             # The SDK silently drops a first message that is not setupComplete.

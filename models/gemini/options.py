@@ -88,6 +88,10 @@ class GeminiOptions:
     # Typed text and text emissions as realtime text (None: by model name,
     # needs_realtime_text), not client content.
     realtime_text: bool | None = None
+    # A tool call's image (look) inside its FunctionResponse ``parts`` instead of as
+    # realtime video ahead of the answer. Off: no document says Live reads ``parts``, and
+    # integrators report 400s on 2.x; for a family that is shown to read them.
+    image_parts: bool = False
 
     def __post_init__(self) -> None:
         if not self.model.strip():

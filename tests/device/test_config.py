@@ -9,6 +9,7 @@ import pytest
 
 from device.cli_flags import ASK_SETTINGS, AskFlags, parser
 from device.config import FIELDS, SETTINGS, Config, ConfigError, build
+from device.config.explain import value_range
 from tests.cli import lookout, lookout_in_process
 
 NO_SYSTEM = Path("/nonexistent/lookout.toml")
@@ -185,7 +186,8 @@ def test_run_help_lists_every_setting_with_its_description() -> None:
         field = FIELDS[name]
         assert flag(name) in text
         assert field.description and "".join(field.description.split()) in bare, name
-    assert "(default: 0.45)" in text and "(default: realtime)" in text
+    assert "(more than 0 and less than 1; default: 0.45)" in text
+    assert "(default: realtime)" in text
     for extra in ("--no-http", "--config", "--stdin", "--verbose"):
         assert extra in text
 
@@ -204,7 +206,9 @@ def test_ask_and_doctor_help_show_their_options(command: str, fields: list[str])
     for name in fields:
         field = FIELDS.get(name) or AskFlags.model_fields[name]
         assert flag(name) in result.stdout
-        assert "".join(f"{field.description}(default:".split()) in bare, name
+        bounds = value_range(field)
+        shown = f"{field.description}({bounds + ';' if bounds else ''}default:"
+        assert "".join(shown.split()) in bare, name
     assert "--config" in result.stdout
 
 

@@ -36,7 +36,9 @@ from tests.fakelive import (
     FakeLiveServer,
     FunctionResponseRecord,
     ToolCallSpec,
+    b64decode_any,
     client_for,
+    get_field,
     get_path,
 )
 from tests.fakelive import LiveConnection as FakeConnection
@@ -202,8 +204,9 @@ async def session(
     config: SessionConfig | None = None,
     clock: Any = None,
     log: WatchedLog | None = None,
+    options: GeminiOptions | None = None,
 ) -> AsyncIterator[Any]:
-    model = GeminiLiveModel(GeminiOptions(TEXT_MODEL), client=client_for(srv))
+    model = GeminiLiveModel(options or GeminiOptions(TEXT_MODEL), client=client_for(srv))
     config = config or SessionConfig(reconnect=ReconnectPolicy(stable_after_s=0.0))
     on_event = log.record if log is not None else None
     runner = Runner(model, [FunctionTool(look.look)], config, clock=clock, on_event=on_event)
@@ -391,3 +394,23 @@ def test_turn_coverage_and_push_to_talk_fit_in_one_realtime_input_config() -> No
     assert config.automatic_activity_detection.disabled is True
     plain = GeminiOptions(TEXT_MODEL).connect_config(LiveSetup()).realtime_input_config
     assert plain is not None and plain.automatic_activity_detection is None
+
+
+@pytest.mark.anyio
+async def test_a_family_that_reads_images_in_answers_gets_the_look_in_its_parts(
+    srv: FakeLiveServer,
+) -> None:
+    # GeminiOptions(image_parts=True): the image rides in the call's FunctionResponse
+    # parts (google-genai >= 2.32 serialises them); off by default, realtime video instead.
+    look = Look(current=big_percept, per_minute=4)
+    async with session(srv, look, options=GeminiOptions(TEXT_MODEL, image_parts=True)):
+        conn = await srv.wait_connection(1)
+        answer = await call(srv, question="what is she wearing?")
+        assert conn.frames() == []  # no realtime video
+        (message,) = [m for m in conn.messages if m.function_responses()]
+        (response,) = get_field(message.body, "function_responses")
+        (part,) = get_field(response, "parts")
+        image = decode(b64decode_any(get_path(part, "inline_data", "data")))
+        assert max(image.shape[:2]) <= MAX_SIDE
+        assert get_path(part, "inline_data", "mime_type") == "image/jpeg"
+        assert answer.response["status"] == "ok"
