@@ -275,6 +275,15 @@ def query_gaps(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return [dict(zip(keys, r[:5], strict=True), detail=json.loads(r[5])) for r in rows]
 
 
+def _stamp(file: Path) -> tuple[int, int, int] | None:
+    """What changes when a file is written (None: not there)."""
+    try:
+        stat = file.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size, stat.st_ino
+
+
 def read_only(
     path: str | Path,
     query: Callable[[sqlite3.Connection], T],
@@ -283,10 +292,28 @@ def read_only(
     busy_timeout_s: float = 5.0,
     sleep: Callable[[float], object] = time.sleep,
 ) -> T:
-    """Run ``query`` on a read-only connection, retrying while another process has it busy."""
+    """Run ``query`` on a read-only connection, retrying while another process has it busy.
+
+    Nothing is left beside the file: a ``mode=ro`` connection to a WAL database makes
+    its ``-wal`` and ``-shm`` files when they are not there and, read-only, cannot
+    remove them. A database with no ``-wal`` beside it has no writer, so it is read as
+    ``immutable`` (no locks, no side files); if the file changed meanwhile (a writer
+    started), it is read again on an ordinary read-only connection, whose side files
+    are then that writer's.
+    """
+    file = Path(path).resolve()
+    base = file.as_uri()  # as_uri escapes "?" and "#"
+    before = _stamp(file)
+    if before is not None and not Path(f"{file}-wal").exists():
+        conn = sqlite3.connect(f"{base}?mode=ro&immutable=1", uri=True)
+        try:
+            result = query(conn)
+        finally:
+            conn.close()
+        if _stamp(file) == before and not Path(f"{file}-wal").exists():
+            return result
     for attempt in range(attempts):
-        uri = f"{Path(path).resolve().as_uri()}?mode=ro"  # as_uri escapes "?" and "#"
-        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s)
+        conn = sqlite3.connect(f"{base}?mode=ro", uri=True, timeout=busy_timeout_s)
         try:
             return query(conn)
         except sqlite3.OperationalError as exc:

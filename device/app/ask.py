@@ -267,6 +267,8 @@ class AskApp:
         self._finished = anyio.Event()
 
     def _on_source_state(self, change: StateChange) -> None:
+        if not change.said:
+            return  # one more attempt of a failure run already said
         event = SourceStateEvent.of(self.source.name, change)
         self.event_log.record(event)
         self._write(event)

@@ -37,6 +37,8 @@ class CountFreshness:
 
     def on_source_state(self, change: StateChange) -> None:
         """The source runner's state callback."""
+        if not change.said:
+            return  # one more attempt of a run already said: nothing new to tell or forget
         self.bus.publish(SourceStateEvent.of(self.source.name, change))
         if change.state is SourceState.RUNNING:
             self._down_since = None

@@ -8,6 +8,7 @@ it is missing.
 from __future__ import annotations
 
 import io
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -103,7 +104,21 @@ def render_chart(
     with_figures: bool,
     scene: Scene | None = None,
 ) -> bytes:
-    """The chart as PNG bytes (matplotlib's Agg canvas; no pyplot, no global state).
+    """The chart as PNG bytes (matplotlib's Agg canvas; no pyplot, no global state)."""
+    figure = chart_figure(timeline, summary, with_figures=with_figures, scene=scene)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def chart_figure(
+    timeline: Timeline,
+    summary: dict[str, Any],
+    *,
+    with_figures: bool,
+    scene: Scene | None = None,
+) -> Any:
+    """The chart's matplotlib Figure, on an Agg canvas.
 
     With a ``scene`` that has lines or zones, a panel for each under the count's,
     sharing its time axis; without, the chart is the count's alone, as it always was.
@@ -195,10 +210,13 @@ def render_chart(
                 upper.set_xlabel("")
                 upper.tick_params(labelbottom=False)
             _label_time_axis(extra[-1], timeline)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
+    return figure
 
+
+# A panel's legend sits right of it, never over its bars and dots (inside, "upper left"
+# covered the dwell dots drawn along the top, and "best" still covers some when the
+# panel is full); constrained layout makes room for it.
+OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0}
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 
@@ -219,7 +237,7 @@ def _draw_lines(ax: Any, scene: Scene) -> None:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _p: f"{abs(y):g}"))
     ax.set_ylabel("in ↑  out ↓")
     ax.set_title(f"Line crossings per {period_text(scene.period_s)}")
-    ax.legend(loc="best", fontsize=8, ncols=min(6, 2 * len(table)), frameon=False)
+    ax.legend(**OUTSIDE, fontsize=8, frameon=False)
 
 
 def _draw_zones(ax: Any, scene: Scene, end: float) -> None:
@@ -243,19 +261,49 @@ def _draw_zones(ax: Any, scene: Scene, end: float) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("people in zone")
     ax.set_title("Zone occupancy")
-    ax.legend(loc="upper left", fontsize=8, ncols=6, frameon=False)
+    ax.legend(**OUTSIDE, fontsize=8, frameon=False)
 
 
 def _label_time_axis(ax: Any, timeline: Timeline) -> None:
     ax.set_xlabel(AXIS_LABELS.get(timeline.axis, "session time (s)"))
     origin = timeline.wall_origin
     if origin is not None:
-        from matplotlib.ticker import FuncFormatter
+        from matplotlib.ticker import FixedLocator, FuncFormatter
+
+        low, high = ax.get_xlim()
+        ticks, shown = clock_ticks(origin + low, origin + high)
+        ax.xaxis.set_major_locator(FixedLocator([tick - origin for tick in ticks]))
 
         def clock(x: float, _position: int) -> str:
-            return time.strftime("%H:%M:%S", time.localtime(origin + x))
+            return time.strftime(shown, time.localtime(origin + x))
 
         ax.xaxis.set_major_formatter(FuncFormatter(clock))
 
 
-__all__ = ["figure_lines", "period_text", "render_chart"]
+# Steps between the ticks of a time-of-day axis: round times of the local clock.
+CLOCK_STEPS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
+                 21600, 43200, 86400)  # fmt: skip
+DAY_S = 86400
+
+
+def clock_ticks(low: float, high: float, most: int = 8) -> tuple[list[float], str]:
+    """Wall-clock times between ``low`` and ``high`` on round times of the local clock
+    (10:05, 10:10...), at most ``most`` of them, and the strftime format to show them
+    (with the date when the axis spans more than a day)."""
+    span = max(high - low, 1e-6)
+    step = next(
+        (float(s) for s in CLOCK_STEPS_S if span / s <= most),
+        math.ceil(span / most / DAY_S) * float(DAY_S),
+    )
+    shift = time.localtime(low).tm_gmtoff  # round in local time, not in UTC
+    first = math.ceil((low + shift) / step) * step - shift
+    ticks = [first + i * step for i in range(int((high - first) // step) + 1)]
+    shown = "%H:%M:%S" if step < 60 else "%H:%M"
+    if step >= DAY_S:
+        shown = "%Y-%m-%d"
+    elif time.strftime("%x", time.localtime(low)) != time.strftime("%x", time.localtime(high)):
+        shown = "%m-%d " + shown
+    return ticks, shown
+
+
+__all__ = ["chart_figure", "clock_ticks", "figure_lines", "period_text", "render_chart"]

@@ -28,6 +28,7 @@ has any.
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 import sqlite3
 from collections import Counter
@@ -199,11 +200,35 @@ def split_runs(events: list[dict[str, Any]]) -> list[Run]:
         groups[-1].append(event)
         last = max(last, t)
     runs = [Run(group, info) for group, info in zip(groups, infos, strict=True)]
+    walls = [_wall_start(run) for run in runs]
+    if len(runs) > 1 and _one_after_another(runs, walls):
+        # Camera runs: each where the clock says it was, so that the axis reads as the
+        # time of day (the gaps between them left empty) and not as seconds run together.
+        first = float(walls[0] or 0.0) + runs[0].start
+        for run, wall in zip(runs, walls, strict=True):
+            run.offset = float(wall or 0.0) - first
+        return runs
     offset = 0.0
     for run in runs:
         run.offset = offset - run.start
         offset += run.end - run.start
     return runs
+
+
+def _wall_start(run: Run) -> float | None:
+    """The wall-clock time at session time 0 of a camera run, on the clock as the run's
+    logged steps of the system clock left it (``live/walltime.py``); None for others."""
+    if run.axis != WALL or run.info is None:
+        return None
+    return wall_time(0.0, run.info, [e for e in run.events if e["type"] == "clock_step"])
+
+
+def _one_after_another(runs: list[Run], walls: list[float | None]) -> bool:
+    """Whether every run is a camera's and each starts after the one before ended."""
+    spans = [(w + r.start, w + r.end) for r, w in zip(runs, walls, strict=True) if w is not None]
+    return len(spans) == len(runs) and all(
+        start >= end - NEW_RUN_BACKSTEP_S for (_, end), (start, _) in itertools.pairwise(spans)
+    )
 
 
 def _only_preamble(events: list[dict[str, Any]]) -> bool:
@@ -241,21 +266,24 @@ class Timeline:
 
     @property
     def axis(self) -> str:
-        """The time axis all runs share (session time when they differ)."""
+        """The time axis all runs share (session time when they differ, or when camera
+        runs overlap on the clock and cannot be placed at their times)."""
         kinds = {run.axis for run in self.runs}
+        if kinds == {WALL} and self.wall_origin is None:
+            return SESSION
         return kinds.pop() if len(kinds) == 1 else SESSION
 
     @property
     def wall_origin(self) -> float | None:
-        """The wall-clock time at 0 on the axis for one camera run (the one case whose
-        times read as clock times), else None; on the clock as the run's logged steps of
-        the system clock left it (``live/walltime.py``)."""
-        run = self.runs[0] if len(self.runs) == 1 else None
-        if self.axis != WALL or run is None or run.info is None:
+        """The wall-clock time at 0 on the axis when every run is a camera's placed at its
+        clock time (the case whose times read as times of day), else None."""
+        origins = [_wall_start(run) for run in self.runs]
+        placed = [
+            w - run.offset for run, w in zip(self.runs, origins, strict=True) if w is not None
+        ]
+        if not placed or len(placed) != len(self.runs) or max(placed) - min(placed) > 1e-3:
             return None
-        steps = [e for e in run.events if e["type"] == "clock_step"]
-        origin = wall_time(float(run.info.get("t", 0.0)), run.info, steps)
-        return None if origin is None else origin - run.offset
+        return placed[0]
 
 
 def build_timeline(events: list[dict[str, Any]], runs: list[Run] | None = None) -> Timeline:

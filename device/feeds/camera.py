@@ -8,7 +8,10 @@ steps: every frame is grabbed (dequeued, which keeps the driver's queue short),
 and only a frame someone waits for is decoded: at most the sampling rate, not
 the camera's 30 fps. A read that blocks longer than the stall timeout is
 abandoned and the camera reopened; reopening backs off while the camera stays
-away, and starts fresh once it delivered again.
+away (up to a couple of seconds, so it is counted again soon after it is back),
+and starts fresh once it delivered again. Each attempt is a state change, but
+only some are said (``FailureRun``): the 1st, 10th, 100th... and the first of
+each kind, so a camera away for a day costs a few lines, not one every 2 s.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import anyio.to_thread
 from device.feeds.state import SourceState, describe
 from device.frame import Frame
 from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable, UnreadableFrame
-from live.backoff import milestone
+from live.backoff import FailureRun, milestone
 from live.buffer import LatestWins
 
 if TYPE_CHECKING:
@@ -51,6 +54,7 @@ class CameraReading:
         self.stall_timeout_s = stall_timeout_s
         self.first_open_attempts = first_open_attempts
         self._ever_delivered = False
+        self._failures = FailureRun(runner.clock.now)
         self.newest: LatestWins[Frame] = LatestWins(1)
         self._scope: anyio.CancelScope | None = None
         # From which time (the device clock, a live frame's t_media) the waiting
@@ -79,17 +83,19 @@ class CameraReading:
         with anyio.CancelScope() as scope:
             self._scope = scope
             runner.set_state(SourceState.OPENING, "")
-            attempt = 0
+            run = self._failures
             while True:
                 try:
                     reason, delivered = await self._open_and_read()
                 except SourceUnavailable as exc:
-                    await runner.fail(str(exc), attempt + 1)
+                    await runner.fail(str(exc), run.failures + 1)
                     self.newest.close()  # wakes the reader with the failure
                     return
                 await runner.close_source()
                 self._ever_delivered = self._ever_delivered or delivered
-                attempt = 1 if delivered else attempt + 1
+                if delivered:
+                    run.reset()  # it worked for a while: this failure starts a new run
+                attempt = run.fail()
                 limit = self.first_open_attempts
                 if not self._ever_delivered and limit is not None and attempt >= limit:
                     await runner.fail(reason, attempt)
@@ -97,7 +103,10 @@ class CameraReading:
                     return
                 delay = runner.backoff(attempt)
                 runner.set_state(
-                    SourceState.RECONNECTING, f"{reason}; retry in {delay:g} s", attempt
+                    SourceState.RECONNECTING,
+                    f"{run.counted(reason)}; retry in {delay:g} s",
+                    attempt,
+                    said=run.say(reason),
                 )
                 await runner.clock.sleep(delay)
 
@@ -140,7 +149,7 @@ class CameraReading:
                     runner.stats.decode_ms_total += decode_ms
                 if isinstance(outcome, Frame) and wanted is None:
                     delivered = True
-                    runner.mark_running(outcome)
+                    self._running(outcome)
                     runner.accept(outcome)  # not kept: by the time it is wanted it is old
                     continue
             if outcome is _STALLED:
@@ -164,8 +173,14 @@ class CameraReading:
                 runner.stats.read_errors += 1
                 return f"{self.source.name}: stream ended", delivered
             delivered = True
-            runner.mark_running(outcome)
+            self._running(outcome)
             self.newest.put(runner.accept(outcome))
+
+    def _running(self, frame: Frame) -> None:
+        """A frame came: running again, saying what the failures before it were."""
+        if self.runner.state is not SourceState.RUNNING:
+            self.runner.mark_running(frame, self._failures.summary())
+            self._failures.reset()
 
     async def _read_watched(
         self, read: Callable[[], Frame | Grabbed | None]

@@ -35,6 +35,12 @@ from live.clock import Clock
 
 log = logging.getLogger("lookout.source")
 
+# The longest wait between two attempts to reopen a source. Short, so that a camera
+# that comes back is counted again within a couple of seconds however long it was
+# away (at 30 s it took up to half a minute): a failed open costs little, and what is
+# said of the failures is bounded by counting them (FailureRun), not by waiting longer.
+MAX_BACKOFF_S = 2.0
+
 
 def _ignore_state(change: StateChange) -> None:
     pass
@@ -66,7 +72,7 @@ class SourceRunner:
         on_skipped: Callable[[str], None] = _ignore_skipped,
         loop: bool = False,
         stall_timeout_s: float = 5.0,
-        max_backoff_s: float = 30.0,
+        max_backoff_s: float = MAX_BACKOFF_S,
         initial_backoff_s: float = 0.5,
         max_file_failures: int = 5,
         first_open_attempts: int | None = None,
@@ -200,22 +206,28 @@ class SourceRunner:
         self._last_shape = shape
         return frame
 
-    def mark_running(self, frame: Frame) -> None:
+    def mark_running(self, frame: Frame, after: str = "") -> None:
+        """Running, if it was not; ``after``: what it took (``after 12 failed attempts...``)."""
         if self.state is not SourceState.RUNNING:
-            self.set_state(SourceState.RUNNING, f"{size(frame.shape)} frames")
+            back = f", {after}" if after else ""
+            self.set_state(SourceState.RUNNING, f"{size(frame.shape)} frames{back}")
 
-    def set_state(self, state: SourceState, reason: str, attempt: int = 0) -> None:
+    def set_state(
+        self, state: SourceState, reason: str, attempt: int = 0, *, said: bool = True
+    ) -> None:
+        """The new state, handed to ``on_state``; logged only when ``said``."""
         self.state = state
         level = (
             logging.WARNING
             if state in (SourceState.RECONNECTING, SourceState.FAILED)
             else logging.INFO
         )
-        log.log(level, "%s: %s (%s)", self.source.name, state.value, reason)
+        if said:
+            log.log(level, "%s: %s (%s)", self.source.name, state.value, reason)
         try:
-            self._on_state(StateChange(state, reason, attempt))
+            self._on_state(StateChange(state, reason, attempt, said))
         except Exception:
             log.exception("source state callback failed")
 
 
-__all__ = ["SourceRunner", "SourceState", "SourceStats", "StateChange", "describe"]
+__all__ = ["MAX_BACKOFF_S", "SourceRunner", "SourceState", "SourceStats", "StateChange", "describe"]

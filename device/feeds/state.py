@@ -22,6 +22,10 @@ class StateChange:
     state: SourceState
     reason: str
     attempt: int = 0  # consecutive failures so far (RECONNECTING, FAILED)
+    # Whether it is said (logged, published): a camera that stays away is tried every
+    # couple of seconds, and only the 1st, 10th, 100th... failure of a run, and the
+    # first of each kind, are worth a line (``live/backoff.py:FailureRun``).
+    said: bool = True
 
 
 @dataclass

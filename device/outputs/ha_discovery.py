@@ -27,6 +27,21 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 
+def value(key: str) -> str:
+    """A template of the number ``key`` of a JSON state, ``None`` (Home Assistant's
+    unknown) when the payload is not JSON or the number is null, never a template error."""
+    return f"{{{{ value_json.{key} if {_known(key)} else None }}}}"
+
+
+def occupied(key: str) -> str:
+    """ON while the number ``key`` is above 0, OFF at 0, ``None`` (unknown) otherwise."""
+    return f"{{{{ ('ON' if value_json.{key} > 0 else 'OFF') if {_known(key)} else None }}}}"
+
+
+def _known(key: str) -> str:
+    return f"value_json is defined and value_json.{key} is number"
+
+
 class Topics(Protocol):
     """The state topics the entities read, named by whoever publishes them."""
 
@@ -112,7 +127,7 @@ class HomeAssistantDiscovery:
         sensor = {
             "name": "People",
             "unique_id": f"lookout_{self.device_id}_people",
-            "value_template": "{{ value_json.count }}",
+            "value_template": value("count"),
             "json_attributes_topic": topics.count_topic,
             "unit_of_measurement": "people",
             "state_class": "measurement",
@@ -123,7 +138,7 @@ class HomeAssistantDiscovery:
             "name": "Occupancy",
             "unique_id": f"lookout_{self.device_id}_occupancy",
             "device_class": "occupancy",
-            "value_template": "{{ 'ON' if value_json.count > 0 else 'OFF' }}",
+            "value_template": occupied("count"),
             "payload_on": "ON",
             "payload_off": "OFF",
             **common,
@@ -185,7 +200,7 @@ class HomeAssistantDiscovery:
             "name": f"{name} people",
             "unique_id": f"{uid}_people",
             "state_topic": state_topic,
-            "value_template": "{{ value_json.people }}",
+            "value_template": value("people"),
             "json_attributes_topic": state_topic,
             "unit_of_measurement": "people",
             "state_class": "measurement",
@@ -197,7 +212,7 @@ class HomeAssistantDiscovery:
             "unique_id": f"{uid}_occupancy",
             "state_topic": state_topic,
             "device_class": "occupancy",
-            "value_template": "{{ 'ON' if value_json.people > 0 else 'OFF' }}",
+            "value_template": occupied("people"),
             "payload_on": "ON",
             "payload_off": "OFF",
             **available,
@@ -206,7 +221,7 @@ class HomeAssistantDiscovery:
             "name": f"{name} dwelling",
             "unique_id": f"{uid}_dwelling",
             "state_topic": state_topic,
-            "value_template": "{{ value_json.dwelling }}",
+            "value_template": value("dwelling"),
             "unit_of_measurement": "people",
             "state_class": "measurement",
             "icon": "mdi:account-clock",
@@ -234,4 +249,4 @@ class HomeAssistantDiscovery:
         return [config.topic for config in configs]
 
 
-__all__ = ["EntityConfig", "HomeAssistantDiscovery", "Topics"]
+__all__ = ["EntityConfig", "HomeAssistantDiscovery", "Topics", "occupied", "value"]

@@ -12,7 +12,7 @@ is counted and said. Up to ``max_inflight`` messages are in flight at once (QoS
 only once acknowledged, so a broker restart loses nothing that was queued.
 
 A clean exit sends what it can of the backlog in half of ``shutdown_timeout_s``,
-then the goodbye (the final line totals, the counts cleared, ``offline``), and
+then the goodbye (the final line totals, the counts unknown, ``offline``), and
 disconnects cleanly only once the broker acknowledged all of it; otherwise it
 drops the connection so that the broker fires the will: the broker never says
 ``online`` after the process is gone. Events that never reached the broker are

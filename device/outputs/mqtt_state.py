@@ -13,10 +13,13 @@ Topics, for a device ``<id>``:
 - ``lookout/<id>/counting`` ``online`` (retained) while the count is known, ``offline``
   while it is not (the camera is down, no usable frame, the process starting or
   stopping).
-- ``lookout/<id>/count``   the people count, JSON, retained while it is known: a
-  subscriber that connects later learns the current count at once; cleared (an
-  empty retained message) when it becomes unknown and when the process starts,
-  so a restarted device never serves the last run's count as current. While
+- ``lookout/<id>/count``   the people count, JSON, retained: a subscriber that
+  connects later learns the current count at once; ``{"count": null}`` when it
+  becomes unknown, when the process starts and when it ends, so a restarted device
+  never serves the last run's count as current. Never an empty payload: Home
+  Assistant reads this topic as JSON (the sensors' templates and attributes), and an
+  empty one is a template error and "Erroneous JSON" in its log at each start, outage
+  and exit; ``counting: offline`` says the unknown, the null only keeps the value true. While
   known it is republished every ``heartbeat_s`` (the sensors' ``expire_after``
   backstop depends on it).
 - ``lookout/<id>/events``  selected events as JSON (counts, crossings, zone counts,
@@ -25,10 +28,11 @@ Topics, for a device ``<id>``:
 - ``lookout/<id>/line/<name>/in`` and ``.../out`` (retained): the line's totals
   since the run started, a plain integer; 0 at start, republished with the count.
   ``.../crossing`` (not retained): ``{"event_type": "in"|"out", ...}`` per crossing.
-- ``lookout/<id>/zone/<name>/people`` (retained while known): the zone's count as
+- ``lookout/<id>/zone/<name>/people`` (retained): the zone's count as
   JSON (``people``, ``previous``, ``dwelling``, ``longest_s``); ``.../counting``
   is the zone's own availability, and both follow the rules of ``count`` and
-  ``counting`` above. ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
+  ``counting`` above (``{"people": null, "dwelling": null}`` while unknown).
+  ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
   when someone has stayed past the zone's dwell time.
 - ``lookout/<id>/instance`` (retained): which process publishes as ``<id>`` (see
   :mod:`device.outputs.mqtt_presence`: two devices with one id are found and one
@@ -77,6 +81,12 @@ EVENT_TYPES = frozenset(
     }
 )
 COUNT = ("count",)  # the state group of the device's count
+
+
+# The count's and a zone's value while unknown: JSON with the keys Home Assistant's
+# templates read (an empty payload is not JSON; see the module's docstring).
+UNKNOWN_COUNT = b'{"count":null}'
+UNKNOWN_ZONE = b'{"people":null,"dwelling":null}'
 
 
 def _now_iso() -> str:
@@ -252,14 +262,14 @@ class MqttState:
             return [self.latest_count, Message(self.counting_topic, b"online", 1, True)]
         return [
             Message(self.counting_topic, b"offline", 1, True),
-            Message(self.count_topic, b"", 1, True),
+            Message(self.count_topic, UNKNOWN_COUNT, 1, True),
         ]
 
     def zone_unknown(self, name: str) -> list[Message]:
-        # Unavailable first: Home Assistant must never read the empty payload as a value.
+        # Unavailable first: Home Assistant must never show the null as a value.
         return [
             Message(self.zone_topic(name, "counting"), b"offline", 1, True),
-            Message(self.zone_topic(name, "people"), b"", qos=1, retain=True),
+            Message(self.zone_topic(name, "people"), UNKNOWN_ZONE, qos=1, retain=True),
         ]
 
     def _zone_state(self, name: str) -> list[Message]:
@@ -288,12 +298,12 @@ class MqttState:
         return [m for key in self.state_keys() for m in self.state(key)]
 
     def goodbye(self, sent: Mapping[str, bytes]) -> list[Message]:
-        """The final state: the counts cleared first (nobody may take the last ones as
+        """The final state: the counts unknown first (nobody may take the last ones as
         current later), the line totals this run counted that the broker lacks (``sent``:
         topic -> payload it has), and offline last."""
         messages = [
             Message(self.counting_topic, b"offline", 1, True),
-            Message(self.count_topic, b"", 1, True),
+            Message(self.count_topic, UNKNOWN_COUNT, 1, True),
         ]
         for name in self.latest_zones:
             messages += self.zone_unknown(name)
@@ -319,4 +329,13 @@ class MqttState:
         ]
 
 
-__all__ = ["COUNT", "EVENT_TYPES", "Changes", "MqttState", "as_json", "retained"]
+__all__ = [
+    "COUNT",
+    "EVENT_TYPES",
+    "UNKNOWN_COUNT",
+    "UNKNOWN_ZONE",
+    "Changes",
+    "MqttState",
+    "as_json",
+    "retained",
+]

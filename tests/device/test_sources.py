@@ -9,6 +9,7 @@ guards, so a broken test fails instead of hanging.
 from __future__ import annotations
 
 import itertools
+import logging
 import socket
 import threading
 import time
@@ -689,6 +690,46 @@ async def test_camera_unplugged_then_back() -> None:
     assert int(frame.image[0, 0, 0]) == 2  # a fresh capture after the failed opens
     assert np.allclose(np.diff(camera.open_times), delays)
     assert runner.stats.reopens == 1
+
+
+async def test_a_camera_away_for_long_is_counted_again_within_seconds_of_its_return(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Away for 45 s (longer than a backoff that grows to 30 s): its frames come again
+    within a few seconds of its return, and the two dozen failed opens meanwhile are
+    said in a few lines, not one each."""
+    caplog.set_level(logging.INFO, "lookout.source")
+    clock = FakeClock()
+    rec = Recorder(clock)
+    camera = FakeCamera(clock)
+    runner = SourceRunner(camera, clock=clock, on_state=rec)  # the defaults a run uses
+    back_at = 45.0
+    async with anyio.create_task_group() as tg:
+        await tg.start(runner.run)
+        await next_frame(runner)
+        camera.unplugged = True
+        attempt = 0
+        while camera.unplugged:
+            attempt += 1
+            change = await rec.wait(S.RECONNECTING, attempt)
+            await settle()  # asleep until its next try
+            retry = clock.now() + float(change.reason.rsplit("retry in ", 1)[1].split()[0])
+            if retry >= back_at:
+                clock.set(back_at)
+                camera.unplugged = False
+            clock.set(retry)
+        await rec.wait(S.RUNNING, 2)
+        back = rec.times[rec.states.index(S.RUNNING, 2)]
+        await runner.close()
+    assert back - back_at <= 3.0, f"counted again {back - back_at:.1f} s after its return"
+    assert attempt >= 20  # tried every couple of seconds while away ...
+    said = [r.getMessage() for r in caplog.records if "reconnecting" in r.getMessage()]
+    # ... and said at its 1st, the first failed open, and the 10th: not at each.
+    assert len(said) == 3, said
+    assert "(10 failures in a row over " in said[-1], said
+    assert [c.attempt for c in rec.changes if c.said and c.state is S.RECONNECTING] == [1, 2, 10]
+    running = [r.getMessage() for r in caplog.records if "running" in r.getMessage()][-1]
+    assert f"after {attempt} failed attempts in a row over " in running, running
 
 
 async def test_next_frame_waits_through_reconnects_and_can_be_cancelled() -> None:

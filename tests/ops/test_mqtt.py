@@ -21,6 +21,7 @@ from device.config import ConfigError
 from device.events import CountChanged, SourceStateEvent
 from device.outputs.mqtt import MqttPublisher
 from device.outputs.mqtt_settings import MqttSettings, parse_mqtt
+from device.outputs.mqtt_state import UNKNOWN_COUNT
 from live.events import ModelAudio, ModelText
 from tests.datafiles import REPO_ROOT, data_file
 from tests.ops.support import Broker, Received, Subscriber
@@ -46,6 +47,8 @@ def live_counts(messages: list[Received], topic: str) -> list[int]:
     for m in messages:
         if m.topic == topic and not m.retain and m.payload:
             value = json.loads(m.payload)["count"]
+            if value is None:
+                continue  # unknown (the end of a run), not a count
             if not values or values[-1] != value:
                 values.append(value)
     return values
@@ -124,7 +127,11 @@ def test_discovery_configs_follow_home_assistant_conventions() -> None:
         )
         assert config["device"]["identifiers"] == ["lookout_door"]
     assert s["unique_id"] != o["unique_id"]
-    assert s["value_template"] == "{{ value_json.count }}" and s["state_class"] == "measurement"
+    # A payload without a number (unknown) is None, Home Assistant's unknown, not an error.
+    assert s["value_template"] == (
+        "{{ value_json.count if value_json is defined and value_json.count is number else None }}"
+    )
+    assert s["state_class"] == "measurement"
     assert o["device_class"] == "occupancy" and "value_json.count > 0" in o["value_template"]
 
 
@@ -178,7 +185,7 @@ async def test_clean_shutdown_says_offline_after_flushing(broker: Broker) -> Non
     late.wait_for(has("lookout/cam2/state", b"offline", retained=True), "offline")
     late.wait_for(has("lookout/cam2/counting", b"offline", retained=True), "counting offline")
     # The count died with the process: nobody may read it later as current.
-    assert late.on("lookout/cam2/count") == []
+    assert [json.loads(m.payload)["count"] for m in late.on("lookout/cam2/count")] == [None]
     live.close()
     late.close()
 
@@ -328,7 +335,7 @@ def test_a_killed_lookout_goes_unavailable_and_its_restart_never_serves_the_old_
             lambda ms: (
                 has(f"{base}/state", b"online")(ms[seen:])
                 and has(f"{base}/counting", b"offline")(ms[seen:])
-                and has(f"{base}/count", b"")(ms[seen:])
+                and has(f"{base}/count", UNKNOWN_COUNT)(ms[seen:])
             ),
             "online, counting offline, count cleared",
             timeout=20,
@@ -336,8 +343,12 @@ def test_a_killed_lookout_goes_unavailable_and_its_restart_never_serves_the_old_
         retained = _retained(broker.port, topics, {f"{base}/state", f"{base}/counting", *configs})
         assert retained[f"{base}/state"] == b"online"
         assert retained[f"{base}/counting"] == b"offline"
-        assert f"{base}/count" not in retained, retained
-        counts = [m for m in watch.messages[seen:] if m.topic == f"{base}/count" and m.payload]
+        assert json.loads(retained[f"{base}/count"])["count"] is None, retained
+        counts = [
+            m
+            for m in watch.messages[seen:]
+            if m.topic == f"{base}/count" and m.payload and m.payload != UNKNOWN_COUNT
+        ]
         assert counts == [], counts  # never said again, not even once
     finally:
         _end(process, signal.SIGTERM)

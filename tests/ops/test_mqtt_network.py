@@ -24,6 +24,7 @@ from device.events import CountChanged, LineCrossed, ZoneCount
 from device.outputs.mqtt import MqttPublisher
 from device.outputs.mqtt_client import Client
 from device.outputs.mqtt_settings import parse_mqtt
+from device.outputs.mqtt_state import UNKNOWN_COUNT, UNKNOWN_ZONE
 from live.events import Event
 from tests.ops.apprun import running_app
 from tests.ops.support import (
@@ -145,8 +146,8 @@ async def test_a_broker_50_ms_away_gets_every_crossing_of_40_lines_and_10_zones(
             str(total_out).encode(),
         ), line
     assert held[f"{base}/state"] == b"offline"
-    assert held[f"{base}/counting"] == b"offline" and f"{base}/count" not in held
-    assert not any(f"{base}/zone/{z}/people" in held for z in ZONES)
+    assert held[f"{base}/counting"] == b"offline" and held[f"{base}/count"] == UNKNOWN_COUNT
+    assert all(held.get(f"{base}/zone/{z}/people", UNKNOWN_ZONE) == UNKNOWN_ZONE for z in ZONES)
     watch.close()
 
 
@@ -170,10 +171,11 @@ async def test_a_clean_exit_with_a_backlog_leaves_the_broker_offline_and_cleared
             tg.cancel_scope.cancel()
     topics = [f"{base}/count", f"{base}/counting", f"{base}/zone/queue/people"]
     held = retained(broker.port, [*topics, f"{base}/line/door/in"], f"{base}/state")
-    # A subscriber connecting after the exit reads no online and no count.
+    # A subscriber connecting after the exit reads no online and no count (unknown).
     assert held[f"{base}/state"] == b"offline", held
     assert held[f"{base}/counting"] == b"offline"
-    assert f"{base}/count" not in held and f"{base}/zone/queue/people" not in held
+    assert held[f"{base}/count"] == UNKNOWN_COUNT
+    assert held[f"{base}/zone/queue/people"] == UNKNOWN_ZONE
     # The line's total is the last one: the newest total is sent before old events.
     assert held[f"{base}/line/door/in"] == b"450"
     # What did not go out is counted and said, not dropped without a word.

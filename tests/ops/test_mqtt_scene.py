@@ -11,8 +11,10 @@ import pytest
 
 from device.config import Config, ConfigError, LineSpec, ZoneSpec
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
+from device.outputs.ha_discovery import value
 from device.outputs.mqtt import MqttPublisher
 from device.outputs.mqtt_settings import MqttSettings, parse_mqtt
+from device.outputs.mqtt_state import UNKNOWN_ZONE
 from live.clock import FakeClock
 from tests.ops.support import Broker, Received, Subscriber
 
@@ -129,9 +131,9 @@ def test_discovery_of_a_line_and_a_zone() -> None:
     assert crossed["state_topic"] == "lookout/shop/line/door/crossing"
     assert dwell["event_types"] == ["dwell"]
     assert dwell["state_topic"] == "lookout/shop/zone/queue/dwell"
-    assert people["value_template"] == "{{ value_json.people }}"
+    assert people["value_template"] == value("people")
     assert people["state_class"] == "measurement"
-    assert dwelling["value_template"] == "{{ value_json.dwelling }}"
+    assert dwelling["value_template"] == value("dwelling")
     assert occupied["device_class"] == "occupancy"
     assert "value_json.people > 0" in occupied["value_template"]
     assert (occupied["payload_on"], occupied["payload_off"]) == ("ON", "OFF")
@@ -166,7 +168,7 @@ async def test_start_publishes_zero_totals_and_unknown_zones_before_online(broke
             (f"{base_line}/in", b"0"),
             (f"{base_line}/out", b"0"),
             (f"{base_zone}/counting", b"offline"),
-            (f"{base_zone}/people", b""),
+            (f"{base_zone}/people", UNKNOWN_ZONE),
         ]:
             assert said.index(early) < online, said
         held = retained(
@@ -177,7 +179,7 @@ async def test_start_publishes_zero_totals_and_unknown_zones_before_online(broke
         tg.cancel_scope.cancel()
     assert held[f"{base_line}/in"] == b"0" and held[f"{base_line}/out"] == b"0"
     assert held[f"{base_zone}/counting"] == b"offline"
-    assert f"{base_zone}/people" not in held
+    assert held[f"{base_zone}/people"] == UNKNOWN_ZONE
     watch.close()
 
 
@@ -238,12 +240,17 @@ async def test_zone_count_feeds_the_sensors_and_unknown_makes_them_unavailable(
 
         seen = len(watch.messages)
         pub.write(zone(None, 2))  # the source went down
-        await wait(watch, lambda ms: last_is(f"{base}/people", b"")(ms[seen:]), "zone cleared")
+        await wait(
+            watch, lambda ms: last_is(f"{base}/people", UNKNOWN_ZONE)(ms[seen:]), "zone unknown"
+        )
         gone = [(m.topic, m.payload) for m in watch.messages[seen:]]
-        # Unavailable first: Home Assistant never reads the empty payload as a value.
-        assert gone.index((f"{base}/counting", b"offline")) < gone.index((f"{base}/people", b""))
+        # Unavailable first: Home Assistant never shows the null as a value.
+        assert gone.index((f"{base}/counting", b"offline")) < gone.index(
+            (f"{base}/people", UNKNOWN_ZONE)
+        )
         held = retained(broker.port, [f"{base}/people"], f"{base}/counting")
-        assert held == {f"{base}/counting": b"offline"}  # no count left standing
+        # No count left standing: only the unknown, readable as JSON.
+        assert held == {f"{base}/counting": b"offline", f"{base}/people": UNKNOWN_ZONE}
 
         pub.write(zone(1, None))  # back, with a fresh count
         await wait(watch, last_is(f"{base}/counting", b"online"), "zone available again")
@@ -253,7 +260,7 @@ async def test_zone_count_feeds_the_sensors_and_unknown_makes_them_unavailable(
         for m in watch.messages[seen:]
         if m.topic == f"{base}/people" and m.payload
     ]
-    assert back == [1]
+    assert [people for people in back if people is not None] == [1]
     watch.close()
 
 
@@ -294,7 +301,8 @@ async def test_clean_shutdown_clears_zones_and_keeps_line_totals(broker: Broker)
     topics = [f"{line}/in", f"{line}/out", f"{zone_base}/people", f"{zone_base}/counting"]
     held = retained(broker.port, topics, "lookout/s5/state")
     assert held["lookout/s5/state"] == b"offline"
-    assert held[f"{zone_base}/counting"] == b"offline" and f"{zone_base}/people" not in held
+    assert held[f"{zone_base}/counting"] == b"offline"
+    assert held[f"{zone_base}/people"] == UNKNOWN_ZONE
     # What this run counted; the next run says 0 before it says online.
     assert (held[f"{line}/in"], held[f"{line}/out"]) == (b"4", b"0")
 

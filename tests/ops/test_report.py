@@ -115,6 +115,47 @@ def test_sqlite_log_gives_the_same_figures(tmp_path: Path) -> None:
     assert from_db == from_jsonl
 
 
+def test_a_report_of_a_db_leaves_nothing_beside_it(tmp_path: Path) -> None:
+    """Reading a finished log creates no ``-wal``/``-shm`` files (a read-only connection
+    to a WAL database makes them and cannot remove them)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = SQLiteEventLog(logs / "events.sqlite")
+    for event in one_run():
+        log.record(event)
+    log.close()
+    before = sorted(p.name for p in logs.iterdir())
+    assert before == ["events.sqlite"]
+    summary = make_report(logs / "events.sqlite", tmp_path / "db.html")
+    assert summary["max_count"] == 3
+    result = lookout("report", str(logs / "events.sqlite"), "--out", str(tmp_path / "r.png"))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in logs.iterdir()) == before
+
+
+def test_a_report_of_a_db_still_being_written_sees_its_newest_events(tmp_path: Path) -> None:
+    """A log another process writes (its ``-wal`` beside it) is read with what the
+    writer committed and not yet checkpointed."""
+    import sqlite3
+
+    db = tmp_path / "events.sqlite"
+    log = SQLiteEventLog(db)
+    for event in one_run():
+        log.record(event)
+    log.close()
+    writer = sqlite3.connect(db)  # another writer, its WAL left open
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    data = json.dumps(count(12.5, 9, 1).to_dict())
+    writer.execute("UPDATE events SET data = ? WHERE id = (SELECT max(id) FROM events)", (data,))
+    writer.commit()
+    try:
+        assert (tmp_path / "events.sqlite-wal").exists()
+        assert load_events(db)[-1]["count"] == 9
+    finally:
+        writer.close()
+
+
 def test_problems_are_one_line_report_errors(tmp_path: Path) -> None:
     good = write_jsonl(tmp_path / "good.jsonl", one_run())
     not_event = tmp_path / "other.jsonl"
@@ -364,3 +405,21 @@ def test_a_camera_run_is_charted_on_the_clock_as_a_step_of_the_system_clock_left
     assert origin + timeline.runs[0].time(events[-1]) + timeline.runs[0].offset == (
         pytest.approx(started + behind + 89.5, abs=1.0)
     )
+
+
+def test_every_flag_of_lookout_report_is_in_the_operations_docs() -> None:
+    """docs/operations.md's report section names each flag ``lookout report --help``
+    lists, so the two cannot drift apart again (it once said there was no --period)."""
+    import re
+
+    from tests.cli import lookout_in_process
+
+    shown = lookout_in_process("report", "--help")
+    assert shown.returncode == 0, shown.stderr
+    flags = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", shown.stdout.split("options:", 1)[1]))
+    assert {"--out", "--run", "--period", "-h", "--help"} <= flags, flags
+    docs = (REPO_ROOT / "docs" / "operations.md").read_text()
+    section = docs.split("\n## Reports\n", 1)[1].split("\n## ", 1)[0]
+    missing = sorted(flag for flag in flags if f"`{flag}" not in section)
+    assert not missing, f"docs/operations.md's Reports section does not mention {missing}"
+    assert "no flag" not in section
