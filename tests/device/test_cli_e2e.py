@@ -127,7 +127,9 @@ def test_a_refusing_camera_url_reconnects_and_the_session_survives(tmp_path: Pat
     assert result.returncode == 0, result.stderr
     events = read_jsonl(out)
     states = [e["state"] for e in events if e["type"] == "source_state"]
-    assert states.count("reconnecting") >= 2
+    # Said once (then at the 10th, 100th... attempt: the probing every 2 s is
+    # tests/device/test_sources.py's), and never given up on.
+    assert states.count("reconnecting") == 1
     assert "failed" not in states
     assert [e["type"] for e in events if e["type"] == "stream_stopped"]
     assert [e for e in events if e["type"] == "tool_call"]
