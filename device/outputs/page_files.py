@@ -15,6 +15,26 @@ PAGE_CSP = (
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
+# Where index.html carries the state it was served with: a JSON data block, which no
+# browser runs (so the CSP's script-src does not apply to it), rendered by app.js at load.
+STATE_SLOT = b'<script type="application/json" id="state-now">null</script>'
+# Inside a <script> element only "</script" (or "<!--") can end or confuse it; JSON never
+# needs <, > or & outside its strings, and inside them these escapes mean the same text.
+_HTML_SAFE = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def json_for_html(text: str) -> str:
+    """JSON text made safe to sit inside an HTML <script> data block (same value parsed)."""
+    return text.translate(_HTML_SAFE)
+
+
+def page_with_state(page: bytes, state_json: str) -> bytes:
+    """index.html with the current state in its data block (the page unchanged without one)."""
+    filled = STATE_SLOT.replace(b">null<", f">{json_for_html(state_json)}<".encode(), 1)
+    return page.replace(STATE_SLOT, filled, 1)
+
 
 def static_files() -> dict[str, tuple[bytes, str]]:
     files: dict[str, tuple[bytes, str]] = {}
@@ -25,4 +45,11 @@ def static_files() -> dict[str, tuple[bytes, str]]:
     return files
 
 
-__all__ = ["PAGE_CSP", "STATIC_TYPES", "static_files"]
+__all__ = [
+    "PAGE_CSP",
+    "STATE_SLOT",
+    "STATIC_TYPES",
+    "json_for_html",
+    "page_with_state",
+    "static_files",
+]

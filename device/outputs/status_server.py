@@ -42,7 +42,7 @@ from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for
 from device.outputs.host_check import HostPolicy
 from device.outputs.http_address import HttpAddress, same_site
 from device.outputs.json_body import BodyError, json_object
-from device.outputs.page_files import PAGE_CSP, static_files
+from device.outputs.page_files import PAGE_CSP, page_with_state, static_files
 from device.outputs.push import push_frames, push_states
 from device.outputs.request_log import requests_log
 from device.outputs.telemetry import Telemetry
@@ -314,7 +314,10 @@ class StatusServer:
     # --------------------------------------------------------------- routes
 
     async def _index(self, request: web.Request) -> web.Response:
-        body, content_type = self._static["index.html"]
+        page, content_type = self._static["index.html"]
+        # The state now, in the page: its first paint shows the count (or unknown and why)
+        # without waiting for the first Server-Sent Event. Scrubbed like every JSON body.
+        body = page_with_state(page, self._state_json())
         return web.Response(
             body=body,
             headers={"Content-Type": content_type, "Content-Security-Policy": PAGE_CSP},

@@ -400,3 +400,20 @@ def test_parse_http(spec: str, host: str, port: int, loopback: bool) -> None:
 def test_parse_http_rejects(spec: str) -> None:
     with pytest.raises(ConfigError, match="http: "):
         parse_http(spec)
+
+
+async def test_the_page_is_served_with_the_state_now_scrubbed_and_safe_in_html() -> None:
+    """The first paint needs no push: index.html carries the state, as /api/state says it."""
+    secret = "key-5e1f0a"
+    async with serving(FakeApp(), secrets=(secret,)) as (_, tel, base):
+        tel.on_percept(frame(2))
+        tel.write(counted(2))
+        tel.model_text.append({"t": 1.0, "text": f"</script><!-- {secret} & more"})
+        async with aiohttp.ClientSession() as http, http.get(base + "/") as page:
+            html = await page.text()
+        start = html.index('<script type="application/json" id="state-now">')
+        block = html[start : html.index("</script>", start)].split(">", 1)[1]
+        assert "<" not in block and "&" not in block  # nothing that HTML would read
+        state = json.loads(block)
+        assert state["count"] == 2 and state["device_id"] == "test-cam"
+        assert secret not in html and state["model_text"][-1]["text"].startswith("</script><!--")

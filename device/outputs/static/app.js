@@ -406,4 +406,16 @@ function connect() {
   });
 }
 
+function stateNow() {
+  // The state the server embedded when it served this page: shown before any push.
+  const el = $("state-now");
+  try {
+    return el ? JSON.parse(el.textContent) : null;
+  } catch {
+    return null;
+  }
+}
+
+const served = stateNow();
+if (served) render(served);
 connect();

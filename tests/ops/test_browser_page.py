@@ -1,0 +1,127 @@
+"""The status page's first paint, its 401 page and its streams table, in a real headless Chromium.
+
+A fake app behind the real status server (as ``test_browser.py``'s newest-frame test):
+what the page shows is set by the test, so each check is exact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from playwright.async_api import Browser, Page, Route, async_playwright
+
+from device.events import CountChanged
+from device.outputs.http_address import HttpAddress
+from device.outputs.status_server import StatusServer
+from device.outputs.telemetry import Telemetry
+from tests.ops.support import CHROMIUM_ARGS, FakeApp
+from tests.percepts import make_percept
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+# Records, before the page's own script runs, what #count says at each mutation and at
+# the first animation frames, with the time; the paint entries say when it first painted.
+WATCH_COUNT = """
+window.__seen = [];
+const look = (why) => {
+  const c = document.getElementById('count');
+  window.__seen.push({why, t: performance.now(), text: c ? c.textContent : null});
+};
+new MutationObserver(() => look('mutation')).observe(document, {subtree: true,
+  childList: true, characterData: true});
+let frames = 0;
+const frame = () => { look('frame'); if (++frames < 3) requestAnimationFrame(frame); };
+requestAnimationFrame(frame);
+"""
+FIRST_PAINT = """() => {
+  const paints = performance.getEntriesByType('paint');
+  const first = paints.find((p) => p.name === 'first-contentful-paint') || paints[0];
+  return {first: first ? first.startTime : null, seen: window.__seen};
+}"""
+
+
+@contextlib.asynccontextmanager
+async def served(
+    app: FakeApp | None = None, **options: Any
+) -> AsyncIterator[tuple[Telemetry, str]]:
+    telemetry = Telemetry(app or FakeApp())
+    server = StatusServer(telemetry, HttpAddress("127.0.0.1", 0), **options)
+    server.listen()
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.run)
+        try:
+            yield telemetry, f"http://127.0.0.1:{server.port}/"
+        finally:
+            tg.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def chromium_browser(chromium: Path) -> AsyncIterator[Browser]:
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def no_events(route: Route) -> None:
+    await route.abort()  # no Server-Sent Event ever reaches the page
+
+
+async def first_paint_count(page: Page, url: str) -> tuple[str, list[dict[str, Any]]]:
+    """What #count said when the page first painted (never waiting for an SSE push)."""
+    await page.add_init_script(WATCH_COUNT)
+    await page.route("**/events", no_events)
+    await page.goto(url, wait_until="load")
+    await page.wait_for_function("() => window.__seen.some((s) => s.why === 'frame')")
+    result: dict[str, Any] = await page.evaluate(FIRST_PAINT)
+    seen: list[dict[str, Any]] = result["seen"]
+    first = result["first"]
+    painted = first if first is not None else next(s["t"] for s in seen if s["why"] == "frame")
+    before = [s["text"] for s in seen if s["t"] <= painted and s["text"] is not None]
+    return (before[-1] if before else ""), seen
+
+
+async def test_the_first_paint_shows_the_count_not_an_empty_skeleton(chromium: Path) -> None:
+    async with served() as (telemetry, url), chromium_browser(chromium) as browser:
+        telemetry.on_percept(make_percept([[10, 10, 50, 80]] * 3, seq=1))
+        telemetry.write(CountChanged(t=1.0, count=3, previous=None, raw=3, t_media=1.0))
+        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        shown, seen = await first_paint_count(page, url)
+        assert shown == "3", seen
+        assert await page.text_content("#count-label") == "people in view"
+        assert await page.text_content("#live-state") != "live"  # no SSE came: not said live
+        assert not [e for e in errors if "Content Security Policy" in e], errors
+
+
+async def test_the_first_paint_says_unknown_and_why(chromium: Path) -> None:
+    async with served() as (telemetry, url), chromium_browser(chromium) as browser:
+        page = await browser.new_page(viewport={"width": 390, "height": 844})
+        shown, seen = await first_paint_count(page, url)
+        assert shown == "–", seen
+        assert await page.text_content("#count-label") == "count unknown"
+        reason = telemetry.state()["count_reason"]
+        assert reason and reason in (await page.text_content("#count-detail") or "")
+
+
+async def test_the_embedded_state_cannot_end_its_script_element(chromium: Path) -> None:
+    """The state is JSON in a data block: a model's text with </script> stays text."""
+    async with served() as (telemetry, url), chromium_browser(chromium) as browser:
+        said = "</script><script>document.title='owned'</script><!-- & \u2028"
+        telemetry.model_text.append({"t": 1.0, "text": said})
+        page = await browser.new_page()
+        await page.route("**/events", no_events)
+        await page.goto(url)
+        assert await page.title() == "Lookout"
+        assert said in (await page.text_content("#model-text") or "")
+        embedded = await page.text_content("#state-now") or ""
+        assert json.loads(embedded)["model_text"][-1]["text"] == said
