@@ -125,3 +125,29 @@ async def test_the_embedded_state_cannot_end_its_script_element(chromium: Path) 
         assert said in (await page.text_content("#model-text") or "")
         embedded = await page.text_content("#state-now") or ""
         assert json.loads(embedded)["model_text"][-1]["text"] == said
+
+
+async def test_without_the_token_the_browser_is_told_how_to_give_it_and_the_form_works(
+    chromium: Path,
+) -> None:
+    token = "page-token-5b3e"
+    async with served(token=token) as (telemetry, url), chromium_browser(chromium) as browser:
+        telemetry.on_percept(make_percept([[10, 10, 50, 80]] * 2, seq=1))
+        telemetry.write(CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
+        page = await browser.new_page(viewport={"width": 390, "height": 844})
+        refused = await page.goto(url)
+        assert refused is not None and refused.status == 401
+        assert refused.headers["www-authenticate"] == 'Bearer realm="lookout"'
+        text = await page.text_content("body") or ""
+        assert "needs its access token" in text, text
+        assert "?token=<token>" in text and "Authorization: Bearer <token>" in text
+        # A wrong token is said to be wrong; the right one, typed in the form, opens the page.
+        await page.fill('input[name="token"]', "not-it")
+        await page.click('button[type="submit"]')
+        assert "was not accepted" in (await page.text_content("body") or "")
+        assert "not-it" not in await page.content()
+        await page.fill('input[name="token"]', token)
+        await page.click('button[type="submit"]')
+        await page.wait_for_function("() => document.getElementById('count')?.textContent === '2'")
+        assert page.url == url  # the token left the address bar
+        assert token not in await page.content()
