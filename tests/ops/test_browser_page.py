@@ -16,6 +16,7 @@ import anyio
 import pytest
 from playwright.async_api import Browser, Page, Route, async_playwright
 
+from device.config import Config
 from device.events import CountChanged
 from device.outputs.http_address import HttpAddress
 from device.outputs.status_server import StatusServer
@@ -151,3 +152,71 @@ async def test_without_the_token_the_browser_is_told_how_to_give_it_and_the_form
         await page.wait_for_function("() => document.getElementById('count')?.textContent === '2'")
         assert page.url == url  # the token left the address bar
         assert token not in await page.content()
+
+
+# Each word of the tables (streams with their Stop buttons, lines, zones) and of the
+# Start buttons, with the lines it is drawn on: a word on two lines was broken inside.
+WORDS_ON_LINES = """() => {
+  const lines = (range) => new Set([...range.getClientRects()].filter((r) => r.width > 0)
+      .map((r) => Math.round(r.top))).size;
+  const broken = [];
+  const cells = document.querySelectorAll('table th, table td, #start-buttons button');
+  for (const cell of cells) {
+    if (!cell.getClientRects().length) continue;  // a column hidden on a phone
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        if (lines(range) > 1) broken.push(m[0]);
+      }
+    }
+  }
+  const buttons = [...document.querySelectorAll('#streams button, #start-buttons button')]
+      .map((b) => { const r = document.createRange(); r.selectNodeContents(b); return lines(r); });
+  const box = document.getElementById('streams').parentElement.getBoundingClientRect();
+  const stops = [...document.querySelectorAll('button.stop')].map((b) => b.getBoundingClientRect());
+  return {broken, buttons, rows: document.querySelectorAll('#streams tbody tr').length,
+          overflow: document.documentElement.scrollWidth - window.innerWidth,
+          tableScrolls: document.getElementById('streams').scrollWidth > box.width + 1,
+          stopsInView: stops.every((r) => r.left >= box.left && r.right <= box.right + 1)};
+}"""
+STREAMS = [
+    {"id": "function-call-15873311942245781033", "name": "count_people", "by": "model"},
+    {"id": "function-call-4410295568213307991", "name": "watch_zone", "by": "model"},
+    {"id": "device-12", "name": "watch_zone", "by": "device"},
+    {"id": "device-13", "name": "count_people", "by": "device"},
+]
+
+LONG_LINE = "entrance_by_the_north_door"
+LONG_ZONE = "checkout_queue_beside_the_left_window"
+SQUARE = "0.05,0.55,0.6,0.55,0.6,0.95,0.05,0.95"
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844), (360, 740)])
+async def test_the_streams_table_never_breaks_a_word_at_any_width(
+    chromium: Path, width: int, height: int
+) -> None:
+    # Long names, as people give them, in the lines and zones tables too.
+    scene = {"lines": [f"{LONG_LINE}=0.5,0.9,0.5,0.1"], "zones": [f"{LONG_ZONE}={SQUARE}"]}
+    app = FakeApp(config=Config.of(device_id="test-cam", model="local", **scene))
+    assert app.session is not None
+    for k, stream in enumerate(STREAMS):  # running for minutes, many emissions
+        app.session.streams.append(stream | {"running_s": 754.0 + k * 61, "emissions": 1234})
+    async with served(app) as (telemetry, url), chromium_browser(chromium) as browser:
+        telemetry.write(CountChanged(t=1.0, count=4, previous=None, raw=4, t_media=1.0))
+        page = await browser.new_page(viewport={"width": width, "height": height})
+        await page.goto(url)
+        await page.wait_for_function("() => document.querySelectorAll('button.stop').length === 4")
+        seen: dict[str, Any] = await page.evaluate(WORDS_ON_LINES)
+        assert seen["rows"] == len(STREAMS)
+        assert LONG_ZONE in (await page.text_content("#zones") or "")
+        assert seen["broken"] == [], f"words broken at {width} px: {seen['broken']}"
+        assert seen["buttons"] and set(seen["buttons"]) == {1}, seen["buttons"]
+        assert seen["overflow"] <= 0, f"the page scrolls sideways at {width} px"
+        # Beside the image it fits; on a narrow screen it scrolls in its own box, with
+        # every Stop in view (pinned) without scrolling.
+        assert seen["stopsInView"], f"a Stop button out of view at {width} px"
+        if width >= 1280:
+            assert not seen["tableScrolls"], "the streams table does not fit at 1280 px"
