@@ -42,7 +42,13 @@ from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for
 from device.outputs.host_check import HostPolicy
 from device.outputs.http_address import HttpAddress, same_site
 from device.outputs.json_body import BodyError, json_object
-from device.outputs.page_files import PAGE_CSP, static_files
+from device.outputs.page_files import (
+    PAGE_CSP,
+    REFUSED_CSP,
+    page_with_state,
+    static_files,
+    unauthorized_page,
+)
 from device.outputs.push import push_frames, push_states
 from device.outputs.request_log import requests_log
 from device.outputs.telemetry import Telemetry
@@ -261,13 +267,26 @@ class StatusServer:
                     COOKIE, self._cookie, httponly=True, samesite="Strict", path="/"
                 )
                 return response
+            return self._unauthorized(request, wrong_token=given is not None)
+        return await handler(request)
+
+    def _unauthorized(self, request: web.Request, *, wrong_token: bool) -> web.Response:
+        """401: a browser opening a page gets a page that says how to give the token;
+        scripts, the API and the streams get one plain line."""
+        challenge = {"WWW-Authenticate": 'Bearer realm="lookout"'}
+        if _browser_navigation(request):
             return web.Response(
                 status=401,
-                text="unauthorized: send Authorization: Bearer <token>, "
-                "or open /?token=<token> once in a browser\n",
-                headers={"WWW-Authenticate": 'Bearer realm="lookout"'},
+                text=unauthorized_page(wrong_token=wrong_token),
+                content_type="text/html",
+                headers=challenge | {"Content-Security-Policy": REFUSED_CSP},
             )
-        return await handler(request)
+        return web.Response(
+            status=401,
+            text="unauthorized: send Authorization: Bearer <token>, "
+            "or open /?token=<token> once in a browser\n",
+            headers=challenge,
+        )
 
     def _token_matches(self, given: str) -> bool:
         assert self.token is not None
@@ -314,7 +333,10 @@ class StatusServer:
     # --------------------------------------------------------------- routes
 
     async def _index(self, request: web.Request) -> web.Response:
-        body, content_type = self._static["index.html"]
+        page, content_type = self._static["index.html"]
+        # The state now, in the page: its first paint shows the count (or unknown and why)
+        # without waiting for the first Server-Sent Event. Scrubbed like every JSON body.
+        body = page_with_state(page, self._state_json())
         return web.Response(
             body=body,
             headers={"Content-Type": content_type, "Content-Security-Policy": PAGE_CSP},
@@ -462,6 +484,18 @@ class StatusServer:
             return self._json({"error": 'give "on": true or false'}, 400)
         said, ok = self.telemetry.device.talk(on)
         return self._json({"status": said, "talking": on if ok else False}, 200 if ok else 409)
+
+
+MACHINE_ROUTES = ("/api/", "/events", "/metrics")  # answered to scripts, even in a browser
+
+
+def _browser_navigation(request: web.Request) -> bool:
+    """A browser opening a page (it asks for HTML), not a script, a stream or the API."""
+    return (
+        request.method in ("GET", "HEAD")
+        and "text/html" in request.headers.get("Accept", "")
+        and not request.path.startswith(MACHINE_ROUTES)
+    )
 
 
 __all__ = ["StatusServer"]

@@ -400,3 +400,59 @@ def test_parse_http(spec: str, host: str, port: int, loopback: bool) -> None:
 def test_parse_http_rejects(spec: str) -> None:
     with pytest.raises(ConfigError, match="http: "):
         parse_http(spec)
+
+
+async def test_the_page_is_served_with_the_state_now_scrubbed_and_safe_in_html() -> None:
+    """The first paint needs no push: index.html carries the state, as /api/state says it."""
+    secret = "key-5e1f0a"
+    async with serving(FakeApp(), secrets=(secret,)) as (_, tel, base):
+        tel.on_percept(frame(2))
+        tel.write(counted(2))
+        tel.model_text.append({"t": 1.0, "text": f"</script><!-- {secret} & more"})
+        async with aiohttp.ClientSession() as http, http.get(base + "/") as page:
+            html = await page.text()
+        start = html.index('<script type="application/json" id="state-now">')
+        block = html[start : html.index("</script>", start)].split(">", 1)[1]
+        assert "<" not in block and "&" not in block  # nothing that HTML would read
+        state = json.loads(block)
+        assert state["count"] == 2 and state["device_id"] == "test-cam"
+        assert secret not in html and state["model_text"][-1]["text"].startswith("</script><!--")
+
+
+async def test_a_browser_without_the_token_gets_a_page_that_says_how_to_give_it() -> None:
+    token = "tok-8d21c7"
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    bad = "<script>alert(1)</script>"
+    async with serving(FakeApp(), token=token) as (_, tel, base):
+        tel.write(counted())
+        async with aiohttp.ClientSession() as http:
+            for path in ("/", "/snapshot.jpg", f"/no-such-page?x={bad}"):
+                async with http.get(base + path, headers=browser) as page:
+                    assert page.status == 401, path
+                    assert page.headers["Content-Type"].startswith("text/html"), path
+                    assert page.headers["WWW-Authenticate"] == 'Bearer realm="lookout"'
+                    assert "default-src 'none'" in page.headers["Content-Security-Policy"]
+                    html = await page.text()
+                    assert html.lstrip().lower().startswith("<!doctype html>")
+                    assert "?token=" in html and "Authorization: Bearer" in html
+                    assert "<script" not in html.lower() and token not in html
+            # A wrong token in the address is said to be wrong, never shown back.
+            async with http.get(f"{base}/?token={bad}", headers=browser) as wrong:
+                assert wrong.status == 401
+                html = await wrong.text()
+                assert "not accepted" in html and "alert" not in html
+            # Scripts and the API keep their short plain answers, whatever they accept.
+            plain_answers = (
+                ("/", "*/*"),
+                ("/api/state", browser["Accept"]),
+                ("/events", "text/event-stream"),
+                ("/metrics", "text/html"),
+            )
+            for path, accept in plain_answers:
+                async with http.get(base + path, headers={"Accept": accept}) as plain:
+                    assert plain.status == 401, path
+                    assert plain.headers["Content-Type"].startswith("text/plain"), path
+                    assert plain.headers["WWW-Authenticate"] == 'Bearer realm="lookout"'
+                    assert (await plain.text()).startswith("unauthorized: send Authorization")
+            async with http.post(base + "/api/streams/stop", json={}, headers=browser) as post:
+                assert post.status == 401 and "text/plain" in post.headers["Content-Type"]

@@ -32,6 +32,13 @@ function fmtSeconds(s) {
   return `${m} min ${Math.floor(s % 60)} s`;
 }
 
+function fmtRunning(s) {
+  // The streams table's column: short, so the table fits beside the image.
+  if (s < 60) return `${s.toFixed(0)}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${String(Math.floor(s % 60)).padStart(2, "0")}s`;
+  return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+
 function renderImage(state) {
   const img = $("frame");
   const placeholder = $("no-image");
@@ -72,9 +79,12 @@ function renderStreams(streams) {
         const cell = document.createElement("td");
         cell.dataset.key = key;
         if (key === "running" || key === "emissions") cell.className = "num";
+        // A call id is long and opaque: shortened with an ellipsis, whole in its title.
+        if (key === "id") cell.appendChild(document.createElement("span")).className = "call-id";
         row.appendChild(cell);
       }
       const action = document.createElement("td");
+      action.className = "action";
       const button = document.createElement("button");
       button.type = "button";
       button.textContent = "Stop";
@@ -90,8 +100,9 @@ function renderStreams(streams) {
     if (!row) continue;
     row.querySelector('[data-key="name"]').textContent = s.name;
     row.querySelector('[data-key="by"]').textContent = s.by || "model";
-    row.querySelector('[data-key="id"]').textContent = s.id;
-    row.querySelector('[data-key="running"]').textContent = fmtSeconds(s.running_s);
+    row.querySelector('[data-key="id"] .call-id').textContent = s.id;
+    row.querySelector('[data-key="id"]').title = s.id;
+    row.querySelector('[data-key="running"]').textContent = fmtRunning(s.running_s);
     row.querySelector('[data-key="emissions"]').textContent = String(s.emissions);
   }
   $("streams").hidden = streams.length === 0;
@@ -406,4 +417,16 @@ function connect() {
   });
 }
 
+function stateNow() {
+  // The state the server embedded when it served this page: shown before any push.
+  const el = $("state-now");
+  try {
+    return el ? JSON.parse(el.textContent) : null;
+  } catch {
+    return null;
+  }
+}
+
+const served = stateNow();
+if (served) render(served);
 connect();
