@@ -90,6 +90,25 @@ class DwellPassed(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SnapshotSaved(Event):
+    """A JPEG of the frame an event happened at was queued for writing (``--snapshots``).
+
+    ``file``: its name in the snapshots folder; ``of``: the event's type (``crossing``,
+    ``dwell``, ``count``), ``name`` its line or zone ("" for a count), ``track`` the
+    person (None for a count), ``t_media`` and ``frame`` the frame's time and index. A
+    write that then fails is said once, as an ``error`` event (``where``: snapshots).
+    """
+
+    type: ClassVar[str] = "snapshot"
+    file: str
+    of: str
+    name: str = ""
+    track: int | None = None
+    t_media: float
+    frame: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class CaptureStatsEvent(Event):
     """Capture counters, reported at the end of a run (and on request)."""
 

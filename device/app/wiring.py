@@ -17,6 +17,7 @@ afterwards. The order is the dependencies' own:
     capture loop                      -> source runner, queue, perception, session (fast pace)
     device state (read-only view)     -> the parts above
     operations (page, /metrics, MQTT) -> device state, bus
+    snapshots (--snapshots)           -> bus (events, percepts; its own events)
     App                               -> all of it; ``App.run`` runs it
 
 Tests and benchmarks inject a bus, a clock, a source, a model or a wall-clock
@@ -51,6 +52,7 @@ from device.bus import EventBus
 from device.capture import CaptureLoop
 from device.config import Config
 from device.outputs.console import ConsoleSink
+from device.outputs.snapshots import open_snapshots
 from device.percept import CountUnknown, Percept
 from device.sources import FrameSource
 from live import LiveRequestQueue, Runner
@@ -187,11 +189,16 @@ def build_app(
     )
     if check:
         preflight(perception, source)
+    snapshots = open_snapshots(config, run_id, bus.publish, _printer(out))
     ops = (
         build_operations(config, state, bus, clock, announce=_printer(out))
         if operations
         else Operations()
     )
+    if snapshots is not None:
+        # Subscribed last: its ``snapshot`` event follows the event it pictures in every log.
+        bus.subscribe(snapshots)
+        bus.on_percept(snapshots.on_percept)
     return App(
         config=config,
         bus=bus,

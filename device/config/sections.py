@@ -6,6 +6,9 @@ A field's type, default, bounds and one-line description are the setting: its fl
 error messages all come from it. A setting's name is unique across sections, so a flat
 key still says which setting it is. A new concern (audio, one camera of several) is one
 more section here and one more field of ``device.config.model.Config``.
+
+Kept whole: one list of every setting, so a name is seen to be unique across sections
+and each section's fields read side by side; each field is a declaration, not logic.
 """
 
 from __future__ import annotations
@@ -384,6 +387,32 @@ class OutputSettings(Section):
         default=None,
         description="publish to an MQTT broker, mqtt://host:port",
         json_schema_extra=_unset("no MQTT"),
+    )
+    snapshots: FilePath | None = Field(
+        default=None,
+        description="save one JPEG (boxes and ids drawn) of each crossing, dwell and count "
+        "change after a quiet spell in this folder, named in a snapshot event (never with "
+        "--privacy)",
+        json_schema_extra=_unset("no snapshots"),
+    )
+    snapshots_max_mb: float = Field(
+        default=500.0,
+        gt=0,
+        le=1_000_000,
+        description="the most megabytes the snapshots folder keeps (the oldest go first)",
+    )
+    snapshots_days: float = Field(
+        default=7.0,
+        gt=0,
+        le=36_500,
+        description="days a snapshot is kept (older ones are deleted at start and after "
+        "each write)",
+    )
+    snapshots_quiet: float = Field(
+        default=10.0,
+        ge=0,
+        le=86_400,
+        description="seconds the count must have stood still before its change is a snapshot",
     )
 
 

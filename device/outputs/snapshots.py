@@ -1,0 +1,351 @@
+"""``--snapshots DIR``: one JPEG of the moment of each crossing, dwell and count change.
+
+An event (``LineCrossed``, ``DwellPassed``, a ``CountChanged`` after the count stood still
+for ``--snapshots-quiet`` s) is published by perception before the percept of its frame;
+the event is kept pending and drawn on the percept whose frame it belongs to (the same
+``t_media``), with the boxes and ids (``device/outputs/render.py``). Each picture gets its
+file name at once and is published as a ``snapshot`` event naming it and the event it
+belongs to (a separate event, so perception's events stay what perception knows and a
+consumer that does not care about pictures never sees a field it must skip).
+
+Drawing, JPEG encoding and the file writes run in one worker thread fed by a small bounded
+queue: when it is full the picture is dropped and counted, never waited for. The folder is
+kept under ``--snapshots-max-mb`` and ``--snapshots-days`` (oldest first; a running total,
+so a write costs no listing). A failing write (disk full, the folder gone or unwritable) is
+said once as an ``error`` event on the loop (at the next event or percept); the counting
+and the other outputs go on, and writes are retried with each new picture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import queue
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from device.config import Config, ConfigError
+from device.events import CountChanged, DwellPassed, LineCrossed, SnapshotSaved
+from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
+from device.percept import Percept
+from live.events import ErrorEvent, Event
+
+log = logging.getLogger("lookout.snapshots")
+
+QUEUE_SIZE = 8  # pictures waiting for the writer; past it they are dropped, counted
+CLOSE_WAIT_S = 1.0  # at the end of a run: what is queued by then is written, or dropped
+PENDING_MAX = 32  # events waiting for their frame's percept
+NAME = re.compile(r"^[0-9a-f]{12}-[0-9]+\.[0-9]{2}-[a-z]+-[A-Za-z0-9_.-]*\.jpg$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_part(text: str, limit: int = 40) -> str:
+    """``text`` in characters every file system takes, bounded (a name is never a path)."""
+    return _UNSAFE.sub("_", text).strip(".")[:limit]
+
+
+def file_name(run_id: str, t_media: float, of: str, name: str, track: int | None) -> str:
+    """``<run>-<t_media>-<type>-<name>[-<track>].jpg``: sorted by run and time."""
+    who = safe_part(name) + (f"-{track}" if track is not None else "")
+    return f"{safe_part(run_id, 12)}-{t_media:09.2f}-{of}-{who}.jpg"
+
+
+@dataclass(frozen=True)
+class _Pending:
+    event: SnapshotSaved
+
+
+@dataclass
+class _Job:
+    path: Path
+    frame: DisplayFrame
+
+
+class Snapshots:
+    """The snapshot output: an ``EventSink`` and a percept callback (``on_percept``)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        run_id: str,
+        publish: Callable[[Event], None],
+        geometry: SceneGeometry,
+        max_bytes: int,
+        max_age_s: float,
+        quiet_s: float,
+        quality: int = 80,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.folder = folder
+        self.run_id = run_id
+        self._publish = publish
+        self.geometry = geometry
+        self.max_bytes = max_bytes
+        self.max_age_s = max_age_s
+        self.quiet_s = quiet_s
+        self.quality = quality
+        self._now = now
+        self._pending: deque[_Pending] = deque(maxlen=PENDING_MAX)
+        self._last_change: float | None = None  # t_media of the count's last change
+        self._jobs: queue.Queue[_Job | None] = queue.Queue(QUEUE_SIZE)
+        self._seq = 0
+        # Counters (read by tests and the end of a run).
+        self.queued = 0
+        self.written = 0
+        self.dropped = 0
+        self.failed = 0
+        self.pruned = 0
+        # The worker's files, oldest first, and their total size.
+        self._files: deque[tuple[float, Path, int]] = deque()
+        self._total = 0
+        self._lock = threading.Lock()
+        self._error: str | None = None  # the worker's first failure, not yet said
+        self._said = False
+        self._thread = threading.Thread(target=self._work, name="lookout-snapshots", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ on the loop
+
+    def write(self, event: Event) -> None:
+        """Bus subscriber: an event worth a picture waits for its frame's percept."""
+        self._say_problem()
+        snapshot = self._snapshot_of(event)
+        if snapshot is not None:
+            self._pending.append(_Pending(snapshot))
+
+    def _snapshot_of(self, event: Event) -> SnapshotSaved | None:
+        if isinstance(event, LineCrossed):
+            return self._named(event.t_media, "crossing", event.line, event.track)
+        if isinstance(event, DwellPassed):
+            return self._named(event.t_media, "dwell", event.zone, event.track)
+        if isinstance(event, CountChanged):
+            if event.count is None:
+                self._last_change = None  # counting starts afresh: no quiet spell yet
+                return None
+            last, self._last_change = self._last_change, event.t_media
+            if event.previous is None or last is None or event.t_media is None:
+                return None  # the first count of a run (or after an outage) is no change
+            if event.t_media - last < self.quiet_s:
+                return None
+            return SnapshotSaved(
+                file=file_name(self.run_id, event.t_media, "count", str(event.count), None),
+                of="count",
+                name="",
+                t_media=event.t_media,
+                frame=event.frame,
+            )
+        return None
+
+    def _named(self, t_media: float, of: str, name: str, track: int) -> SnapshotSaved:
+        return SnapshotSaved(
+            file=file_name(self.run_id, t_media, of, name, track),
+            of=of,
+            name=name,
+            track=track,
+            t_media=t_media,
+        )
+
+    def on_percept(self, percept: Percept) -> None:
+        """Bus percept subscriber: the pending events of this frame get its picture."""
+        self._say_problem()
+        if not self._pending or percept.error is not None:
+            return
+        t = percept.t_media
+        frame: DisplayFrame | None = None
+        while self._pending and self._pending[0].event.t_media <= t + 1e-6:
+            pending = self._pending.popleft()
+            if pending.event.t_media < t - 1e-6:
+                continue  # its frame's percept never came (unusable): no picture of another
+            if frame is None:
+                frame = self._display(percept)
+            event = pending.event
+            if event.frame is None:
+                event = _with_frame(event, percept.frame.index)
+            self._enqueue(event, frame)
+
+    def _display(self, percept: Percept) -> DisplayFrame:
+        self._seq += 1
+        return DisplayFrame(
+            self._seq,
+            percept.frame.image,
+            np.asarray(percept.detections.boxes, dtype=np.float32),
+            np.asarray(percept.detections.scores, dtype=np.float32),
+            percept.count,
+            percept.raw,
+            0.0,
+            tracks=percept.tracks,
+            people=percept.people,
+            frame_index=percept.frame.index,
+            t_media=percept.t_media,
+            lines=percept.lines,
+            zones=percept.zones,
+            geometry=self.geometry,
+        )
+
+    def _enqueue(self, event: SnapshotSaved, frame: DisplayFrame) -> None:
+        try:
+            self._jobs.put_nowait(_Job(self.folder / event.file, frame))
+        except queue.Full:
+            self.dropped += 1
+            if self.dropped in (1, 10, 100, 1000):
+                self._publish(
+                    ErrorEvent(
+                        message=f"snapshots: the writer is behind, {self.dropped} not written "
+                        "(dropped)",
+                        where="snapshots",
+                    )
+                )
+            return
+        self.queued += 1
+        self._publish(event)
+
+    def _say_problem(self) -> None:
+        if self._said or self._error is None:
+            return
+        with self._lock:
+            message = self._error
+        self._said = True
+        self._publish(
+            ErrorEvent(
+                message=f"snapshots: {message}; counting and the event logs go on (said once)",
+                where="snapshots",
+            )
+        )
+
+    def close(self) -> None:
+        """Bus subscriber: write what is queued (for at most ``CLOSE_WAIT_S``), then stop."""
+        with contextlib.suppress(queue.Full):
+            self._jobs.put(None, timeout=CLOSE_WAIT_S)
+        self._thread.join(CLOSE_WAIT_S)
+
+    # ------------------------------------------------------------ in the worker
+
+    def _work(self) -> None:
+        self._scan()
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                data = render_jpeg(job.frame, self.quality)
+                _write(job.path, data)
+            except Exception as exc:  # a file or drawing problem: never the writer's end
+                self.failed += 1
+                self._failed(exc)
+                continue
+            self.written += 1
+            self._files.append((self._now(), job.path, len(data)))
+            self._total += len(data)
+            self._prune()
+
+    def _failed(self, exc: Exception) -> None:
+        with self._lock:
+            if self._error is None:
+                reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+                if getattr(exc, "errno", None) in (28, 122):  # ENOSPC, EDQUOT
+                    reason = "the disk is full"
+                self._error = f"cannot write in {self.folder}: {reason}"
+        log.debug("snapshot not written", exc_info=exc)
+
+    def _scan(self) -> None:
+        """The folder's snapshots (of any run), oldest first: what the cap counts."""
+        found: list[tuple[float, Path, int]] = []
+        try:
+            with os.scandir(self.folder) as entries:
+                for entry in entries:
+                    if not NAME.match(entry.name):
+                        continue  # only Lookout's own pictures are ever deleted
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if entry.is_file(follow_symlinks=False):
+                        found.append((info.st_mtime, Path(entry.path), info.st_size))
+        except OSError as exc:
+            self._failed(exc)
+            return
+        found.sort()
+        self._files.extend(found)
+        self._total = sum(size for _, _, size in found)
+        self._prune()
+
+    def _prune(self) -> None:
+        oldest = self._now() - self.max_age_s
+        while self._files and (self._total > self.max_bytes or self._files[0][0] < oldest):
+            _, path, size = self._files.popleft()
+            self._total -= size
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                self._failed(exc)
+                continue
+            self.pruned += 1
+
+
+def _with_frame(event: SnapshotSaved, index: int) -> SnapshotSaved:
+    return dataclasses.replace(event, frame=index)
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Written whole or not at all: a reader never sees half a JPEG under its name."""
+    partial = path.with_name(path.name + ".part")
+    try:
+        with open(partial, "wb") as f:
+            f.write(data)
+        os.replace(partial, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        raise
+
+
+def open_snapshots(
+    config: Config, run_id: str, publish: Callable[[Event], None], say: Callable[[str], None]
+) -> Snapshots | None:
+    """The snapshot output ``config`` asks for (None: not asked, or ``--privacy``).
+
+    A missing folder is created; a path that is not a folder (or cannot be made one) is a
+    ConfigError (one line, exit 2) before anything runs.
+    """
+    folder = config.outputs.snapshots
+    if folder is None:
+        return None
+    if config.device.privacy:
+        say(f"privacy mode: no snapshots are written (--snapshots {folder} is ignored)")
+        return None
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--snapshots {folder}: is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"--snapshots {folder}: cannot create it: {exc.strerror or exc}"
+        ) from None
+    return Snapshots(
+        folder,
+        run_id=run_id,
+        publish=publish,
+        geometry=SceneGeometry(
+            lines={name: spec.points for name, spec in config.scene.lines.items()},
+            zones={name: spec.points for name, spec in config.scene.zones.items()},
+        ),
+        max_bytes=int(config.outputs.snapshots_max_mb * 1_000_000),
+        max_age_s=config.outputs.snapshots_days * 86_400,
+        quiet_s=config.outputs.snapshots_quiet,
+        quality=config.source.jpeg_quality,
+    )
+
+
+__all__ = ["Snapshots", "file_name", "open_snapshots", "safe_part"]
