@@ -1,0 +1,223 @@
+"""``--snapshots DIR``: one JPEG per crossing (dwell, quiet count change), named in the events.
+
+The real command on the sample video with its lamp-post line, and the output driven
+directly for what a run cannot stage on cue (its folder replaced by a file mid-run,
+which event a frame's picture belongs to).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from device.events import CountChanged, LineCrossed, SnapshotSaved
+from device.outputs.render import BOX_COLOR, SceneGeometry
+from device.outputs.snapshots import Snapshots
+from live.events import ErrorEvent, Event
+from tests.cli import lookout, lookout_in_process
+from tests.datafiles import data_file
+from tests.percepts import make_percept
+
+POST = "post=0.5599,0.7292,0.5599,0.2083"
+SECONDS = "20"  # of the sample video: 7 crossings of the post
+
+
+def run(tmp_path: Path, *extra: str) -> tuple[Any, list[dict[str, Any]]]:
+    events = tmp_path / "events.jsonl"
+    done = lookout(
+        "run", "--pace", "fast", "--source", str(data_file("vtest.avi")), "--model", "local",
+        "--http", "", "--duration", SECONDS, "--line", POST, "--events", str(events), *extra,
+    )  # fmt: skip
+    logged = (
+        [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
+    )
+    return done, logged
+
+
+def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == kind]
+
+
+@pytest.fixture(scope="module")
+def snapshot_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, list[dict]]:
+    tmp = tmp_path_factory.mktemp("snapshots")
+    folder = tmp / "pics" / "deeper"  # missing: created
+    done, events = run(tmp, "--snapshots", str(folder))
+    return folder, done, events
+
+
+def test_each_crossing_has_one_decodable_jpeg_with_its_boxes_named_in_its_event(
+    snapshot_run: tuple[Path, Any, list[dict]],
+) -> None:
+    import cv2
+
+    folder, done, events = snapshot_run
+    assert done.returncode == 0, done.stdout + done.stderr
+    crossings = of_type(events, "crossing")
+    snapshots = [e for e in of_type(events, "snapshot") if e["of"] == "crossing"]
+    files = sorted(p.name for p in folder.glob("*.jpg"))
+    assert len(crossings) >= 3
+    assert len(snapshots) == len(crossings) == len(files)
+    assert sorted(s["file"] for s in snapshots) == files
+    # Each crossing has its picture: same line, person and frame time.
+    assert sorted((c["line"], c["track"], c["t_media"]) for c in crossings) == sorted(
+        (s["name"], s["track"], s["t_media"]) for s in snapshots
+    )
+    for name in files:
+        image = cv2.imread(str(folder / name))
+        assert image is not None and image.shape[0] > 100, name
+        # The boxes are drawn: pixels of the person colour (JPEG: near it).
+        near = np.abs(image.astype(int) - np.array(BOX_COLOR)).max(axis=2) <= 30
+        assert near.sum() > 50, name
+    assert not list(folder.glob("*.part"))
+
+
+def test_a_tiny_cap_keeps_the_folder_under_it_newest_first_and_old_pictures_go_at_start(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "pics"
+    folder.mkdir()
+    old = folder / "0123456789ab-000001.00-crossing-post-1.jpg"
+    old.write_bytes(b"x" * 10)
+    week_ago = time.time() - 8 * 86_400
+    os.utime(old, (week_ago, week_ago))
+    mine_not = folder / "holiday.jpg"  # not one of Lookout's: never deleted
+    mine_not.write_bytes(b"y" * 10)
+    done, events = run(tmp_path, "--snapshots", str(folder), "--snapshots-max-mb", "0.2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not old.exists()  # older than --snapshots-days (7)
+    assert mine_not.exists()
+    kept = sorted(folder.glob("*-crossing-*.jpg"))
+    snapshots = of_type(events, "snapshot")
+    assert len(snapshots) > len(kept) >= 1
+    assert sum(p.stat().st_size for p in kept) <= 200_000
+    assert kept[-1].name == max(s["file"] for s in snapshots)  # the newest stays
+
+
+def test_privacy_writes_none_and_says_so_once(tmp_path: Path) -> None:
+    folder = tmp_path / "pics"
+    done, events = run(tmp_path, "--snapshots", str(folder), "--privacy")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not folder.exists() or not list(folder.iterdir())
+    assert not of_type(events, "snapshot")
+    assert of_type(events, "crossing")
+    assert done.stdout.count("no snapshots are written") == 1
+
+
+def test_an_unwritable_folder_is_said_once_and_counting_goes_on(
+    tmp_path: Path, snapshot_run: tuple[Path, Any, list[dict]]
+) -> None:
+    # /proc takes no new file, even from root (chmod would not stop root).
+    done, events = run(tmp_path, "--snapshots", "/proc")
+    assert done.returncode == 0, done.stdout + done.stderr
+    errors = [e for e in of_type(events, "error") if e.get("where") == "snapshots"]
+    assert len(errors) == 1, errors
+    assert "cannot write in /proc" in errors[0]["message"]
+    # The crossings are those of the run that could write.
+    _, _, written = snapshot_run
+    assert len(of_type(events, "crossing")) == len(of_type(written, "crossing"))
+
+
+def test_a_snapshots_path_that_is_a_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "a-file"
+    path.write_text("")
+    done = lookout_in_process(
+        "run", "--source", str(data_file("vtest.avi")), "--model", "local", "--http", "",
+        "--snapshots", str(path),
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"--snapshots {path}: is a file, not a folder" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------- the output itself
+
+
+class Collected:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def snapshots(folder: Path, publish: Collected, **kw: Any) -> Snapshots:
+    settings: dict[str, Any] = dict(
+        run_id="0123456789ab", publish=publish, geometry=SceneGeometry(),
+        max_bytes=10_000_000, max_age_s=86_400.0, quiet_s=10.0,
+    )  # fmt: skip
+    settings.update(kw)
+    return Snapshots(folder, **settings)
+
+
+def crossing(t: float, track: int = 1) -> LineCrossed:
+    return LineCrossed(line="door", direction="in", track=track, t_media=t, total_in=1, total_out=0)
+
+
+def test_the_picture_is_of_the_frame_the_event_belongs_to(tmp_path: Path) -> None:
+    import cv2
+
+    publish = Collected()
+    out = snapshots(tmp_path, publish)
+    out.on_percept(make_percept([[10, 10, 50, 90]], t=1.0, seq=1))
+    out.write(crossing(2.0))  # perception says the event before its frame's percept
+    assert not publish.of(SnapshotSaved)
+    white = np.full((100, 200, 3), 255, np.uint8)
+    out.on_percept(make_percept([[100, 10, 150, 90]], t=2.0, seq=2, image=white))
+    out.close()
+    (saved,) = publish.of(SnapshotSaved)
+    assert (saved.of, saved.name, saved.track, saved.t_media, saved.frame) == (
+        "crossing", "door", 1, 2.0, 2,
+    )  # fmt: skip
+    image = cv2.imread(str(tmp_path / saved.file))
+    assert image[5, 5].min() > 200  # the white frame of t=2, not the black one of t=1
+    assert out.written == 1
+
+
+def test_a_count_change_is_a_picture_only_after_a_quiet_spell(tmp_path: Path) -> None:
+    publish = Collected()
+    out = snapshots(tmp_path, publish, quiet_s=10.0)
+    times = [(0.0, 1, None), (3.0, 2, 1), (20.0, 3, 2), (21.0, 2, 3)]
+    for t, count, previous in times:
+        out.write(CountChanged(count=count, previous=previous, t_media=t, frame=int(t)))
+        out.on_percept(make_percept([[10, 10, 50, 90]] * count, t=t, seq=int(t)))
+    out.close()
+    assert [s.t_media for s in publish.of(SnapshotSaved)] == [20.0]  # 17 s after 3.0
+
+
+def test_a_folder_replaced_by_a_file_mid_run_is_said_once_and_the_rest_goes_on(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "pics"
+    folder.mkdir()
+    publish = Collected()
+    out = snapshots(folder, publish)
+    out.write(crossing(1.0))
+    out.on_percept(make_percept([[10, 10, 50, 90]], t=1.0, seq=1))
+    deadline = time.monotonic() + 5
+    while out.written < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert out.written == 1
+    for path in folder.iterdir():
+        path.unlink()
+    folder.rmdir()
+    folder.write_text("not a folder any more")
+    for i in range(2, 6):
+        out.write(crossing(float(i), track=i))
+        out.on_percept(make_percept([[10, 10, 50, 90]], t=float(i), seq=i))
+        time.sleep(0.05)
+    out.close()
+    out.on_percept(make_percept(t=9.0, seq=9))  # the next thing on the loop says it
+    errors = [e for e in publish.of(ErrorEvent) if e.where == "snapshots"]
+    assert len(errors) == 1
+    assert "cannot write in" in errors[0].message and "said once" in errors[0].message
+    assert out.failed == 4 and len(publish.of(SnapshotSaved)) == 5
