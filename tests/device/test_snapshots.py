@@ -20,7 +20,7 @@ from device.events import CountChanged, LineCrossed, SnapshotSaved
 from device.outputs.render import BOX_COLOR, SceneGeometry
 from device.outputs.snapshots import Snapshots
 from live.events import ErrorEvent, Event
-from tests.cli import lookout, lookout_in_process
+from tests.cli import lookout
 from tests.datafiles import data_file
 from tests.percepts import make_percept
 
@@ -45,7 +45,9 @@ def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def snapshot_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, list[dict]]:
+def snapshot_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, Any, list[dict[str, Any]]]:
     tmp = tmp_path_factory.mktemp("snapshots")
     folder = tmp / "pics" / "deeper"  # missing: created
     done, events = run(tmp, "--snapshots", str(folder))
@@ -53,7 +55,7 @@ def snapshot_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, l
 
 
 def test_each_crossing_has_one_decodable_jpeg_with_its_boxes_named_in_its_event(
-    snapshot_run: tuple[Path, Any, list[dict]],
+    snapshot_run: tuple[Path, Any, list[dict[str, Any]]],
 ) -> None:
     import cv2
 
@@ -111,7 +113,7 @@ def test_privacy_writes_none_and_says_so_once(tmp_path: Path) -> None:
 
 
 def test_an_unwritable_folder_is_said_once_and_counting_goes_on(
-    tmp_path: Path, snapshot_run: tuple[Path, Any, list[dict]]
+    tmp_path: Path, snapshot_run: tuple[Path, Any, list[dict[str, Any]]]
 ) -> None:
     # /proc takes no new file, even from root (chmod would not stop root).
     done, events = run(tmp_path, "--snapshots", "/proc")
@@ -127,7 +129,7 @@ def test_an_unwritable_folder_is_said_once_and_counting_goes_on(
 def test_a_snapshots_path_that_is_a_file_is_refused_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "a-file"
     path.write_text("")
-    done = lookout_in_process(
+    done = lookout(
         "run", "--source", str(data_file("vtest.avi")), "--model", "local", "--http", "",
         "--snapshots", str(path),
     )  # fmt: skip
@@ -179,6 +181,7 @@ def test_the_picture_is_of_the_frame_the_event_belongs_to(tmp_path: Path) -> Non
         "crossing", "door", 1, 2.0, 2,
     )  # fmt: skip
     image = cv2.imread(str(tmp_path / saved.file))
+    assert image is not None
     assert image[5, 5].min() > 200  # the white frame of t=2, not the black one of t=1
     assert out.written == 1
 
