@@ -102,3 +102,23 @@ def test_an_unanswerable_question_is_said_as_such_with_exit_4(
     assert code == EXIT_UNANSWERED, (out, err)
     assert out.startswith("I cannot answer that:") and said in out
     assert "frame 0" not in out and "In the last 60 minutes" not in out
+
+
+@pytest.mark.slow
+def test_a_question_is_not_a_run_of_the_report(shop_log: Path, tmp_path: Path) -> None:
+    import shutil
+
+    db = tmp_path / "shop.sqlite"
+    shutil.copy(shop_log, db)
+    (tmp_path / "empty.toml").write_text("")
+    for _ in range(2):
+        code, _, err, _ = ask(db, "how many visitors today?")
+        assert code == 0, err
+    question = [e["run_id"] for e in logged_events(db, "run") if e["command"] == "ask"][-1]
+    reported = lookout("report", str(db), "--out", str(tmp_path / "r.html"))
+    assert reported.returncode == 0, reported.stderr
+    assert " runs" not in reported.stdout  # one run of the device, however many questions
+    refused = lookout("report", str(db), "--out", str(tmp_path / "q.html"), "--run", str(question))
+    assert refused.returncode == 2
+    assert f"--run {question} is a question" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
