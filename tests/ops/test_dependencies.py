@@ -10,6 +10,7 @@ AST, function bodies included) and mapped to the distribution that installs it.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata as metadata
 import re
 import sys
@@ -99,9 +100,16 @@ def third_party() -> dict[str, list[Place]]:
     return found
 
 
+@functools.cache
+def _owners() -> dict[str, list[str]]:
+    # Reading every installed distribution's files takes seconds: once per run, not per import.
+    return dict(metadata.packages_distributions())
+
+
+@functools.cache
 def distribution_of(module: str) -> str | None:
     """The distribution that installs ``module`` (a namespace package: its subpackage's)."""
-    owners = metadata.packages_distributions().get(module.split(".")[0], [])
+    owners = _owners().get(module.split(".")[0], [])
     if len(owners) <= 1 or "." not in module:
         return canonical(owners[0]) if owners else None
     parts = module.split(".")[:2]
