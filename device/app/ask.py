@@ -12,7 +12,6 @@ never sent to the model; the command waits for running jobs unless
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import sys
@@ -25,6 +24,7 @@ from typing import TextIO
 import anyio
 from anyio import CancelScope
 
+from device.app.ask_console import AskConsole
 from device.app.describe import describe_config, run_started
 from device.app.parts import (
     configured_perception,
@@ -49,20 +49,20 @@ from live.eventlog import EventLog
 from live.events import (
     ErrorEvent,
     Event,
-    JobProgress,
     JobUpdate,
-    ModelText,
-    ToolCall,
     ToolResult,
 )
 from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
-from live.printable import printable, printable_lines
+from live.tool import Tool
 from live.turn_model import TurnModel
 from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner
+from tools.log_questions import LogTools
 from tools.occupancy import MemoryOccupancyLog, OccupancyLog, OccupancyTools, SQLiteOccupancyLog
 from tools.visitors import VisitorCounter
 
 log = logging.getLogger("lookout.ask")
+
+EXIT_UNANSWERED = 4  # the question cannot be answered with what ask has (said, and what would)
 
 ASK_INSTRUCTION = (
     "You are Lookout, a camera agent answering questions about the people in view. "
@@ -71,7 +71,13 @@ ASK_INSTRUCTION = (
     "job_id and its summary arrives later as another answer to the same call. Use "
     "fetch_counts(job_id, cursor) to read per-minute counts one page at a time. Use "
     "visitors(minutes) for how many people came in and went out across the counting "
-    "lines in the last minutes. Answer briefly with the numbers. Do not describe "
+    "lines in the last minutes. From the --db log: crossings(period) per line, "
+    "zone_visits(period, zone) for visits and dwell per zone, busiest(period) for the "
+    "busiest minute; a period is 'all', 'today', 'yesterday', 'since 9', 'last N minutes' "
+    "or 'last N hours', in the log's local time. When no tool answers the question as "
+    "asked (another range, another quantity, the scene now without a source), call "
+    "cannot_answer(reason, would_answer) instead of answering a different question. "
+    "Answer briefly with the numbers. Do not describe "
     "people's appearance."
 )
 
@@ -102,72 +108,6 @@ class AskOptions:
     sample_fps: float | None = None  # frames perceived per second of source time (None: as run)
     period_s: float = 60.0  # span of one row of fetch_counts ("per minute")
     page_size: int = 10
-
-
-class AskConsole:
-    """The answer on ``out``; what happened on the way on ``err`` (a progress bar on a tty)."""
-
-    def __init__(self, out: TextIO, err: TextIO) -> None:
-        self.out = out
-        self.err = err
-        self.tty = bool(getattr(err, "isatty", lambda: False)())
-        self._bar_shown = False
-        self._last_tenth: dict[str, int] = {}
-
-    def _err_line(self, text: str) -> None:
-        self._clear_bar()
-        # Tool names, call ids and errors come from the model: shown, never obeyed.
-        self.err.write(printable(text) + "\n")
-        self.err.flush()
-
-    def _clear_bar(self) -> None:
-        if self._bar_shown:
-            self.err.write("\r\x1b[2K")
-            self._bar_shown = False
-
-    def write(self, event: Event) -> None:
-        if isinstance(event, ModelText):
-            self._clear_bar()
-            # The answer keeps its lines; escape sequences, lone CRs and bidi overrides
-            # are shown escaped (the event logs keep the text exact).
-            self.out.write(printable_lines(event.text) + "\n")
-            self.out.flush()
-        elif isinstance(event, ToolCall):
-            args = ", ".join(f"{k}={json.dumps(v)}" for k, v in event.args.items())
-            self._err_line(f"-> {event.name}({args})  [{event.id}]")
-        elif isinstance(event, ToolResult):
-            text = json.dumps(event.response, separators=(",", ":"))
-            if len(text) > 160:
-                text = text[:157] + "..."
-            self._err_line(f"<- {event.name} {text}")
-        elif isinstance(event, JobUpdate):
-            detail = f": {event.error}" if event.error else ""
-            self._err_line(f"job {event.job_id} ({event.name}) {event.state}{detail}")
-        elif isinstance(event, JobProgress):
-            self._progress(event)
-        elif isinstance(event, ErrorEvent):
-            where = f" [{event.where}]" if event.where else ""
-            self._err_line(f"error{where}: {event.message}")
-        elif isinstance(event, SourceStateEvent) and event.state in {"reconnecting", "failed"}:
-            reason = f": {event.reason}" if event.reason else ""
-            self._err_line(f"source {event.source} {event.state}{reason}")
-
-    def _progress(self, event: JobProgress) -> None:
-        share = event.fraction if event.fraction is not None else 0.0
-        if self.tty:
-            bar = "#" * int(share * 30)
-            self.err.write(f"\r\x1b[2K  [{bar:<30}] {share:4.0%} {printable(event.message)}")
-            self.err.flush()
-            self._bar_shown = True
-            return
-        tenth = int(share * 10)
-        if tenth > self._last_tenth.get(event.job_id, -1):
-            self._last_tenth[event.job_id] = tenth
-            self._err_line(f"job {event.job_id}: {share:.0%} {event.message}")
-
-    def close(self) -> None:
-        self._clear_bar()
-        self.err.flush()
 
 
 class PerceivedFrames:
@@ -213,6 +153,12 @@ class AskApp:
     watch_signals: bool = True
 
     def __post_init__(self) -> None:
+        # A question about the log (--db or --events, no --source) never opens a video.
+        self.about_log = (
+            self.source_override is None
+            and self.config.source.source is None
+            and (self.config.outputs.db is not None or self.config.outputs.events is not None)
+        )
         self.source: FrameSource = self.source_override or configured_source(
             self.config, self.clock
         )
@@ -260,7 +206,9 @@ class AskApp:
             page_size=self.options.page_size,
         )
         self.visitors = VisitorCounter(self.config.outputs.db, tuple(self.config.scene.lines))
+        self.log_tools = LogTools(self.config.outputs.db)
         self.errors = 0
+        self.unanswered = False
         self.outcomes: list[TurnOutcome] = []
         self.conversation: Conversation | None = None
         self._interrupted = False
@@ -274,6 +222,8 @@ class AskApp:
         self._write(event)
 
     def _write(self, event: Event) -> None:
+        if isinstance(event, ToolResult) and event.name == "cannot_answer":
+            self.unanswered = True
         if isinstance(event, ErrorEvent) or (isinstance(event, JobUpdate) and event.error):
             self.errors += 1
         for sink in self.sinks:
@@ -284,12 +234,18 @@ class AskApp:
 
     def preflight(self) -> None:
         """A detector that cannot load, a file that is not a video: one line, before asking."""
-        preflight(self.perception, self.source)
+        if not self.about_log:
+            preflight(self.perception, self.source)
+
+    def offered(self) -> list[Tool]:
+        """The tools of this question: the scene's only with a source to look at."""
+        scene = [] if self.about_log else self.tools.tools()
+        return [*scene, self.visitors.tool(), *self.log_tools.tools()]
 
     async def run(self) -> int:
         runner = TurnRunner(
             self.turn_model,
-            [*self.tools.tools(), self.visitors.tool()],
+            self.offered(),
             TurnConfig(
                 system_instruction=self.config.model.system_instruction or ASK_INSTRUCTION,
                 secrets=self.config.secrets(),
@@ -306,7 +262,8 @@ class AskApp:
         self._write(started)
         try:
             async with anyio.create_task_group() as tg:
-                await tg.start(self.source_runner.run)
+                if not self.about_log:
+                    await tg.start(self.source_runner.run)
                 async with runner.open() as conversation:
                     self.conversation = conversation
                     if self.watch_signals:
@@ -332,6 +289,8 @@ class AskApp:
         if self._interrupted:
             return 1
         answered = bool(self.outcomes) and self.outcomes[0] is TurnOutcome.ANSWERED
+        if answered and self.unanswered:
+            return EXIT_UNANSWERED  # said as such, with what would answer it
         return 0 if answered and self.errors == 0 else 1
 
     async def _carry_over(self, conversation: Conversation) -> None:
@@ -374,7 +333,8 @@ class AskApp:
 
     async def _close(self) -> None:
         with anyio.CancelScope(shield=True):
-            await self.source_runner.close()
+            if not self.about_log:
+                await self.source_runner.close()
             aclose = getattr(self.turn_model, "aclose", None)
             if aclose is not None:
                 try:

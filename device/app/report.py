@@ -177,6 +177,18 @@ def make_report(
     if not events:
         raise ReportError(f"{input}: no events in it")
     runs = split_runs(events)
+    # Questions (lookout ask) are recorded as runs of their own kind: not runs of the device.
+    questions = [r for r in runs if r.info is not None and r.info.get("command", "run") != "run"]
+    if run is not None:
+        asked = [r for r in questions if r.run_id is not None and r.run_id.startswith(run)]
+        if asked and not run.isdigit():
+            raise ReportError(
+                f"--run {run} is a question (lookout ask {asked[0].run_id}), not a run: "
+                "the report draws runs of lookout run"
+            )
+    if questions and len(questions) < len(runs):
+        events = [e for r in runs if r not in questions for e in r.events]
+        runs = split_runs(events)
     if run is not None:
         runs = select_run(runs, run)
     if period_s is not None and not 0 < period_s <= 366 * 86400:

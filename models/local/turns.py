@@ -26,11 +26,24 @@ from google.genai import types
 
 from live.model import FunctionCallRequest
 from live.turn_model import TurnReply, TurnRequest
+from models.local.log_text import (
+    BUSIEST,
+    CROSSINGS,
+    DAY,
+    LOG_TOOLS,
+    SINCE,
+    ZONES,
+    log_answer,
+    period_in,
+    what_i_answer,
+)
 
 COUNT_NOW = "count_people_now"
 REPORT = "start_occupancy_report"
 FETCH = "fetch_counts"
 VISITORS = "visitors"
+CANNOT = "cannot_answer"
+NO_SOURCE = "no --source: this asks about now; give --source or ask about the log"
 HELP = (
     "I can count the people in view now ('how many people?'), watch for a while and "
     "summarise ('report for 5 minutes'), read a report's per-minute counts "
@@ -50,6 +63,10 @@ VISITOR_WORDS = re.compile(
     r"|(?:came|come|coming|walked|went|gone|going) (?:in|out|inside|outside))\b",
     re.I,
 )
+_BUSIEST_WORDS = re.compile(r"\b(busiest|busy|peak|crowded|most people)\b", re.I)
+_ZONE_WORDS = re.compile(r"\b(zones?|dwell\w*|stay\w*|stayed|linger\w*|wait\w*)\b", re.I)
+_ZONE_NAME = re.compile(r"\b(?:at|in|inside)\s+(?:the\s+)?([a-z][\w-]*)", re.I)
+_NOT_ZONES = {"last", "past", "previous", "morning", "afternoon", "evening", "today", "zone"}
 _LAST_UNIT = re.compile(r"\b(?:last|past|previous)\s+(hour|minute|day)\b", re.I)
 
 
@@ -100,10 +117,53 @@ class LocalTurnModel:
     def _call(self, name: str, args: dict[str, Any]) -> FunctionCallRequest:
         return FunctionCallRequest(f"local-{next(self._ids)}", name, args)
 
+    def _cannot(self, declared: set[str], reason: str, would_answer: str) -> TurnReply:
+        if CANNOT not in declared:
+            return TurnReply(text=f"I cannot answer that: {reason}. {would_answer}")
+        args = {"reason": reason, "would_answer": would_answer}
+        return TurnReply(calls=(self._call(CANNOT, args),))
+
     def _answer_question(self, text: str, declared: set[str]) -> TurnReply:
         job = _JOB_ID.search(text)
         if job and FETCH in declared:
             return TurnReply(calls=(self._call(FETCH, {"job_id": job.group(0), "cursor": ""}),))
+        about_log = bool(
+            _BUSIEST_WORDS.search(text) or _ZONE_WORDS.search(text) or VISITOR_WORDS.search(text)
+        )
+        period = period_in(text) if about_log else "all"
+        if about_log and CROSSINGS in declared and period is None:
+            return self._cannot(
+                declared,
+                "I cannot read the time range of this question",
+                "Ask over 'today', 'yesterday', 'since 9' or 'the last N minutes/hours'.",
+            )
+        if _BUSIEST_WORDS.search(text):
+            if BUSIEST in declared:
+                return TurnReply(calls=(self._call(BUSIEST, {"period": period}),))
+            return self._cannot(
+                declared,
+                "the busiest time is read from a log of counts, and none was given",
+                "Ask with --db PATH, the log that lookout run --db PATH writes.",
+            )
+        if _ZONE_WORDS.search(text):
+            if ZONES in declared:
+                names = [m for m in _ZONE_NAME.findall(text) if m.lower() not in _NOT_ZONES]
+                args = {"period": period, "zone": names[0] if names else ""}
+                return TurnReply(calls=(self._call(ZONES, args),))
+            return self._cannot(
+                declared,
+                "zones and dwell are read from a log of a run with zones, and none was given",
+                "Ask with --db PATH after lookout run --zone NAME=... --db PATH.",
+            )
+        day_range = bool(DAY.search(text) or SINCE.search(text))
+        if VISITOR_WORDS.search(text) and CROSSINGS in declared and day_range:
+            return TurnReply(calls=(self._call(CROSSINGS, {"period": period}),))
+        if VISITOR_WORDS.search(text) and VISITORS in declared and day_range:
+            return self._cannot(
+                declared,
+                "I can count visitors over the last minutes or hours, not a day or a clock time",
+                "Ask about 'the last N minutes/hours', or with --db PATH for days and hours.",
+            )
         if VISITOR_WORDS.search(text) and VISITORS in declared:
             minutes = round(visitor_minutes(text), 4)
             return TurnReply(calls=(self._call(VISITORS, {"minutes": minutes}),))
@@ -112,6 +172,12 @@ class LocalTurnModel:
             return TurnReply(calls=(self._call(REPORT, {"minutes": minutes}),))
         if COUNT_WORDS.search(text) and COUNT_NOW in declared:
             return TurnReply(calls=(self._call(COUNT_NOW, {}),))
+        if (COUNT_WORDS.search(text) or _REPORT_WORDS.search(text)) and CROSSINGS in declared:
+            return self._cannot(declared, NO_SOURCE, what_i_answer(declared) + ".")
+        if CANNOT in declared:
+            return self._cannot(
+                declared, "I do not know which of my tools answers this", what_i_answer(declared)
+            )
         return TurnReply(text=HELP)
 
     def _after_tools(
@@ -151,6 +217,13 @@ class LocalTurnModel:
             return self._page(request, payload)
         if name == VISITORS:
             return visitors_text(payload), None
+        if name == CANNOT:
+            said = f"I cannot answer that: {payload.get('reason', '')}."
+            if payload.get("would_answer"):
+                said += f" {payload['would_answer']}"
+            return said, None
+        if name in LOG_TOOLS:
+            return log_answer(name, payload), None
         return f"{name} answered {json.dumps(payload, sort_keys=True)}.", None
 
     def _report(
@@ -256,4 +329,11 @@ def _pages_read(request: TurnRequest, job_id: str) -> list[dict[str, Any]]:
     return pages
 
 
-__all__ = ["LocalTurnModel", "minutes_in", "summary", "visitor_minutes", "visitors_text"]
+__all__ = [
+    "LocalTurnModel",
+    "minutes_in",
+    "period_in",
+    "summary",
+    "visitor_minutes",
+    "visitors_text",
+]

@@ -44,7 +44,8 @@ pytestmark = pytest.mark.slow
 
 MODEL = "gemini-test-model"
 API_KEY = "ask-test-key-0123456789-abcdef"
-TOOL_NAMES = {"count_people_now", "start_occupancy_report", "fetch_counts", "visitors"}
+TOOL_NAMES = {"count_people_now", "start_occupancy_report", "fetch_counts", "visitors",
+              "crossings", "zone_visits", "busiest", "cannot_answer"}  # fmt: skip
 
 Answer = dict[str, Any] | FakeHttpError
 

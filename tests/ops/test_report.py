@@ -369,7 +369,9 @@ def test_two_runs_in_one_log_are_told_apart_and_one_is_chosen_with_run(tmp_path:
 def test_report_of_an_ask_db_says_there_is_no_count_not_none(tmp_path: Path) -> None:
     db = tmp_path / "ask.db"
     (tmp_path / "empty.toml").write_text("")
+    # With --source: without one, a question with --db is about the log (no video opened).
     asked = lookout("ask", "how many people?", "--model", "local", "--db", str(db),
+                    "--source", "data/vtest.avi",
                     "--config", str(tmp_path / "empty.toml"), timeout=120)  # fmt: skip
     assert asked.returncode == 0, asked.stderr
     events = load_events(db)

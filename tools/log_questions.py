@@ -1,0 +1,319 @@
+"""Request-response tools of ``lookout ask`` that answer from the event log (``--db``).
+
+They read the log read-only (``device/app/report_data.py:load_events``) and answer over a
+time range said in words, in the log's own local days and hours:
+
+* ``crossings(period)``: entries and exits per counting line;
+* ``zone_visits(period, zone)``: per zone, the people who came in, the dwell events, the
+  longest stay and the most people in it at once;
+* ``busiest(period)``: the minute with the highest count (the max of the per-minute counts);
+* ``cannot_answer(reason, would_answer)``: the model says the question cannot be answered
+  with these tools, and what would answer it (``lookout ask`` exits 4).
+
+A period is ``all`` (the whole log), ``today``, ``yesterday``, ``since 9`` / ``since 9:30``,
+``last N minutes`` / ``last N hours``. The log's "now" is the wall clock while its newest
+run is a camera, else the end of its newest run (a recording is asked about as it was
+logged). Its time zone is that of the newest run's start (``started``, with its offset).
+Only ``lookout run`` runs count: an ``ask`` records its own run event and is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, tzinfo
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+from pydantic import Field
+
+from live.tool import Tool, ToolUnavailable
+from live.walltime import wall_time
+from tools.function_tool import FunctionTool
+
+PERIODS = (
+    "'all', 'today', 'yesterday', 'since 9' or 'since 9:30' (today, the log's local time), "
+    "'last N minutes' or 'last N hours'"
+)
+_SINCE = re.compile(r"^since\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?$", re.I)
+_LAST = re.compile(
+    r"^(?:the\s+)?(?:last|past)\s+(\d+(?:\.\d+)?)?\s*(minutes?|mins?|hours?|h)$", re.I
+)
+
+
+class LogUnavailable(ToolUnavailable):
+    """The log cannot answer this (none given, no run, a period that cannot be read)."""
+
+
+@dataclass
+class LoggedRun:
+    info: dict[str, Any]
+    events: list[dict[str, Any]]
+
+    @property
+    def live(self) -> bool:
+        return self.info.get("live") is not False
+
+    def wall(self, event: dict[str, Any]) -> float | None:
+        steps = [e for e in self.events if e["type"] == "clock_step"]
+        return wall_time(float(event["t"]), self.info, steps)
+
+
+def _tz(info: dict[str, Any]) -> tzinfo:
+    started = str(info.get("started", ""))
+    try:
+        found = datetime.strptime(started, "%Y-%m-%dT%H:%M:%S%z").tzinfo
+    except ValueError:
+        found = None
+    return found or datetime.now().astimezone().tzinfo or UTC
+
+
+def read_runs(path: Path) -> list[LoggedRun]:
+    """The ``lookout run`` runs of a log (SQLite or JSONL), oldest first."""
+    from device.app.report_data import ReportError, load_events, split_runs
+
+    try:
+        events = load_events(path)
+    except ReportError as exc:
+        raise LogUnavailable(str(exc)) from None
+    runs = [
+        LoggedRun(run.info, run.events)
+        for run in split_runs(events)
+        if run.info is not None and run.info.get("command", "run") == "run"
+    ]
+    if not runs:
+        raise LogUnavailable(
+            f"{path} has no lookout run in it: run lookout run --db {path} (with --line and "
+            "--zone for crossings and zones) first"
+        )
+    return runs
+
+
+@dataclass
+class Window:
+    period: str
+    start: float  # seconds since the epoch
+    end: float
+    tz: tzinfo
+
+    def describe(self) -> dict[str, Any]:
+        def local(t: float) -> str:
+            return datetime.fromtimestamp(t, self.tz).strftime("%Y-%m-%d %H:%M:%S")
+
+        return {"period": self.period, "from": local(self.start), "to": local(self.end)}
+
+
+def log_now(runs: list[LoggedRun], wall: Callable[[], float]) -> float:
+    newest = runs[-1]
+    if newest.live:
+        return wall()
+    times = [w for e in newest.events if (w := newest.wall(e)) is not None]
+    return max(times) if times else wall()
+
+
+def window(period: str, runs: list[LoggedRun], wall: Callable[[], float]) -> Window:
+    """The range ``period`` names, in the log's local days; LogUnavailable if unreadable."""
+    tz = _tz(runs[-1].info)
+    now = log_now(runs, wall)
+    said = " ".join(period.strip().lower().split()) or "all"
+    day = datetime.fromtimestamp(now, tz).replace(hour=0, minute=0, second=0, microsecond=0)
+    if said in {"all", "ever", "the whole log", "everything"}:
+        first = min(
+            (w for run in runs for e in run.events[:1] if (w := run.wall(e)) is not None),
+            default=now,
+        )
+        return Window("all", first, now, tz)
+    if said == "today":
+        return Window(said, day.timestamp(), now, tz)
+    if said == "yesterday":
+        return Window(said, (day - timedelta(days=1)).timestamp(), day.timestamp(), tz)
+    if match := _SINCE.match(said):
+        hour, minute = int(match.group(1)), int(match.group(2) or 0)
+        if match.group(3):
+            hour = hour % 12 + (12 if match.group(3).lower() == "pm" else 0)
+        if hour > 23 or minute > 59:
+            raise LogUnavailable(f"cannot read the time in {period!r}")
+        start = day.replace(hour=hour, minute=minute).timestamp()
+        if start > now:
+            raise LogUnavailable(
+                f"{hour:02d}:{minute:02d} has not come yet today in the log's time (it is "
+                f"{datetime.fromtimestamp(now, tz):%H:%M} there)"
+            )
+        return Window(said, start, now, tz)
+    if match := _LAST.match(said):
+        value = float(match.group(1) or 1)
+        span = value * (3600 if match.group(2).lower().startswith("h") else 60)
+        return Window(said, now - span, now, tz)
+    raise LogUnavailable(f"cannot read the period {period!r}: say one of {PERIODS}")
+
+
+def _within(run: LoggedRun, event: dict[str, Any], w: Window) -> bool:
+    at = run.wall(event)
+    return at is not None and w.start <= at <= w.end
+
+
+PeriodArg = Annotated[str, Field(description=f"the time range: {PERIODS}")]
+
+
+@dataclass
+class LogTools:
+    """``crossings``, ``zone_visits``, ``busiest`` over ``db``, and ``cannot_answer``."""
+
+    db: Path | None
+    wall: Callable[[], float] = time.time
+
+    def tools(self) -> list[Tool]:
+        return [
+            FunctionTool(self.crossings),
+            FunctionTool(self.zone_visits),
+            FunctionTool(self.busiest),
+            FunctionTool(self.cannot_answer),
+        ]
+
+    async def _read(self, period: str) -> tuple[list[LoggedRun], Window]:
+        if self.db is None:
+            raise LogUnavailable(
+                "no event log to read: ask with --db PATH (the log lookout run wrote)"
+            )
+        db = self.db
+        runs = await anyio.to_thread.run_sync(lambda: read_runs(db))
+        return runs, window(period, runs, self.wall)
+
+    async def crossings(self, period: PeriodArg = "all") -> dict[str, Any]:
+        """Entries and exits per counting line in a time range of the log.
+
+        Returns {"period", "from", "to", "lines": {name: {"in": n, "out": m}}, "crossings"}.
+        """
+        runs, w = await self._read(period)
+        lines: dict[str, dict[str, int]] = {}
+        for run in runs:
+            config = run.info.get("config") or {}
+            for name in config.get("lines") or {}:
+                lines.setdefault(str(name), {"in": 0, "out": 0})
+        total = 0
+        for run in runs:
+            for e in run.events:
+                if (
+                    e["type"] == "crossing"
+                    and e.get("direction") in ("in", "out")
+                    and _within(run, e, w)
+                ):
+                    lines.setdefault(str(e.get("line")), {"in": 0, "out": 0})[e["direction"]] += 1
+                    total += 1
+        if not lines:
+            raise LogUnavailable(
+                "no run in this log counted a line: lookout run --line NAME=X1,Y1,X2,Y2 --db"
+            )
+        return {**w.describe(), "lines": lines, "crossings": total}
+
+    async def zone_visits(
+        self,
+        period: PeriodArg = "all",
+        zone: Annotated[str, Field(description="one zone's name; empty: every zone")] = "",
+    ) -> dict[str, Any]:
+        """Per zone in a time range of the log: people who came in (visits), dwell events
+        (people who stayed past the zone's dwell time), the longest stay seen and the most
+        people in it at once.
+
+        Returns {"period", "from", "to", "zones": {name: {"visits", "dwell_events",
+        "longest_s", "max_people"}}}.
+        """
+        runs, w = await self._read(period)
+        zones: dict[str, dict[str, Any]] = {}
+
+        def row(name: str) -> dict[str, Any]:
+            return zones.setdefault(
+                name, {"visits": 0, "dwell_events": 0, "longest_s": 0.0, "max_people": 0}
+            )
+
+        for run in runs:
+            config = run.info.get("config") or {}
+            for name in config.get("zones") or {}:
+                row(str(name))
+            for e in run.events:
+                if e["type"] not in ("zone", "dwell") or not _within(run, e, w):
+                    continue
+                r = row(str(e.get("zone")))
+                if e["type"] == "dwell":
+                    r["dwell_events"] += 1
+                    r["longest_s"] = max(r["longest_s"], round(float(e.get("seconds", 0)), 1))
+                    continue
+                people, previous = e.get("people"), e.get("previous")
+                if isinstance(people, int):
+                    r["max_people"] = max(r["max_people"], people)
+                    if isinstance(previous, int) and people > previous:
+                        r["visits"] += people - previous
+                    elif previous is None and people > 0:
+                        r["visits"] += people
+                longest = e.get("longest_s")
+                if isinstance(longest, int | float):
+                    r["longest_s"] = max(r["longest_s"], round(float(longest), 1))
+        if zone:
+            if zone not in zones:
+                known = ", ".join(zones) or "none"
+                raise LogUnavailable(f"no zone {zone!r} in this log (zones: {known})")
+            zones = {zone: zones[zone]}
+        if not zones:
+            raise LogUnavailable(
+                "no run in this log watched a zone: lookout run --zone NAME=X1,Y1,X2,Y2,... --db"
+            )
+        return {**w.describe(), "zones": zones}
+
+    async def busiest(self, period: PeriodArg = "all") -> dict[str, Any]:
+        """The busiest minute in a time range of the log: the minute whose highest count of
+        people in view is the highest (the first such minute).
+
+        Returns {"period", "from", "to", "people", "minute_from", "minute_to", "source",
+        "t_media" (seconds into a recording, null for a camera), "minutes"}.
+        """
+        runs, w = await self._read(period)
+        per_minute: dict[tuple[int, int], tuple[int, dict[str, Any], LoggedRun]] = {}
+        for i, run in enumerate(runs):
+            for e in run.events:
+                if e["type"] != "count" or not isinstance(e.get("count"), int):
+                    continue
+                at = run.wall(e)
+                if at is None or not w.start <= at <= w.end:
+                    continue
+                media = e.get("t_media")
+                if not run.live and isinstance(media, int | float):
+                    key = (i, int(media // 60))  # a recording: minutes of the recording
+                else:
+                    key = (i, int(at // 60))
+                if key not in per_minute or e["count"] > per_minute[key][0]:
+                    per_minute[key] = (int(e["count"]), e, run)
+        if not per_minute:
+            raise LogUnavailable(f"the log has no counts in {w.period!r} ({w.describe()['from']}"
+                                 f" to {w.describe()['to']})")  # fmt: skip
+        (_, minute), (people, event, run) = max(
+            per_minute.items(), key=lambda item: (item[1][0], -item[0][1])
+        )
+        if run.live:
+            start = Window(w.period, minute * 60.0, minute * 60.0 + 60.0, w.tz).describe()
+            span = {"minute_from": start["from"], "minute_to": start["to"]}
+        else:
+            span = {"minute_from": f"{minute * 60} s", "minute_to": f"{minute * 60 + 60} s"}
+        media = event.get("t_media")
+        return {
+            **w.describe(),
+            "people": people,
+            **span,
+            "source": Path(str(run.info.get("source", ""))).name,
+            "t_media": None if run.live or media is None else round(float(media), 1),
+            "minutes": len(per_minute),
+        }
+
+    def cannot_answer(
+        self,
+        reason: Annotated[str, Field(description="why these tools cannot answer it")],
+        would_answer: Annotated[str, Field(description="what would answer it")] = "",
+    ) -> dict[str, Any]:
+        """Say that the question cannot be answered with these tools (instead of answering
+        another question), why, and what would answer it."""
+        return {"status": "unanswered", "reason": reason, "would_answer": would_answer}
+
+
+__all__ = ["PERIODS", "LogTools", "LogUnavailable", "read_runs", "window"]
