@@ -57,9 +57,12 @@ class TurnReply:
 class TurnModelError(Exception):
     """The model could not answer (network, quota, refused request); says why in one line."""
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
+    def __init__(self, message: str, *, retryable: bool = False, unreachable: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
+        # The model could not be reached at all (no network, no route, DNS): an offline
+        # fallback can answer instead; a refusal or a quota cannot be worked around so.
+        self.unreachable = unreachable
 
 
 class TurnModel(Protocol):

@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -90,15 +90,19 @@ def model_name(config: Config) -> str:
     return DEFAULT_TURN_MODEL if config.model.api_key else "local"
 
 
-def build_turn_model(config: Config) -> TurnModel:
+def build_turn_model(config: Config, say: Callable[[str], None] = print) -> TurnModel:
+    """Gemini when a key is set (falling back to the local model when it cannot be
+    reached, said through ``say``), else the local model."""
+    from models.local.turns import LocalTurnModel
+
     name = model_name(config)
     if name == "local":
-        from models.local.turns import LocalTurnModel
-
         return LocalTurnModel()
+    from device.app.ask_fallback import FallbackTurnModel
     from models.gemini.turns import GeminiTurnModel
 
-    return GeminiTurnModel(name, api_key=config.model.api_key)
+    gemini = GeminiTurnModel(name, api_key=config.model.api_key)
+    return FallbackTurnModel(gemini, LocalTurnModel(), say)
 
 
 @dataclass
@@ -162,8 +166,8 @@ class AskApp:
         self.source: FrameSource = self.source_override or configured_source(
             self.config, self.clock
         )
-        self.turn_model = self.model or build_turn_model(self.config)
         self.console = AskConsole(self.out, self.err)
+        self.turn_model = self.model or build_turn_model(self.config, self.console.note)
         self.sinks: list[EventSink] = [self.console]
         self.run_id = uuid.uuid4().hex[:12]
         # What the user asked to be written must be writable: said now, in one line.

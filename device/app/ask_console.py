@@ -20,6 +20,11 @@ class AskConsole:
         self._bar_shown = False
         self._last_tenth: dict[str, int] = {}
 
+    def note(self, text: str) -> None:
+        """A line about how the question is answered (stderr: the answer stays alone on
+        stdout)."""
+        self._err_line(text)
+
     def _err_line(self, text: str) -> None:
         self._clear_bar()
         # Tool names, call ids and errors come from the model: shown, never obeyed.

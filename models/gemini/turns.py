@@ -193,6 +193,18 @@ class GeminiTurnModel:
         elif isinstance(exc, aiohttp.ClientError | OSError) or _is_httpx_transport_error(exc):
             text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             retryable = True
+            # Nothing answered at all (DNS, refused, no route): not a reply from Gemini.
+            unreachable = isinstance(exc, aiohttp.ClientConnectorError | ConnectionError) or (
+                _is_httpx_transport_error(exc) and "Connect" in type(exc).__name__
+            )
+            if isinstance(exc, aiohttp.ClientConnectorError):
+                # Its text ends with the SSL context's repr (<ssl.SSLContext object at 0x…>).
+                text = f"cannot reach {exc.host}:{exc.port} ({exc.os_error or type(exc).__name__})"
+            return TurnModelError(
+                one_line(f"{self.name}: {text}", self._secrets),
+                retryable=retryable,
+                unreachable=unreachable,
+            )
         elif isinstance(exc, json.JSONDecodeError | RecursionError | UnicodeDecodeError):
             # Not JSON, nested deeper than the decoder goes, not UTF-8: the reply, not ours.
             text, retryable = f"unreadable response: {type(exc).__name__}: {exc}", True
