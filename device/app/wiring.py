@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Callable
 from typing import TextIO
 
 from device.app.freshness import CountFreshness
@@ -189,9 +188,15 @@ def build_app(
     )
     if check:
         preflight(perception, source)
-    snapshots = open_snapshots(config, run_id, bus.publish, _printer(out))
+    snapshots = open_snapshots(
+        config, run_id, bus.publish, lambda line: console.say(line, bus.elapsed())
+    )
     ops = (
-        build_operations(config, state, bus, clock, announce=_printer(out))
+        # The outputs' own news (the page's address, the broker away or back) reads like
+        # every other console line: timed, and clear of the progress line.
+        build_operations(
+            config, state, bus, clock, announce=lambda line: console.say(line, bus.elapsed())
+        )
         if operations
         else Operations()
     )
@@ -222,14 +227,6 @@ def build_app(
         wall_steps=wall_steps or StepWatch(),
         voice=voice,
     )
-
-
-def _printer(out: TextIO) -> Callable[[str], None]:
-    def announce(line: str) -> None:
-        out.write(line + "\n")
-        out.flush()
-
-    return announce
 
 
 __all__ = ["build_app"]

@@ -67,3 +67,46 @@ def test_a_start_from_the_console_is_said_once() -> None:
     said = lines_of(run("--pace", "realtime", "--duration", "30", "--stdin",
                         stdin="stop\nstart\nquit\n"))  # fmt: skip
     assert len([s for s in said if s.startswith("count_people started by the device")]) == 1
+
+
+def test_the_outputs_news_reads_like_every_console_line() -> None:
+    # The status page's address and the broker being away: timed lines like the rest, not
+    # bare ones (nor a log record's format).
+    port = closed_port()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "device.cli",
+            "run",
+            "--model",
+            "local",
+            "--duration",
+            "2",
+            "--source",
+            str(data_file("vtest.avi")),
+            "--http",
+            "127.0.0.1:0",
+            "--mqtt",
+            f"mqtt://127.0.0.1:{port}",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stderr  # the events MQTT never got: said, exit 3
+    timed = re.compile(r"^\[\s*\d+\.\ds\] ")
+    news = [line for line in done.stdout.splitlines() if "status page:" in line or "MQTT" in line]
+    assert any("status page:" in line for line in news)
+    assert any("MQTT broker" in line for line in news)
+    assert all(timed.match(line) for line in news), news
+    assert "lookout.mqtt" not in done.stderr
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
