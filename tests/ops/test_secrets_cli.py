@@ -13,6 +13,7 @@ one form everywhere: scheme, host, port, path and the query's names.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import urllib.error
@@ -37,9 +38,16 @@ BROKER_PASSWORD = "br0k3r@Zw9"
 PIECES = ("hunter2", "S3cr", "tPa55", "br0k3r", "Zw9")
 
 
+# An embedded image's base64 (the report's chart) is pixels, not text: a 3-letter piece
+# turns up in 100 KB of it by chance (about one run in three once the chart's axis shows
+# the time of day), so it is left out of the scan for words.
+_IMAGE_DATA = re.compile(r"data:image/[a-z]+;base64,[A-Za-z0-9+/=]+")
+
+
 def leaks(text: str | bytes) -> list[str]:
     if isinstance(text, bytes):
         text = text.decode("latin-1")
+    text = _IMAGE_DATA.sub("data:image", text)
     return [piece for piece in PIECES if piece in text]
 
 
