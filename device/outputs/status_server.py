@@ -39,9 +39,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from device.config import ConfigError
 from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit
+from device.outputs.controls import Controls
 from device.outputs.host_check import HostPolicy
 from device.outputs.http_address import HttpAddress, same_site
-from device.outputs.json_body import BodyError, json_object
 from device.outputs.page_files import (
     PAGE_CSP,
     REFUSED_CSP,
@@ -238,9 +238,10 @@ class StatusServer:
         web_app.router.add_get("/stream.mjpg", self._mjpeg)
         web_app.router.add_get("/events", self._events)
         web_app.router.add_get("/api/state", self._api_state)
-        web_app.router.add_post("/api/streams/stop", self._stop_stream)
-        web_app.router.add_post("/api/streams/start", self._start_stream)
-        web_app.router.add_post("/api/talk", self._talk)
+        controls = Controls(self.telemetry.device, self._json, self.body_timeout_s)
+        web_app.router.add_post("/api/streams/stop", controls.stop_stream)
+        web_app.router.add_post("/api/streams/start", controls.start_stream)
+        web_app.router.add_post("/api/talk", controls.talk)
         return web_app
 
     # ------------------------------------------------------------ middleware
@@ -427,63 +428,6 @@ class StatusServer:
         finally:
             self._streams.discard(task)
         return response
-
-    async def _json_body(self, request: web.Request) -> dict[str, Any] | web.Response:
-        body = await json_object(request, self.body_timeout_s)
-        if isinstance(body, BodyError):
-            response = self._json({"error": body.error}, body.status)
-            if body.status == 408:
-                response.force_close()  # the trickling peer's connection goes with it
-            return response
-        return body
-
-    async def _start_stream(self, request: web.Request) -> web.Response:
-        """Start a streaming tool as a device call: same runtime path, nothing to the model."""
-        body = await self._json_body(request)
-        if isinstance(body, web.Response):
-            return body
-        name, args = body.get("function_name"), body.get("args", {})
-        if not isinstance(name, str) or not isinstance(args, dict):
-            error = "give function_name (string) and optional args (object)"
-            return self._json({"error": error}, 400)
-        session = self.telemetry.device.session
-        if session is None:
-            return self._json({"error": "session not running"}, 503)
-        startable = session.streaming_tools()
-        if name not in startable:
-            listed = ", ".join(startable) or "none"
-            error = f"{name[:60]!r} is not a streaming tool (these are: {listed})"
-            return self._json({"error": error}, 400)
-        call = await session.call_tool(name, args)
-        if not call.ok:
-            return self._json({"error": call.response.get("error", "refused")}, 400)
-        return self._json({"status": f"started {name} as a device call", "id": call.call_id})
-
-    async def _stop_stream(self, request: web.Request) -> web.Response:
-        body = await self._json_body(request)
-        if isinstance(body, web.Response):
-            return body
-        name, call_id = body.get("function_name"), body.get("call_id")
-        if not all(v is None or isinstance(v, str) for v in (name, call_id)) or not (
-            name or call_id
-        ):
-            return self._json({"error": "give function_name and/or call_id as strings"}, 400)
-        session = self.telemetry.device.session
-        if session is None:
-            return self._json({"error": "session not running"}, 503)
-        result = await session.stop_streaming(name or None, call_id or None)
-        return self._json(result)
-
-    async def _talk(self, request: web.Request) -> web.Response:
-        """Push-to-talk from the page: ``{"on": true}`` while the button is held."""
-        body = await self._json_body(request)
-        if isinstance(body, web.Response):
-            return body
-        on = body.get("on")
-        if not isinstance(on, bool):
-            return self._json({"error": 'give "on": true or false'}, 400)
-        said, ok = self.telemetry.device.talk(on)
-        return self._json({"status": said, "talking": on if ok else False}, 200 if ok else 409)
 
 
 MACHINE_ROUTES = ("/api/", "/events", "/metrics")  # answered to scripts, even in a browser
