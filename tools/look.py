@@ -19,6 +19,7 @@ privacy mode it is refused, always, and nothing is rendered.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter, deque
 from collections.abc import Callable
@@ -77,21 +78,12 @@ def picture(
         size = (max(1, round(width * scale)), max(1, round(height * scale)))
         image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
     boxes = np.asarray(percept.detections.boxes, np.float64).reshape(-1, 4) * scale
-    display = DisplayFrame(
-        seq=percept.seq,
+    display = dataclasses.replace(
+        DisplayFrame.of(percept, percept.seq, geometry or SceneGeometry()),
         image=image,
         boxes=boxes,
-        scores=np.asarray(percept.detections.scores, np.float64).reshape(-1),
-        count=percept.count,
-        raw=percept.raw,
-        at=0.0,
         tracks=tuple(_scaled(t, scale) for t in percept.tracks),
         people=tuple(_scaled(t, scale) for t in percept.people),
-        frame_index=percept.frame.index,
-        t_media=percept.t_media,
-        lines=percept.lines,
-        zones=percept.zones,
-        geometry=geometry or SceneGeometry(),
     )
     jpeg = render_jpeg(display, quality)
     return Picture(jpeg, image.shape[1], image.shape[0], scale)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from device.percept import LineTotals, Track, ZoneState
+from device.percept import LineTotals, Percept, Track, ZoneState
 from models.detections import pairwise_iou
 
 Point = tuple[float, float]
@@ -67,6 +67,28 @@ class DisplayFrame:
     lines: Mapping[str, LineTotals] = field(default_factory=dict)
     zones: Mapping[str, ZoneState] = field(default_factory=dict)
     geometry: SceneGeometry = field(default_factory=SceneGeometry)
+
+    @classmethod
+    def of(
+        cls, percept: Percept, seq: int, geometry: SceneGeometry, at: float = 0.0
+    ) -> DisplayFrame:
+        """What perception made of a frame, to draw (the page, a snapshot, a look)."""
+        return cls(
+            seq,
+            percept.frame.image,
+            np.asarray(percept.detections.boxes, dtype=np.float32).reshape(-1, 4),
+            np.asarray(percept.detections.scores, dtype=np.float32).reshape(-1),
+            percept.count,
+            percept.raw,
+            at,
+            tracks=percept.tracks,
+            people=percept.people,
+            frame_index=percept.frame.index,
+            t_media=percept.t_media,
+            lines=percept.lines,
+            zones=percept.zones,
+            geometry=geometry,
+        )
 
 
 def render_jpeg(frame: DisplayFrame, quality: int = 80) -> bytes:

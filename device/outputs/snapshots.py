@@ -31,8 +31,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from device.config import Config, ConfigError
 from device.events import CountChanged, DwellPassed, LineCrossed, SnapshotSaved
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
@@ -175,22 +173,7 @@ class Snapshots:
 
     def _display(self, percept: Percept) -> DisplayFrame:
         self._seq += 1
-        return DisplayFrame(
-            self._seq,
-            percept.frame.image,
-            np.asarray(percept.detections.boxes, dtype=np.float32),
-            np.asarray(percept.detections.scores, dtype=np.float32),
-            percept.count,
-            percept.raw,
-            0.0,
-            tracks=percept.tracks,
-            people=percept.people,
-            frame_index=percept.frame.index,
-            t_media=percept.t_media,
-            lines=percept.lines,
-            zones=percept.zones,
-            geometry=self.geometry,
-        )
+        return DisplayFrame.of(percept, self._seq, self.geometry)
 
     def _enqueue(self, event: SnapshotSaved, frame: DisplayFrame) -> None:
         try:

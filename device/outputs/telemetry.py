@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-import numpy as np
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from device.config import Config
@@ -262,21 +261,8 @@ class Telemetry:
         self.frame_size = (int(width), int(height))
         if not self.privacy:
             self._frame_seq += 1
-            self._display = DisplayFrame(
-                self._frame_seq,
-                percept.frame.image,
-                np.asarray(percept.detections.boxes, dtype=np.float32),
-                np.asarray(percept.detections.scores, dtype=np.float32),
-                percept.count,
-                percept.raw,
-                self._monotonic(),
-                tracks=percept.tracks,
-                people=percept.people,
-                frame_index=percept.frame.index,
-                t_media=percept.t_media,
-                lines=percept.lines,
-                zones=percept.zones,
-                geometry=self.geometry,
+            self._display = DisplayFrame.of(
+                percept, self._frame_seq, self.geometry, self._monotonic()
             )
             self.frame_changes.bump()
         self.state_changes.bump()
