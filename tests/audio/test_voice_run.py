@@ -52,7 +52,16 @@ def speech(seconds: float, rate: int = 24000) -> bytes:
     return ((np.arange(n) % 2000) - 1000).astype("<i2").tobytes()
 
 
-def start(server: ThreadedFakeLiveServer, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+def start(
+    server: ThreadedFakeLiveServer,
+    tmp_path: Path,
+    *args: str,
+    model: str = MODEL,
+    http: str | None = None,
+) -> subprocess.Popen[str]:
+    """``lookout run`` on the sample video against the fake (``http``: the page's address;
+    none: no page)."""
+    page = ["--http", http] if http is not None else ["--no-http"]
     return subprocess.Popen(
         [
             sys.executable,
@@ -60,8 +69,8 @@ def start(server: ThreadedFakeLiveServer, tmp_path: Path, *args: str) -> subproc
             "device.cli",
             "run",
             "--model",
-            MODEL,
-            "--no-http",
+            model,
+            *page,
             "--source",
             str(data_file("vtest.avi")),
             "--pace",
@@ -226,29 +235,7 @@ def test_half_duplex_sends_no_microphone_audio_while_the_device_speaks(
 def test_typed_text_reaches_the_model_as_text(
     server: ThreadedFakeLiveServer, tmp_path: Path, model: str, form: str
 ) -> None:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "device.cli",
-            "run",
-            "--model",
-            model,
-            "--no-http",
-            "--source",
-            str(data_file("vtest.avi")),
-            "--pace",
-            "realtime",
-            "--loop",
-            "--stdin",
-        ],
-        cwd=REPO_ROOT,
-        env=server.subprocess_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start(server, tmp_path, model=model)
     assert proc.stdin is not None
     connected(server)
     question = "what is the man in red doing?"
@@ -313,33 +300,7 @@ def test_the_pages_talk_button_is_push_to_talk(
 ) -> None:
     wav = tmp_path / "talk.wav"
     write_wav(wav, 3.0, 16000, 1)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "device.cli",
-            "run",
-            "--model",
-            MODEL,
-            "--http",
-            "127.0.0.1:0",
-            "--source",
-            str(data_file("vtest.avi")),
-            "--pace",
-            "realtime",
-            "--loop",
-            "--stdin",
-            "--mic",
-            str(wav),
-            "--push-to-talk",
-        ],
-        cwd=REPO_ROOT,
-        env=server.subprocess_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start(server, tmp_path, "--mic", str(wav), "--push-to-talk", http="127.0.0.1:0")
     assert proc.stdout is not None
     guard = threading.Timer(60, proc.kill)
     guard.start()

@@ -9,18 +9,7 @@ from device.app.freshness import CountFreshness
 from device.bus import EventBus
 from device.feeds.runner import SourceState, StateChange
 from live.clock import FakeClock
-from live.events import Event
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def write(self, event: Event) -> None:
-        self.events.append(event)
-
-    def close(self) -> None:
-        pass
+from tests.recorder import Recorder
 
 
 class Forgetting:
@@ -42,7 +31,7 @@ class Camera:
 def test_only_said_attempts_reach_the_event_logs_and_the_console() -> None:
     clock = FakeClock()
     bus = EventBus(clock)
-    sink = Sink()
+    sink = Recorder()
     bus.subscribe(sink)
     perception = Forgetting()
     fresh = CountFreshness(bus, perception, Camera(), clock)  # type: ignore[arg-type]
