@@ -1,12 +1,15 @@
-"""Shared pytest configuration: anyio on asyncio (the production backend), and the TLS
-certificates and the fake Gemini Live server the model tests connect the real SDK to."""
+"""Shared pytest configuration: anyio on asyncio (the production backend), the TLS
+certificates and the fake Gemini Live server the model tests connect the real SDK to, and
+the session's remembered detections (tests/detection_cache.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.detection_cache import DetectionCache, remembered
 from tests.fakelive import FakeLiveServer, TestCerts, make_test_certs
 
 
@@ -26,3 +29,17 @@ async def srv(certs: TestCerts) -> AsyncIterator[FakeLiveServer]:
     """The fake Gemini Live endpoint over TLS (a module may define its own ``srv``)."""
     async with FakeLiveServer(certs=certs) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def detections_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this session keeps the real detector's answers (made empty once per run)."""
+    return tmp_path_factory.mktemp("detections")
+
+
+@pytest.fixture
+def remembered_detections(detections_folder: Path) -> Iterator[DetectionCache]:
+    """The real detector, answering a frame it has seen in this session from the folder
+    (in this process and in the ``lookout`` processes the test starts)."""
+    with remembered(detections_folder) as cache:
+        yield cache

@@ -27,7 +27,7 @@ from tests.recorder import Recorder
 from tools import FunctionTool
 from tools.count_people import CountPeople
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("remembered_detections")]
 
 
 class RecordingLocalModel(LocalTurnModel):

@@ -2,7 +2,7 @@
 question it cannot answer said as such (exit 4) with what would answer it.
 
 The log is a real ``lookout run --pace fast --line --zone --dwell --db`` of the sample video,
-made once per session.
+made once per session (with the session's remembered detections).
 """
 
 from __future__ import annotations
@@ -15,21 +15,23 @@ import pytest
 
 from tests.cli import lookout
 from tests.datafiles import data_file
+from tests.detection_cache import remembered
 
 EXIT_UNANSWERED = 4
 
 
 @pytest.fixture(scope="session")
-def shop_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def shop_log(tmp_path_factory: pytest.TempPathFactory, detections_folder: Path) -> Path:
     where = tmp_path_factory.mktemp("shop")
     db = where / "shop.sqlite"
     (where / "empty.toml").write_text("")
-    ran = lookout(
-        "run", "--source", str(data_file("vtest.avi")), "--model", "local", "--pace", "fast",
-        "--no-http", "--line", "post=0.5599,0.7292,0.5599,0.2083",
-        "--zone", "kiosk=0.1,0.3,0.5,0.3,0.5,0.9,0.1,0.9", "--dwell", "5",
-        "--db", str(db), "--config", str(where / "empty.toml"), timeout=180,
-    )  # fmt: skip
+    with remembered(detections_folder):
+        ran = lookout(
+            "run", "--source", str(data_file("vtest.avi")), "--model", "local",
+            "--pace", "fast", "--no-http", "--line", "post=0.5599,0.7292,0.5599,0.2083",
+            "--zone", "kiosk=0.1,0.3,0.5,0.3,0.5,0.9,0.1,0.9", "--dwell", "5",
+            "--db", str(db), "--config", str(where / "empty.toml"), timeout=180,
+        )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     return db
 

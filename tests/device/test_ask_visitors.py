@@ -363,6 +363,7 @@ def test_gemini_calls_visitors_and_gets_the_counts_or_the_refusal(
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("remembered_detections")
 def test_visitors_after_a_real_run_equals_its_crossings_in_the_window(tmp_path: Path) -> None:
     db, events = tmp_path / "run.db", tmp_path / "ask.jsonl"
     (tmp_path / "empty.toml").write_text("")

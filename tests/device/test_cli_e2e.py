@@ -21,6 +21,7 @@ from device.sources import SourceError
 from live.eventlog import read_events
 from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file
+from tests.detection_cache import remembered
 
 pytestmark = pytest.mark.slow
 
@@ -31,14 +32,15 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def fast_run(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, detections_folder: Path
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path_factory.mktemp("run") / "events.jsonl"
     video = data_file("vtest.avi")
-    result = lookout(
-        "run", "--source", str(video), "--pace", "fast", "--model", "local",
-        "--no-http", "--events", str(out),
-    )  # fmt: skip
+    with remembered(detections_folder):
+        result = lookout(
+            "run", "--source", str(video), "--pace", "fast", "--model", "local",
+            "--no-http", "--events", str(out),
+        )  # fmt: skip
     return result, out
 
 
@@ -72,6 +74,7 @@ def test_fast_replay_exits_cleanly_and_reports_every_change(
     assert "count: " in result.stdout
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_counts_match_the_detector_run_offline(
     fast_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -205,6 +208,7 @@ class FlakyFile:
 
 
 @pytest.mark.anyio
+@pytest.mark.usefixtures("remembered_detections")
 async def test_a_file_source_that_raises_mid_run_reconnects_and_loses_no_frame(
     tmp_path: Path,
 ) -> None:

@@ -45,6 +45,7 @@ def lines_of(out: str) -> list[str]:
     return [line.split("] ", 1)[1] for line in out.splitlines() if "] " in line]
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_a_change_is_said_once_and_the_run_ends_with_its_totals() -> None:
     said = lines_of(run("--pace", "fast", "--duration", "20", "--line", LINE,
                         "--zone", ZONE, "--dwell", "3"))  # fmt: skip

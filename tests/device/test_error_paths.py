@@ -155,6 +155,7 @@ def _small_file_limit() -> None:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE as a full disk")
+@pytest.mark.usefixtures("remembered_detections")
 def test_a_log_that_cannot_grow_is_said_counting_goes_on_and_the_exit_code_says_it(
     tmp_path: Path,
 ) -> None:

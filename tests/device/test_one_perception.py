@@ -21,7 +21,7 @@ import pytest
 from tests.cli import lookout
 from tests.datafiles import data_file
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("remembered_detections")]
 
 SECONDS = 15
 

@@ -32,10 +32,11 @@ pytestmark = pytest.mark.anyio
 
 
 class CountingDetector:
-    """The real detector, counting how often it runs."""
+    """The real detector as the app runs it (down to the tracker's low score, one thread),
+    counting how often it runs."""
 
-    def __init__(self, threshold: float = 0.45) -> None:
-        self.inner = PersonDetector(threshold=threshold)
+    def __init__(self, threshold: float = 0.2) -> None:
+        self.inner = PersonDetector(threshold=threshold, threads=1)
         self.calls = 0
         self._lock = threading.Lock()
 
@@ -73,6 +74,7 @@ def vtest_frames(every: int = 5, limit: int = 160) -> Iterator[Frame]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("remembered_detections")
 async def test_the_count_on_the_real_video_follows_the_hand_count_without_lag() -> None:
     """The count a user sees, frame by frame at the default rate, against a hand count of
     65 frames: no worse than the detector's own number, mostly exact, not trailing."""
@@ -80,7 +82,10 @@ async def test_the_count_on_the_real_video_follows_the_hand_count_without_lag() 
     said: list[Event] = []
     seen: list[Percept] = []
     perception = Perception(
-        PersonDetector(threshold=0.2), detect_fps=2.0, publish=said.append, on_percept=seen.append
+        PersonDetector(threshold=0.2, threads=1),  # as the app runs it
+        detect_fps=2.0,
+        publish=said.append,
+        on_percept=seen.append,
     )
     for frame in vtest_frames(every=5, limit=10_000):
         await perception.process(frame)
@@ -116,6 +121,7 @@ async def test_frames_off_the_detection_grid_are_not_detected() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("remembered_detections")
 async def test_the_detector_runs_once_per_frame_for_every_consumer(tmp_path: Path) -> None:
     # Consumers of each frame: the model's count_people stream (the local model calls it),
     # a second one started by the device, the console, the JSON log and a bus subscriber.
@@ -177,6 +183,7 @@ LEFT = "left=0.05,0.3,0.45,0.3,0.45,0.95,0.05,0.95"
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("remembered_detections")
 async def test_a_line_and_a_zone_on_the_real_video_detect_and_track_once_per_frame(
     tmp_path: Path,
 ) -> None:
@@ -195,7 +202,7 @@ async def test_a_line_and_a_zone_on_the_real_video_detect_and_track_once_per_fra
     bus.subscribe(recorder)
     bus.on_percept(recorder.percepts.append)
     app = build_app(config, operations=False, bus=bus, out=io.StringIO(), clock=clock)
-    detector = CountingDetector(threshold=0.2)
+    detector = CountingDetector()
     app.perception.shared = SharedDetector(detector)
     assert await app.run() == 0
 

@@ -22,6 +22,7 @@ from device.outputs.snapshots import Snapshots
 from live.events import ErrorEvent, Event
 from tests.cli import lookout
 from tests.datafiles import data_file
+from tests.detection_cache import remembered
 from tests.percepts import make_percept
 
 POST = "post=0.5599,0.7292,0.5599,0.2083"
@@ -46,11 +47,12 @@ def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def snapshot_run(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, detections_folder: Path
 ) -> tuple[Path, Any, list[dict[str, Any]]]:
     tmp = tmp_path_factory.mktemp("snapshots")
     folder = tmp / "pics" / "deeper"  # missing: created
-    done, events = run(tmp, "--snapshots", str(folder))
+    with remembered(detections_folder):
+        done, events = run(tmp, "--snapshots", str(folder))
     return folder, done, events
 
 
@@ -80,6 +82,7 @@ def test_each_crossing_has_one_decodable_jpeg_with_its_boxes_named_in_its_event(
     assert not list(folder.glob("*.part"))
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_a_tiny_cap_keeps_the_folder_under_it_newest_first_and_old_pictures_go_at_start(
     tmp_path: Path,
 ) -> None:
@@ -102,6 +105,7 @@ def test_a_tiny_cap_keeps_the_folder_under_it_newest_first_and_old_pictures_go_a
     assert kept[-1].name == max(s["file"] for s in snapshots)  # the newest stays
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_privacy_writes_none_and_says_so_once(tmp_path: Path) -> None:
     folder = tmp_path / "pics"
     done, events = run(tmp_path, "--snapshots", str(folder), "--privacy")
@@ -112,6 +116,7 @@ def test_privacy_writes_none_and_says_so_once(tmp_path: Path) -> None:
     assert done.stdout.count("no snapshots are written") == 1
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_an_unwritable_folder_is_said_once_and_counting_goes_on(
     tmp_path: Path, snapshot_run: tuple[Path, Any, list[dict[str, Any]]]
 ) -> None:

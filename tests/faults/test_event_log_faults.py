@@ -122,6 +122,7 @@ def _wait_caught_up(base: str, timeout: float) -> None:
         time.sleep(0.1)  # polling a running server
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_a_full_disk_freed_again_loses_no_event(tmp_path: Path) -> None:
     """RLIMIT_FSIZE stands in for the disk: writes past it fail with EFBIG as a full
     disk fails with ENOSPC. The limit is raised on the running process (prlimit): the
@@ -221,6 +222,7 @@ def size(path: Path) -> int:
         return 0
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_copytruncate_then_a_full_disk_leaves_a_log_the_report_reads(tmp_path: Path) -> None:
     """logrotate's copytruncate empties the file under the running writer; then the disk
     fills (RLIMIT_FSIZE), and is freed. The file gets no NUL bytes, no line glued to a
@@ -264,6 +266,7 @@ def test_copytruncate_then_a_full_disk_leaves_a_log_the_report_reads(tmp_path: P
     assert lookout("report", str(rotated), "--out", str(tmp_path / "r1.html")).returncode == 0
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_a_renamed_events_file_is_followed_by_a_new_one_at_its_name(tmp_path: Path) -> None:
     """logrotate's default (create mode) renames the file and makes an empty one at its
     name: the run goes on in the new file, said once; the renamed file is whole."""
@@ -284,6 +287,7 @@ def test_a_renamed_events_file_is_followed_by_a_new_one_at_its_name(tmp_path: Pa
     assert len(said) == 1 and str(events) in said[0], stdout
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_a_deleted_database_is_said_made_again_and_the_exit_code_says_it(
     tmp_path: Path,
 ) -> None:

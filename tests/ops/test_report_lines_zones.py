@@ -317,6 +317,7 @@ def zone_figures(events: list[dict[str, Any]], name: str) -> tuple[float, int, i
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("remembered_detections")
 def test_report_of_a_real_run_with_a_line_and_a_zone(tmp_path: Path) -> None:
     jsonl, db = tmp_path / "run.jsonl", tmp_path / "run.db"
     (tmp_path / "empty.toml").write_text("")

@@ -27,7 +27,7 @@ from live.eventlog import read_events
 from tests.datafiles import data_file
 from tests.ops.support import Broker, Subscriber
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.usefixtures("remembered_detections")]
 BASE = "lookout/scene"
 HOLD_AT = 500
 
