@@ -280,7 +280,6 @@ def expected_figures(events: list[dict[str, Any]]) -> tuple[int, int, float]:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("remembered_detections")
 def test_report_of_a_real_run(tmp_path: Path) -> None:
     jsonl, db = tmp_path / "run.jsonl", tmp_path / "run.sqlite"
     (tmp_path / "empty.toml").write_text("")  # not /etc/lookout/lookout.toml
