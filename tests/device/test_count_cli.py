@@ -103,6 +103,7 @@ def test_images_over_the_pixel_limit_are_downscaled_or_refused_not_decoded_whole
     assert "b_huge.jpg: 0 people" in counted.stdout and "c_small.jpg" in counted.stdout
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_frames_too_far_apart_to_track_are_counted_each_on_its_own_and_that_is_said() -> None:
     video = str(data_file("vtest.avi"))
     sparse = lookout("count", video, "--every", "200", "--json", timeout=120)
