@@ -71,9 +71,7 @@ def test_removed_added_and_swapped_names_are_said_as_such() -> None:
     other = ((0.1, 0.9), (0.9, 0.9))
     scene = Scene(SceneSpec(lines={"a": POST, "b": other}))
     cross(scene, 0.0)
-    edits = scene.replace(
-        SceneSpec(lines={"b": POST, "a": other}), lines_were={"b": "a", "a": "b"}
-    )
+    edits = scene.replace(SceneSpec(lines={"b": POST, "a": other}), lines_were={"b": "a", "a": "b"})
     assert sorted((e.how, e.name, e.was) for e in edits) == [
         ("renamed", "a", "b"),
         ("renamed", "b", "a"),
