@@ -126,7 +126,7 @@ async def test_an_operator_draws_a_line_and_a_zone_with_the_mouse_and_they_count
 async def line_totals(page: Page, name: str = "post") -> tuple[int, int]:
     cells: dict[str, Any] = await page.evaluate(
         "(name) => Object.fromEntries([...document.querySelectorAll("
-        "`#lines tr[data-name=\"${name}\"] td`)].map((td) => [td.dataset.key, td.textContent]))",
+        '`#lines tr[data-name="${name}"] td`)].map((td) => [td.dataset.key, td.textContent]))',
         name,
     )
     return int(cells["in"]), int(cells["out"])
