@@ -123,6 +123,8 @@ def build_app(
         # Whoever read the console left (``| head -2``): end quietly, like other tools.
         on_closed=stop.request,
         camera=source.is_camera,
+        lines=len(config.scene.lines),
+        zones=len(config.scene.zones),
     )
     bus.subscribe(console)
     run_id = uuid.uuid4().hex[:12]
