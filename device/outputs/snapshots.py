@@ -37,7 +37,7 @@ from pathlib import Path
 
 from device.config import Config, ConfigError
 from device.config.values import SnapshotPrivacy
-from device.events import CountChanged, DwellPassed, LineCrossed, SnapshotSaved
+from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, SnapshotSaved
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.snapshot_privacy import private_frame
 from device.percept import Percept
@@ -125,6 +125,9 @@ class Snapshots:
     def write(self, event: Event) -> None:
         """Bus subscriber: an event worth a picture waits for its frame's percept."""
         self._say_problem()
+        if isinstance(event, SceneChanged):
+            self.geometry = SceneGeometry.edited(event)  # drawn from the next picture on
+            return
         snapshot = self._snapshot_of(event)
         if snapshot is not None:
             self._pending.append(_Pending(snapshot))
