@@ -81,7 +81,8 @@ class ConsoleSink:
         lines: int = 0,
         zones: int = 0,
     ) -> None:
-        """``lines``, ``zones``: how many are configured (what stops with the source)."""
+        """``lines``, ``zones``: how many are configured (what stops with the source; a
+        ``scene`` event, an edit while running, says how many there are then)."""
         self.out = out
         self.camera = camera
         self.lines = lines
@@ -153,6 +154,9 @@ class ConsoleSink:
             self._track_model(event)
         if isinstance(event, DwellPassed):
             self.dwells[event.zone] = self.dwells.get(event.zone, 0) + 1
+        if isinstance(event, SceneChanged):
+            # Edited while running: what stops with the source is the scene as it is now.
+            self.lines, self.zones = len(event.lines), len(event.zones)
         for direction, said in self._transcripts.lines(event):
             self._line(f"{_fmt_t(event.t)} {label(direction, said)}")
         text = self.describe(event)

@@ -19,12 +19,11 @@ import pytest
 from device.app.wiring import build_app
 from device.bus import EventBus
 from device.config import build
-from device.events import CountChanged, SourceStateEvent, ZoneCount
+from device.events import CountChanged, SceneChanged, SourceStateEvent, ZoneCount
+from device.outputs.console import ConsoleSink
 from live.clock import MonotonicClock
 from live.events import Event
 from tests.cameras import VtestCamera, vtest_frames
-
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 LINES = ["post=0.5599,0.7292,0.5599,0.2083", "door=0.2,0.9,0.2,0.1"]
 ZONE = "left=0.05,0.3,0.45,0.3,0.45,0.95,0.05,0.95"
@@ -93,6 +92,8 @@ def said(console: str) -> list[str]:
     return [line.split("] ", 1)[1] for line in console.splitlines() if "] " in line]
 
 
+@pytest.mark.anyio
+@pytest.mark.slow
 async def test_an_unplugged_camera_is_one_line_with_its_reason_and_what_stopped() -> None:
     async def unplug_and_back(camera: VtestCamera, watcher: Watcher) -> None:
         with camera.lock:
@@ -123,6 +124,8 @@ async def test_an_unplugged_camera_is_one_line_with_its_reason_and_what_stopped(
     assert [e for e in watcher.events if isinstance(e, ZoneCount) and e.people is None]
 
 
+@pytest.mark.anyio
+@pytest.mark.slow
 async def test_frames_that_stop_coming_are_one_count_line_with_what_stopped() -> None:
     async def stall_and_release(camera: VtestCamera, watcher: Watcher) -> None:
         camera.stall.set()  # the next read blocks: the camera says nothing, frames stop
@@ -141,3 +144,19 @@ async def test_frames_that_stop_coming_are_one_count_line_with_what_stopped() ->
     ), stalled
     assert not [line for line in lines if re.match(r"zone \w+: unknown", line)], console
     assert "reconnecting" not in watcher.states()  # the camera itself never said a thing
+
+
+def test_what_stops_is_the_scene_as_edited_while_running() -> None:
+    out = io.StringIO()
+    console = ConsoleSink(out, camera=True, lines=2, zones=1)
+    # The page's editor removed the zone and a line: one line is left.
+    console.write(
+        SceneChanged(lines={"door": [[0.2, 0.9], [0.2, 0.1]]}, zones={}, changes=[], t=1.0)
+    )
+    console.write(CountChanged(count=2, previous=None, t=2.0))
+    console.write(SourceStateEvent(source="cam", state="reconnecting", reason="read failed", t=3.0))
+    console.write(CountChanged(count=None, previous=2, reason="camera reconnecting", t=3.0))
+    assert said(out.getvalue())[-1] == (
+        "source cam reconnecting: read failed — count unknown; 1 line not counting"
+    )
+    assert len([line for line in said(out.getvalue()) if "unknown" in line]) == 1
