@@ -27,7 +27,7 @@ import anyio
 from anyio import CancelScope
 
 from device.app.ask_console import AskConsole
-from device.app.ask_tools import ASK_INSTRUCTION, ASK_LOG_INSTRUCTION
+from device.app.ask_tools import ASK_INSTRUCTION, ASK_LOG_INSTRUCTION, SaysCannot
 from device.app.describe import describe_config, run_started
 from device.app.parts import (
     configured_perception,
@@ -186,7 +186,9 @@ class AskApp:
         self.visitors = VisitorCounter(self.config.outputs.db, tuple(self.config.scene.lines))
         self.log_tools = LogTools(self.config.outputs.db)
         self.errors = 0
-        self.unanswered = False
+        self.unanswered = False  # the model said it cannot answer (cannot_answer)
+        self.log_said_cannot: set[str] = set()  # calls a log tool answered "cannot" (ids)
+        self.last_log_answer_cannot = False  # ... and no tool answered after it
         self.outcomes: list[TurnOutcome] = []
         self.conversation: Conversation | None = None
         self._interrupted = False
@@ -223,9 +225,16 @@ class AskApp:
         self._write(event)
 
     def _write(self, event: Event) -> None:
-        if isinstance(event, ToolResult) and event.name == "cannot_answer":
-            self.unanswered = True
-        if isinstance(event, ErrorEvent) or (isinstance(event, JobUpdate) and event.error):
+        said_cannot = event.call_id in self.log_said_cannot
+        if isinstance(event, ToolResult):
+            if event.name == "cannot_answer":
+                self.unanswered = True
+            else:
+                # A log tool's "cannot" answers the question unless a later call answered.
+                self.last_log_answer_cannot = said_cannot
+        if (isinstance(event, ErrorEvent) and not said_cannot) or (
+            isinstance(event, JobUpdate) and event.error
+        ):
             self.errors += 1
         for sink in self.sinks:
             try:
@@ -241,7 +250,8 @@ class AskApp:
     def offered(self) -> list[Tool]:
         """The tools of this question: the scene's only with a source to look at."""
         scene = [] if self.camera is None else self.camera.tools.tools()
-        return [*scene, self.visitors.tool(), *self.log_tools.tools()]
+        log_tools = [SaysCannot(tool, self.log_said_cannot) for tool in self.log_tools.tools()]
+        return [*scene, self.visitors.tool(), *log_tools]
 
     async def run(self) -> int:
         runner = TurnRunner(
@@ -292,7 +302,7 @@ class AskApp:
         if self._interrupted:
             return 1
         answered = bool(self.outcomes) and self.outcomes[0] is TurnOutcome.ANSWERED
-        if answered and self.unanswered:
+        if answered and (self.unanswered or self.last_log_answer_cannot):
             return EXIT_UNANSWERED  # said as such, with what would answer it
         return 0 if answered and self.errors == 0 else 1
 

@@ -1,4 +1,4 @@
-"""What ``lookout ask`` tells the model.
+"""What ``lookout ask`` tells the model, and how a log tool's "cannot" is told apart.
 
 The instruction names the tools offered: a question about the log (``--db``, no
 ``--source``) is offered no camera tool, and its instruction does not name one (a model
@@ -6,6 +6,14 @@ told to use a tool it was not given calls it anyway, or answers without the log)
 """
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from google.genai import types
+
+from live.tool import Tool, ToolContext
+from tools.log_questions import LogUnavailable
 
 _ABOUT_CAMERA = (
     "Use count_people_now for how many people are there now. Use "
@@ -35,4 +43,49 @@ ASK_LOG_INSTRUCTION = (
 )
 
 
-__all__ = ["ASK_INSTRUCTION", "ASK_LOG_INSTRUCTION"]
+class SaysCannot:
+    """A log tool whose "cannot" (``LogUnavailable``: no log, a range it cannot read, a zone
+    it does not have) is noted by call id: the question is then not answerable with what
+    ``ask`` has (exit 4, said by the model), not an error on the way (exit 1)."""
+
+    def __init__(self, tool: Tool, noted: set[str]) -> None:
+        self.tool = tool
+        self.noted = noted
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def is_streaming(self) -> bool:
+        return self.tool.is_streaming
+
+    @property
+    def consumes_input(self) -> bool:
+        return self.tool.consumes_input
+
+    @property
+    def is_long_running(self) -> bool:
+        return self.tool.is_long_running
+
+    def declaration(self) -> types.FunctionDeclaration:
+        return self.tool.declaration()
+
+    def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        return self.tool.validate(args)
+
+    async def call(self, args: dict[str, Any], context: ToolContext) -> Any:
+        try:
+            return await self.tool.call(args, context)
+        except LogUnavailable:
+            self.noted.add(context.call_id)
+            raise
+
+    def stream(self, args: dict[str, Any], context: ToolContext) -> AsyncIterator[dict[str, Any]]:
+        return self.tool.stream(args, context)
+
+    def coalesce(self, older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
+        return self.tool.coalesce(older, newer)
+
+
+__all__ = ["ASK_INSTRUCTION", "ASK_LOG_INSTRUCTION", "SaysCannot"]

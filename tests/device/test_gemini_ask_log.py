@@ -30,6 +30,7 @@ from device.config import Config
 from device.events import CountChanged, DwellPassed, LineCrossed, RunStarted, ZoneCount
 from live.eventlog import SQLiteEventLog
 from live.events import Event
+from tests.cli import lookout
 from tests.datafiles import REPO_ROOT
 from tests.device.test_gemini_ask import LastTurn, Script, assert_clean, unscripted
 from tests.fakelive import (
@@ -233,6 +234,10 @@ def test_gemini_counts_the_door_crossings_since_9_from_the_log(
          ("fc-2", "cannot_answer", {"reason": "the log holds counts, not colours",
                                     "would_answer": "Look at the camera."}),
          "the log holds counts, not colours"),
+        # A range the log tools cannot read: the tool says so, and the model passes it on.
+        ("how many people came in last week?",
+         ("fc-3", "crossings", {"period": "last week"}),
+         "cannot read the period 'last week'"),
     ],
 )  # fmt: skip
 def test_a_question_the_log_cannot_answer_exits_4_in_one_line(
@@ -281,3 +286,44 @@ def test_a_question_about_now_is_not_answered_from_the_default_video(
     )
     assert not declared(server.requests[0]) & CAMERA_TOOLS
     assert_no_video_opened(db)
+
+
+def test_a_zone_the_log_has_under_another_spelling_is_asked_again_and_answered(
+    server: ThreadedFakeGenerateServer, db: Path
+) -> None:
+    # The first call names a zone the log does not have; the tool says which it has, and
+    # the model asks again: the question is answered (exit 0), not unanswerable or an error.
+    def step(req: GenerateRequest, turn: LastTurn) -> dict[str, Any] | FakeHttpError:
+        if turn.role == "user" and turn.text is not None and not turn.responses:
+            return function_call_response([("fc-5", "zone_visits", {"zone": "Kiosk"})])
+        refused, answered = turn.response("fc-5"), turn.response("fc-6")
+        if refused is not None and "kiosk" in str(refused.get("error", "")):
+            return function_call_response([("fc-6", "zone_visits", {"zone": "kiosk"})])
+        if answered is not None and "zones" in answered:
+            kiosk = answered["zones"]["kiosk"]
+            return text_response(f"{kiosk['dwell_events']} person stayed at the kiosk.")
+        return unscripted(turn)
+
+    script = Script(step)
+    server.set_responder(script)
+    result = ask(server, db, "how many people stayed at the Kiosk?")
+
+    assert not script.unscripted, script.unscripted
+    assert_clean(result)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert result.stdout == "1 person stayed at the kiosk.\n"
+    dwells = [e for e in load_events(db) if e["type"] == "dwell" and e["zone"] == "kiosk"]
+    (last,) = server.requests[-1].function_responses()[-1:]
+    assert last.response["zones"]["kiosk"]["dwell_events"] == len(dwells) == 1
+    assert "no zone 'Kiosk' in this log (zones: kiosk)" in result.stderr
+
+
+def test_the_local_model_says_a_time_the_log_has_not_reached_and_exits_4(db: Path) -> None:
+    # The same "cannot" of the log tool, through the offline model: said as such, exit 4.
+    asked = lookout("ask", "how many visitors since 23?", "--db", str(db), "--model", "local",
+                    "--config", str(db.parent / "empty.toml"))  # fmt: skip
+    assert asked.returncode == EXIT_UNANSWERED, (asked.stdout, asked.stderr)
+    assert asked.stdout == (
+        "I cannot answer that: 23:00 has not come yet today in the log's time (it is 09:20 there)\n"
+    )
+    assert "Traceback" not in asked.stderr
