@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from device.app.ask import EXIT_UNANSWERED
+from device.app.ask import EXIT_UNANSWERED, AskApp, AskOptions
 from device.app.describe import describe_config
 from device.app.report_data import load_events
-from device.config import Config
+from device.config import Config, build
 from device.events import CountChanged, DwellPassed, LineCrossed, RunStarted, ZoneCount
 from live.eventlog import SQLiteEventLog
 from live.events import Event
@@ -327,3 +327,22 @@ def test_the_local_model_says_a_time_the_log_has_not_reached_and_exits_4(db: Pat
         "I cannot answer that: 23:00 has not come yet today in the log's time (it is 09:20 there)\n"
     )
     assert "Traceback" not in asked.stderr
+
+
+@pytest.mark.anyio
+async def test_a_question_about_the_log_needs_no_sample_video(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A device set up without the sample video still answers from its log.
+    import io
+
+    import device.app.parts
+
+    monkeypatch.setattr(device.app.parts, "sample_video", lambda: None)
+    config = build({"model": "local", "db": db}, config_path=None, environ={},
+                   system_config=db.parent / "absent.toml")  # fmt: skip
+    out = io.StringIO()
+    app = AskApp(config, AskOptions("how many visitors since 9?"), out=out, err=io.StringIO(),
+                 watch_signals=False)  # fmt: skip
+    assert await app.run() == 0
+    assert out.getvalue().startswith("Since 9 (") and "door: 3 in, 1 out." in out.getvalue()
