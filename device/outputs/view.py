@@ -169,6 +169,12 @@ class DeviceView(Protocol):
         """The voice's counters (``device/app/voice.py:Voice.counts``); none without one."""
         ...
 
+    @property
+    def snapshot_counts(self) -> Mapping[str, int]:
+        """What became of the pictures (``device/outputs/snapshots.py:Snapshots.counts``),
+        by outcome; none without ``--snapshots``."""
+        ...
+
 
 __all__ = [
     "CaptureView",
