@@ -24,7 +24,7 @@ reading, the in-flight window, the farewell or the abort) shares that
 connection's client, its window and its cancel scopes; the parts with a job of
 their own are apart (topics and state ``mqtt_state.py``, the queue
 ``mqtt_outbox.py``, the id check ``mqtt_presence.py``, health
-``mqtt_health.py``, settings ``mqtt_settings.py``).
+``mqtt_health.py``, settings ``mqtt_settings.py``, the event pictures ``mqtt_images.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import re
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Hashable, Iterable
+from pathlib import Path
 
 import aiomqtt
 import anyio
@@ -43,6 +44,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from device.outputs.mqtt_client import Client
 from device.outputs.mqtt_health import LinkHealth, MqttStats
+from device.outputs.mqtt_images import ImageFeed
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
 from device.outputs.mqtt_presence import Instance, Presence, held_instance
 from device.outputs.mqtt_settings import MqttSettings
@@ -97,7 +99,11 @@ class MqttPublisher:
         clock: Clock | None = None,
         announce: Callable[[str], None] | None = None,
         instance: Instance | None = None,
+        pictures: Path | None = None,
+        private: bool = False,
     ) -> None:
+        """``pictures``: the ``--snapshots`` folder, whose pictures are published (image
+        entities); ``private`` (``--privacy``): none is, and an earlier run's are cleared."""
         self.settings = settings
         self.model = model
         self.version = version
@@ -118,6 +124,11 @@ class MqttPublisher:
             heartbeat_s=heartbeat_s,
             topic_prefix=topic_prefix,
             discovery_prefix=discovery_prefix,
+            images=pictures is not None and not private,
+            clear_images=private,
+        )
+        self.images = (
+            ImageFeed(pictures, self.topics) if pictures is not None and not private else None
         )
         self.device_id = self.topics.device_id
         self.state_topic = self.topics.state_topic
@@ -180,6 +191,8 @@ class MqttPublisher:
 
     def write(self, event: Event) -> None:
         self._apply(self.topics.on_event(event))
+        if self.images is not None:
+            self.images.offer(event)  # read off the loop by ``serve``
 
     def _apply(self, changes: Changes) -> None:
         for key in changes.states:
@@ -273,6 +286,8 @@ class MqttPublisher:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._rediscovery)
+                if self.images is not None:
+                    tg.start_soon(self.images.run, self._put_retained)
                 await self._reconnecting()
         finally:
             self._account_exit()
