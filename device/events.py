@@ -115,6 +115,32 @@ class SnapshotSaved(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SceneChanged(Event):
+    """The lines and zones were edited while running (the status page, ``PUT /api/scene``).
+
+    ``lines``: each line's two points now; ``zones``: each zone's points and dwell time
+    now (the whole scene, so a reader of the log needs nothing before it); ``changes``:
+    what changed (``{"kind", "name", "how", "was"}``, see ``device/scene.py:SceneEdit``);
+    ``saved``: the configuration file it was written to ("" when it was not, and
+    ``not_saved`` says why); ``revision``: how many edits this run has applied.
+    """
+
+    type: ClassVar[str] = "scene"
+    lines: dict[str, list[list[float]]]
+    zones: dict[str, dict[str, Any]]
+    changes: list[dict[str, str]]
+    saved: str = ""
+    not_saved: str = ""
+    revision: int = 0
+
+    def said(self) -> str:
+        """The edit in a line: what changed, and whether it was saved."""
+        parts = [str(c.get("said", "")) for c in self.changes] or ["no change"]
+        where = f"saved to {self.saved}" if self.saved else f"not saved: {self.not_saved}"
+        return "scene: " + "; ".join(parts) + f" ({where})"
+
+
+@dataclass(frozen=True, kw_only=True)
 class CaptureStatsEvent(Event):
     """Capture counters, reported at the end of a run (and on request)."""
 

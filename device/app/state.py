@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from device.app.logs import EventLogs
+from device.app.scene_editor import SceneEditor
 from device.app.voice import Voice
 from device.capture import CaptureLoop
 from device.config import Config
@@ -36,6 +37,7 @@ class DeviceState:
     logs: EventLogs
     look: Look | None = None  # the look tool (its outcomes), offered to the model or not
     voice: Voice | None = None  # the microphone and the loudspeaker, when there are any
+    scene: SceneEditor | None = None  # the lines and zones, edited on the status page
     snapshots: Snapshots | None = None  # --snapshots (None: not asked, or privacy)
 
     @property

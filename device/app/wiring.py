@@ -45,6 +45,7 @@ from device.app.parts import (
     session_config,
 )
 from device.app.run import App, StopSwitch
+from device.app.scene_editor import SceneEditor
 from device.app.state import DeviceState
 from device.app.voice import build_voice
 from device.bus import EventBus
@@ -174,6 +175,7 @@ def build_app(
         consumers=session,  # a fast replay waits for the tools (and the model) to keep up
         media_duration_s=None if source.is_camera else config.source.duration,
     )
+    scene = SceneEditor(config, perception, bus.publish, capture=capture, sample_fps=sample_fps)
     if check:
         preflight(perception, source)
     snapshots = open_snapshots(
@@ -190,6 +192,7 @@ def build_app(
         logs=logs,
         look=look,
         voice=voice,
+        scene=scene,
         snapshots=snapshots,
     )
     ops = (

@@ -23,6 +23,7 @@ from device.events import (
     DwellPassed,
     LineCrossed,
     LogProblem,
+    SceneChanged,
     ZoneCount,
 )
 from device.outputs.transcripts import TranscriptLines, label
@@ -179,6 +180,9 @@ class ConsoleSink:
                 f"zone {event.zone}: person {event.track} there for {event.seconds:g} s"
                 f"{self._where(event.t_media)}"
             )
+        if isinstance(event, SceneChanged):
+            note = event.said()
+            return note.replace("scene: ", "lines and zones edited: ", 1)
         if event.type == "source_state":
             reason = f": {data['reason']}" if data.get("reason") else ""
             return f"source {data['source']} {data['state']}{reason}"

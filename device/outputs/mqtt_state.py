@@ -61,7 +61,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from device.config.errors import ConfigError
-from device.events import CountChanged, DwellPassed, LineCrossed, SnapshotSaved, ZoneCount
+from device.events import (
+    CountChanged,
+    DwellPassed,
+    LineCrossed,
+    SceneChanged,
+    SnapshotSaved,
+    ZoneCount,
+)
 from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
 from device.outputs.mqtt_outbox import Message
 from device.outputs.mqtt_settings import check_device_id, check_scene_name
@@ -203,6 +210,9 @@ class MqttState:
     def on_event(self, event: Event) -> Changes:
         """What ``event`` changes (nothing for an event MQTT does not carry)."""
         changes = Changes()
+        if isinstance(event, SceneChanged):
+            self._on_scene(event, changes)
+            return changes
         if event.type not in EVENT_TYPES:
             return changes
         data = event.to_dict()
@@ -221,6 +231,59 @@ class MqttState:
             self._on_dwell(event, changes)
         changes.events.append(Message(self.events_topic, as_json(data), qos=1, retain=False))
         return changes
+
+    def _on_scene(self, event: SceneChanged, changes: Changes) -> None:
+        """Lines and zones edited: the entities of removed ones are deleted, a renamed one
+        moves to its new topics with its values, a moved one starts at 0 (or unknown).
+
+        The deletions go out with the discovery configs (only while connected: after a
+        reconnect, ``mqtt.py`` deletes what the broker still holds of names this run no
+        longer has)."""
+        for change in event.changes:
+            kind, name, how, was = change["kind"], change["name"], change["how"], change["was"]
+            if how == "dwell":
+                continue
+            if how == "moved" and was in ("", name) and self._reset(kind, name):
+                changes.states.append((kind, name))  # same entities, counted afresh
+                continue
+            old = was if how in ("renamed", "moved") and was else name
+            if how != "added":
+                carried = self._forget(kind, old, changes)
+                if how == "removed":
+                    continue
+            else:
+                carried = None
+            added = self.add_scene(**{f"{kind}s": [name]})
+            changes.configs += added.configs
+            if how == "renamed" and carried is not None:
+                self._carry(kind, name, carried)
+            changes.states.append((kind, name))
+
+    def _reset(self, kind: str, name: str) -> bool:
+        if kind == "line" and name in self.latest_lines:
+            self.latest_lines[name] = self._totals(name, 0, 0)
+            return True
+        if kind == "zone" and name in self.latest_zones:
+            self.latest_zones[name] = None
+            return True
+        return False
+
+    def _forget(self, kind: str, name: str, changes: Changes) -> Any:
+        """Stop reporting ``name``; what it had (None: nothing)."""
+        latest: Mapping[str, Any] = self.latest_lines if kind == "line" else self.latest_zones
+        if name not in latest:
+            return None
+        had = self.latest_lines.pop(name) if kind == "line" else self.latest_zones.pop(name)
+        changes.configs += self.removal(kind, name)
+        return had
+
+    def _carry(self, kind: str, name: str, had: Any) -> None:
+        if kind == "line":
+            (total_in, total_out) = (int(m.payload) for m in had)
+            self.latest_lines[name] = self._totals(name, total_in, total_out)
+        elif had is not None:
+            topic = self.zone_topic(name, "people")
+            self.latest_zones[name] = Message(topic, had.payload, had.qos, had.retain)
 
     def _on_count(self, event: CountChanged, data: dict[str, Any], changes: Changes) -> None:
         if event.count is None:
@@ -313,7 +376,10 @@ class MqttState:
         assert isinstance(key, tuple)
         kind, name = key
         if kind == "line":
-            return list(self.latest_lines[name])
+            # A line removed while its state waited in the outbox: nothing to send.
+            return list(self.latest_lines.get(name, ()))
+        if name not in self.latest_zones:
+            return []
         return self._zone_state(name)
 
     def state_keys(self) -> list[Hashable]:

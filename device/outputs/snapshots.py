@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device.config import Config, ConfigError
-from device.events import CountChanged, DwellPassed, LineCrossed, SnapshotSaved
+from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, SnapshotSaved
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.percept import Percept
 from live.events import ErrorEvent, Event
@@ -134,6 +134,9 @@ class Snapshots:
     def write(self, event: Event) -> None:
         """Bus subscriber: an event worth a picture waits for its frame's percept."""
         self._drain()
+        if isinstance(event, SceneChanged):
+            self.geometry = SceneGeometry.edited(event)  # drawn from the next picture on
+            return
         snapshot = self._snapshot_of(event)
         if snapshot is not None:
             self._pending.append(_Pending(snapshot))

@@ -249,6 +249,8 @@ class StatusServer:
         web_app.router.add_post("/api/streams/stop", controls.stop_stream)
         web_app.router.add_post("/api/streams/start", controls.start_stream)
         web_app.router.add_post("/api/talk", controls.talk)
+        web_app.router.add_get("/api/scene", controls.get_scene)
+        web_app.router.add_put("/api/scene", controls.put_scene)
         return web_app
 
     # ------------------------------------------------------------ middleware
