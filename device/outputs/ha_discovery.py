@@ -62,7 +62,16 @@ class Topics(Protocol):
 
     def zone_topic(self, name: str, leaf: str) -> str: ...
 
-    def image_topic(self, of: str, name: str = "") -> str: ...
+
+def image_topic(topics: Topics, of: str, name: str = "") -> str:
+    """Where an image entity reads the picture of the last event of kind ``of`` (a line's
+    crossing, a zone's dwell, a count change): beside that line's, zone's or count's topics
+    (``device/outputs/mqtt_images.py`` publishes there)."""
+    if of == "crossing":
+        return topics.line_topic(name, "image")
+    if of == "dwell":
+        return topics.zone_topic(name, "image")
+    return f"{topics.count_topic}/image"
 
 
 @dataclass(frozen=True)
@@ -210,7 +219,7 @@ class HomeAssistantDiscovery:
         image = {
             "name": title,
             "unique_id": f"lookout_{self.device_id}_{object_id}",
-            "image_topic": self.topics.image_topic(of, name),
+            "image_topic": image_topic(self.topics, of, name),
             "content_type": "image/jpeg",  # raw JPEG bytes (no image_encoding: not base64)
             "icon": "mdi:image",
             # Image entities keep no expiry: the last picture is true until the next one.
@@ -285,4 +294,4 @@ class HomeAssistantDiscovery:
         return topics if image in topics else [*topics, image]
 
 
-__all__ = ["EntityConfig", "HomeAssistantDiscovery", "Topics", "occupied", "value"]
+__all__ = ["EntityConfig", "HomeAssistantDiscovery", "Topics", "image_topic", "occupied", "value"]

@@ -44,7 +44,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from device.outputs.mqtt_client import Client
 from device.outputs.mqtt_health import LinkHealth, MqttStats
-from device.outputs.mqtt_images import ImageFeed
+from device.outputs.mqtt_images import ImageFeed, image_removal
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
 from device.outputs.mqtt_presence import Instance, Presence, held_instance
 from device.outputs.mqtt_settings import MqttSettings
@@ -125,8 +125,8 @@ class MqttPublisher:
             topic_prefix=topic_prefix,
             discovery_prefix=discovery_prefix,
             images=pictures is not None and not private,
-            clear_images=private,
         )
+        self.private = private
         self.images = (
             ImageFeed(pictures, self.topics) if pictures is not None and not private else None
         )
@@ -240,11 +240,16 @@ class MqttPublisher:
                 await self._rediscover.wait()
             self._rediscover_wanted = False
             if self.stats.connected:
-                for message in self.topics.discovery():
+                for message in self._discovery():
                     self._put_retained(message)
                 for key in self.topics.state_keys():
                     self._put_state(key, force=True)
             await self.clock.sleep(self.rediscover_s)
+
+    def _discovery(self) -> list[Message]:
+        """The discovery configs; under privacy, then the removal of any image entity and
+        picture an earlier run left (no image may stay on the broker)."""
+        return self.topics.discovery() + (image_removal(self.topics) if self.private else [])
 
     # ------------------------------------------------------------- health
 
@@ -492,7 +497,7 @@ class MqttPublisher:
         for message in self.topics.current():
             await self._hand(client, None, message)
         await self._hand(client, None, Message(self.state_topic, b"online", 1, True))
-        for message in self.topics.discovery():
+        for message in self._discovery():
             await self._hand(client, None, message)
         while True:
             entry = self.outbox.take()

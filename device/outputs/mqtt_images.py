@@ -2,10 +2,14 @@
 
 A ``snapshot`` event (published once its JPEG is on disk) names a file; the publisher
 offers it here, and ``run`` reads the file in a worker thread and hands the bytes to the
-publisher as a retained message on the event's image topic (``MqttState.image_topic``),
-which Home Assistant's ``image`` entities show. Only the newest picture of each topic
-waits: a burst of crossings reads one file per line, not one per crossing. A picture
-pruned before it was read (the folder's cap) is skipped; the topic keeps the one before.
+publisher as a retained message on the event's image topic (``ha_discovery.image_topic``:
+``.../line/<name>/image``, ``.../zone/<name>/image``, ``.../count/image``), which Home
+Assistant's ``image`` entities show. Only the newest picture of each topic waits: a
+burst of crossings reads one file per line, not one per crossing. A picture pruned
+before it was read (the folder's cap) is skipped; the topic keeps the one before.
+
+Under ``--privacy`` nothing is offered, and ``image_removal`` clears what an earlier run
+with pictures left on the broker (the image entities, then their retained pictures).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 import anyio
 
 from device.events import SnapshotSaved
+from device.outputs.ha_discovery import image_topic
 from device.outputs.mqtt_outbox import Message
 from device.outputs.mqtt_state import MqttState
 from device.outputs.picture_files import read_picture
@@ -48,9 +53,11 @@ class ImageFeed:
         """Bus event (through the publisher): a written picture goes to its topic."""
         if not isinstance(event, SnapshotSaved):
             return
-        topic = self.topics.picture_topic(event)
-        if topic is None:
+        if event.of == "crossing" and event.name not in self.topics.latest_lines:
+            return  # a line MQTT does not carry (its name cannot name a topic)
+        if event.of == "dwell" and event.name not in self.topics.latest_zones:
             return
+        topic = image_topic(self.topics, event.of, event.name)
         self._wanted[topic] = event.file  # a newer picture replaces one not read yet
         self._wakeup.set()
 
@@ -73,4 +80,16 @@ class ImageFeed:
             self.sent += 1
 
 
-__all__ = ["MAX_IMAGE_BYTES", "ImageFeed"]
+def image_removal(topics: MqttState) -> list[Message]:
+    """Empty retained messages: no image entity of the count, the lines and the zones, and
+    no picture of theirs left on the broker (``--privacy``, after an earlier run's)."""
+    kinds = [("count", ""), *(("crossing", n) for n in topics.latest_lines),
+             *(("dwell", n) for n in topics.latest_zones)]  # fmt: skip
+    discovery = topics.ha_discovery
+    configs = [discovery.image_config(of, name, "").topic for of, name in kinds]
+    pictures = [image_topic(topics, of, name) for of, name in kinds]
+    # The entities go first: Home Assistant never reads a cleared topic as a picture.
+    return [Message(topic, b"", 1, True) for topic in [*configs, *pictures]]
+
+
+__all__ = ["MAX_IMAGE_BYTES", "ImageFeed", "image_removal"]

@@ -34,12 +34,8 @@ Topics, for a device ``<id>``:
   ``counting`` above (``{"people": null, "dwelling": null}`` while unknown).
   ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
   when someone has stayed past the zone's dwell time.
-- ``lookout/<id>/line/<name>/image``, ``.../zone/<name>/image`` and
-  ``lookout/<id>/count/image`` (retained, with ``--snapshots``): the JPEG of the
-  line's last crossing, the zone's last dwell, the last count change after a quiet
-  spell, as raw bytes (Home Assistant ``image`` entities; sent by
-  :mod:`device.outputs.mqtt_images`). Under ``--privacy`` none is sent, and what an
-  earlier run left there (the pictures, their entities) is cleared at each connect.
+- ``.../line/<name>/image``, ``.../zone/<name>/image``, ``.../count/image`` (retained):
+  the event pictures (``--snapshots``), sent by :mod:`device.outputs.mqtt_images`.
 - ``lookout/<id>/instance`` (retained): which process publishes as ``<id>`` (see
   :mod:`device.outputs.mqtt_presence`: two devices with one id are found and one
   stops, instead of knocking each other off the broker twice a second).
@@ -49,6 +45,10 @@ Topics, for a device ``<id>``:
   (at most once per ``rediscover_s``: anyone can publish ``online`` there).
   Entities of lines and zones an earlier run had but this one has not are
   removed (their retained topics are cleared).
+
+Kept whole: one state (what every topic holds now) and the messages made of it; an
+event, a scene edit, a connect, the goodbye and a removal all read and change the same
+values, which must not drift apart between modules.
 """
 
 from __future__ import annotations
@@ -61,14 +61,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from device.config.errors import ConfigError
-from device.events import (
-    CountChanged,
-    DwellPassed,
-    LineCrossed,
-    SceneChanged,
-    SnapshotSaved,
-    ZoneCount,
-)
+from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, ZoneCount
 from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
 from device.outputs.mqtt_outbox import Message
 from device.outputs.mqtt_settings import check_device_id, check_scene_name
@@ -136,13 +129,9 @@ class MqttState:
         heartbeat_s: float = 60.0,
         topic_prefix: str = "lookout",
         discovery_prefix: str = "homeassistant",
-        images: bool = False,
-        clear_images: bool = False,
+        images: bool = False,  # pictures are published: an image entity of each kind
     ) -> None:
-        """``images``: pictures are published (``--snapshots``); ``clear_images``: none may
-        be, and what an earlier run left is cleared (``--privacy``)."""
         self.device_id = check_device_id(device_id)
-        self.clear_images = clear_images and not images
         base = f"{topic_prefix}/{device_id}"
         self.base_topic = base
         self.state_topic = f"{base}/state"
@@ -171,22 +160,6 @@ class MqttState:
 
     def zone_topic(self, name: str, leaf: str) -> str:
         return f"{self.base_topic}/zone/{name}/{leaf}"
-
-    def image_topic(self, of: str, name: str = "") -> str:
-        """Where the picture of the last event of kind ``of`` (at line or zone ``name``) is."""
-        if of == "crossing":
-            return self.line_topic(name, "image")
-        if of == "dwell":
-            return self.zone_topic(name, "image")
-        return f"{self.count_topic}/image"
-
-    def picture_topic(self, event: SnapshotSaved) -> str | None:
-        """The image topic of a written picture (None: a line or zone MQTT does not carry)."""
-        if event.of == "crossing" and event.name not in self.latest_lines:
-            return None
-        if event.of == "dwell" and event.name not in self.latest_zones:
-            return None
-        return self.image_topic(event.of, event.name)
 
     # ------------------------------------------------------------ changes
 
@@ -411,19 +384,8 @@ class MqttState:
         return messages
 
     def discovery(self) -> list[Message]:
-        """Home Assistant MQTT discovery configs (retained); under privacy, after them the
-        removal of any image entity and picture an earlier run left."""
-        configs = retained(self.ha_discovery.configs(self.latest_lines, self.latest_zones))
-        return configs + (self.image_removal() if self.clear_images else [])
-
-    def image_removal(self) -> list[Message]:
-        """Empty retained messages: no image entity, and no picture left on the broker."""
-        kinds = [("count", ""), *(("crossing", n) for n in self.latest_lines),
-                 *(("dwell", n) for n in self.latest_zones)]  # fmt: skip
-        configs = [self.ha_discovery.image_config(of, name, "").topic for of, name in kinds]
-        pictures = [self.image_topic(of, name) for of, name in kinds]
-        # The entity goes first: Home Assistant never reads the cleared topic as a picture.
-        return [Message(topic, b"", 1, True) for topic in [*configs, *pictures]]
+        """Home Assistant MQTT discovery configs (retained)."""
+        return retained(self.ha_discovery.configs(self.latest_lines, self.latest_zones))
 
     def removal(self, kind: str, name: str) -> list[Message]:
         """Empty retained messages that delete a line's or zone's entities and state."""
