@@ -374,6 +374,8 @@ function render(state) {
   renderText(state.model_text);
   $("talk-box").hidden = !state.push_to_talk;
   drawChart(state);
+  // Other parts of the page (the lines and zones editor) follow the same state.
+  document.dispatchEvent(new CustomEvent("lookout-state", { detail: state }));
 }
 
 // Push-to-talk: what is said while the button is held goes to the model.
