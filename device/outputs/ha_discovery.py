@@ -285,13 +285,13 @@ class HomeAssistantDiscovery:
             configs.append(self.image_config("dwell", name, f"{name} last dwell"))
         return configs
 
-    def config_topics(self, kind: str, name: str) -> list[str]:
-        """The config topics of a ``"line"``'s or ``"zone"``'s entities (to remove them),
-        its image's too (an earlier run may have had pictures when this one has none)."""
+    def config_topics(self, kind: str, name: str, *, any_run: bool = False) -> list[str]:
+        """The config topics of a ``"line"``'s or ``"zone"``'s entities; ``any_run``: also
+        its image entity when this run has none (to remove what an earlier run left)."""
         configs = self.line_configs(name) if kind == "line" else self.zone_configs(name)
         topics = [config.topic for config in configs]
         image = self.image_config("crossing" if kind == "line" else "dwell", name, "").topic
-        return topics if image in topics else [*topics, image]
+        return [*topics, image] if any_run and image not in topics else topics
 
 
 __all__ = ["EntityConfig", "HomeAssistantDiscovery", "Topics", "image_topic", "occupied", "value"]

@@ -391,7 +391,8 @@ class MqttState:
         """Empty retained messages that delete a line's or zone's entities and state."""
         leaves = ("in", "out", "image") if kind == "line" else ("people", "counting", "image")
         topic = self.line_topic if kind == "line" else self.zone_topic
-        return [Message(t, b"", 1, True) for t in self.ha_discovery.config_topics(kind, name)] + [
+        configs = self.ha_discovery.config_topics(kind, name, any_run=True)
+        return [Message(t, b"", 1, True) for t in configs] + [
             Message(topic(name, leaf), b"", 1, True) for leaf in leaves
         ]
 

@@ -162,3 +162,43 @@ async def test_privacy_clears_the_pictures_and_image_entities_an_earlier_run_lef
     state = "lookout/shy/state"
     held: dict[str, Any] = retained(broker, [topic, config_topic, state], state)
     assert set(held) == {state}
+
+
+async def test_a_renamed_line_takes_its_image_entity_along(broker: Broker, tmp_path: Path) -> None:
+    """An edit on the page: the old name's image entity and picture go, the new one's comes."""
+    from tests.ops.test_mqtt_scene import edited, last_is
+
+    folder = tmp_path / "pics"
+    base = "lookout/ren"
+    watch = Subscriber(broker.port, [f"{base}/#", "homeassistant/#"])
+    pub = publisher(broker, "ren", lines=["door"], zones=["queue"], pictures=folder)
+    event, _ = a_picture(folder)
+    old_config = "homeassistant/image/ren_line_door_image/config"
+    new_config = "homeassistant/image/ren_line_entrance_image/config"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pub.serve)
+        pub.write(crossing(event.t_media, 4))
+        pub.write(event)
+        await wait(watch, lambda ms: any(m.topic == f"{base}/line/door/image" for m in ms), "pic")
+        pub.write(
+            edited(
+                [
+                    ("line", "entrance", "renamed", "door"),
+                    ("zone", "queue", "removed", ""),
+                    ("zone", "till", "added", ""),
+                ]
+            )
+        )
+        await wait(
+            watch,
+            lambda ms: (
+                last_is(old_config, b"")(ms)
+                and last_is(f"{base}/line/door/image", b"")(ms)
+                and any(m.topic == new_config and m.payload for m in ms)
+            ),
+            "the old image entity and picture cleared, the new entity announced",
+        )
+        tg.cancel_scope.cancel()
+    watch.close()
+    config = json.loads([m for m in watch.messages if m.topic == new_config][-1].payload)
+    assert config["image_topic"] == f"{base}/line/entrance/image"
