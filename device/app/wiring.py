@@ -52,6 +52,7 @@ from device.bus import EventBus
 from device.capture import CaptureLoop
 from device.config import Config
 from device.outputs.console import ConsoleSink
+from device.outputs.console_log import ConsoleLogs
 from device.outputs.snapshots import open_snapshots
 from device.percept import CountUnknown, Percept
 from device.sources import FrameSource
@@ -77,12 +78,14 @@ def build_app(
     wall_steps: StepWatch | None = None,
     operations: bool = True,
     check: bool = False,
+    console_logs: ConsoleLogs | None = None,
 ) -> App:
     """Build one run of the device from ``config``.
 
     ``source``, ``model``: injected instead of the configured ones (tests, benchmarks).
     ``check``: find what the user caused (a detector that does not load, a source that
     does not decode) before the outputs bind their ports, as ``lookout run`` does.
+    ``console_logs``: the stderr log's filter that makes warnings console lines (the CLI's).
     Raises ConfigError, SourceError or OSError with one line for what the user got wrong.
     """
     clock = clock or MonotonicClock()
@@ -124,8 +127,15 @@ def build_app(
         # Whoever read the console left (``| head -2``): end quietly, like other tools.
         on_closed=stop.request,
         camera=source.is_camera,
+        lines=len(config.scene.lines),
+        zones=len(config.scene.zones),
     )
     bus.subscribe(console)
+    if console_logs is not None:
+        # From here on (the outputs binding their ports, the whole run) a warning is a
+        # timed console line like every other; the bus's end ends it.
+        console_logs.attach(lambda line: console.say(line, bus.elapsed()))
+        bus.subscribe(console_logs)
     run_id = uuid.uuid4().hex[:12]
     logs = EventLogs.open(config, bus, run_id)
     freshness = CountFreshness(bus, perception, source, clock)

@@ -37,6 +37,7 @@ from device.config.values import (
     Precision,
     Profile,
     Scheduling,
+    SnapshotPrivacy,
     SourceSpec,
     Token,
 )
@@ -413,6 +414,12 @@ class OutputSettings(Section):
         ge=0,
         le=86_400,
         description="seconds the count must have stood still before its change is a snapshot",
+    )
+    snapshots_privacy: SnapshotPrivacy = Field(
+        default="none",
+        description="what a snapshot shows of people: none (the frame as seen), faces (the "
+        "head of every detected person pixelated), boxes (no camera pixels: the boxes, ids, "
+        "lines and zones on a plain background)",
     )
 
 

@@ -19,6 +19,7 @@ Scheduling = Literal["silent", "when_idle", "interrupt"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 Precision = Literal["fp32", "int8"]
 Profile = Literal["none", "auto", "pi4", "pi5", "laptop"]
+SnapshotPrivacy = Literal["none", "faces", "boxes"]
 PACES: tuple[str, ...] = get_args(Pace)
 EMIT_MODES: tuple[str, ...] = get_args(EmitMode)
 SCHEDULINGS: tuple[str, ...] = get_args(Scheduling)
@@ -118,6 +119,7 @@ __all__ = [
     "Precision",
     "Profile",
     "Scheduling",
+    "SnapshotPrivacy",
     "SourceSpec",
     "Token",
     "no_empty_token",

@@ -23,6 +23,11 @@ so a write costs no listing). A failing write (disk full, the folder gone or unw
 said once as an ``error`` event on the loop; the counting and the other outputs go on, and
 writes are retried with each new picture. ``counts()`` (``/metrics``) says how many were
 written, dropped, failed and pruned.
+
+``--snapshots-privacy`` (``faces``: heads pixelated; ``boxes``: no camera pixels) is applied
+to the copy drawn in the worker thread (``device/outputs/snapshot_privacy.py``): only the
+files change, never the frame the page and the other outputs show. (The page's list, MQTT's
+images and the report show these files, so they show what the setting lets through.)
 """
 
 from __future__ import annotations
@@ -42,8 +47,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device.config import Config, ConfigError
+from device.config.values import SnapshotPrivacy
 from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, SnapshotSaved
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
+from device.outputs.snapshot_privacy import private_frame
 from device.percept import Percept
 from live.events import ErrorEvent, Event
 
@@ -94,6 +101,7 @@ class Snapshots:
         max_age_s: float,
         quiet_s: float,
         quality: int = 80,
+        privacy: SnapshotPrivacy = "none",
         now: Callable[[], float] = time.time,
     ) -> None:
         self.folder = folder
@@ -104,6 +112,7 @@ class Snapshots:
         self.max_age_s = max_age_s
         self.quiet_s = quiet_s
         self.quality = quality
+        self.privacy: SnapshotPrivacy = privacy
         self._now = now
         self._pending: deque[_Pending] = deque(maxlen=PENDING_MAX)
         self._last_change: float | None = None  # t_media of the count's last change
@@ -264,7 +273,8 @@ class Snapshots:
             if job is None:
                 return
             try:
-                data = render_jpeg(job.frame, self.quality)
+                # Here, off the loop: the pixels are hidden on a copy before drawing.
+                data = render_jpeg(private_frame(job.frame, self.privacy), self.quality)
                 _write(job.path, data)
             except Exception as exc:  # a file or drawing problem: never the writer's end
                 self.failed += 1
@@ -383,6 +393,7 @@ def open_snapshots(
         max_age_s=config.outputs.snapshots_days * 86_400,
         quiet_s=config.outputs.snapshots_quiet,
         quality=config.source.jpeg_quality,
+        privacy=config.outputs.snapshots_privacy,
     )
 
 
