@@ -13,7 +13,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from device.events import SnapshotSaved
+from device.events import RunStarted, SnapshotSaved
+from live.events import Event
 
 KEEP = 12  # pictures the page lists, newest first
 ROUTE = "snapshots"  # the status server's route: GET /snapshots/<file>
@@ -43,6 +44,17 @@ class LatestPictures:
     def __init__(self, keep: int = KEEP, *, wall: Callable[[], float] = time.time) -> None:
         self._wall = wall
         self._items: deque[dict[str, Any]] = deque(maxlen=keep)
+        # A camera's frame times are its clock's (seconds since boot): no time to show.
+        self._recording = False
+
+    def take(self, event: Event) -> bool:
+        """A bus event: True when it changed the list (a picture written)."""
+        if isinstance(event, RunStarted):
+            self._recording = not event.live
+        elif isinstance(event, SnapshotSaved):
+            self.add(event)
+            return True
+        return False
 
     def add(self, event: SnapshotSaved) -> None:
         data = event.to_dict()
@@ -55,7 +67,8 @@ class LatestPictures:
                 "track": event.track,
                 "direction": event.direction,
                 "count": event.count,
-                "t_media": round(event.t_media, 2),
+                # Where the frame is in a recording (null for a camera).
+                "t_media": round(event.t_media, 2) if self._recording else None,
                 # When it was written: within a moment of the event itself (the worker
                 # draws and writes it at once), the device's local time as the page says it.
                 "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self._wall())),

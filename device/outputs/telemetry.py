@@ -31,6 +31,7 @@ from device.config import Config
 from device.events import (
     CountChanged,
     LineCrossed,
+    RunStarted,
     SceneChanged,
     SnapshotSaved,
     SourceStateEvent,
@@ -238,10 +239,9 @@ class Telemetry:
                 self.connection_since = self._wall()
             self.connection_state = event.state
             self.connection_reason = event.reason
-        elif isinstance(event, SnapshotSaved):
-            if not self.pictures_on:
+        elif isinstance(event, SnapshotSaved | RunStarted):
+            if not self.pictures_on or not self.pictures.take(event):
                 return
-            self.pictures.add(event)
         elif isinstance(event, ModelText):
             self.model_text.append({"t": round(event.t, 2), "text": event.text})
         elif isinstance(event, Transcript | TurnComplete | Interrupted):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from device.config import Config
-from device.events import SnapshotSaved
+from device.events import RunStarted, SnapshotSaved
 from device.outputs.snapshots import file_name
 from tests.ops.support import FakeApp
 from tests.ops.test_status_server import serving
@@ -38,6 +38,17 @@ def a_picture(folder: Path, t: float = 12.5, track: int = 4) -> tuple[SnapshotSa
     return event, jpeg.tobytes()
 
 
+def run_of(*, live: bool) -> RunStarted:
+    return RunStarted(
+        run_id="0123456789ab",
+        started="2026-12-02T10:00:00+0000",
+        started_wall=1_796_000_000.0,
+        source="plaza.mp4",
+        live=live,
+        model="local",
+    )
+
+
 def app_with(folder: Path | None, **settings: object) -> FakeApp:
     return FakeApp(config=Config.of(device_id="cam", model="local", snapshots=folder, **settings))
 
@@ -47,6 +58,7 @@ async def test_a_written_picture_is_listed_and_served_by_its_name(tmp_path: Path
     older, _ = a_picture(folder, t=3.0, track=1)
     event, jpeg = a_picture(folder)
     async with serving(app_with(folder)) as (_, tel, base), aiohttp.ClientSession() as http:
+        tel.write(run_of(live=False))  # a recording
         tel.write(older)
         tel.write(event)
         async with http.get(base + "/api/state") as response:
@@ -56,6 +68,7 @@ async def test_a_written_picture_is_listed_and_served_by_its_name(tmp_path: Path
         assert [p["file"] for p in pictures["latest"]] == [event.file, older.file]
         assert newest["caption"] == "crossing of line door (in) by track 4"
         assert newest["url"] == f"snapshots/{event.file}"
+        assert newest["t_media"] == 12.5  # where the frame is in the recording
         async with http.get(f"{base}/{newest['url']}") as picture:
             assert picture.status == 200
             assert picture.headers["Content-Type"] == "image/jpeg"
@@ -119,3 +132,15 @@ async def test_without_snapshots_there_is_no_picture_route(tmp_path: Path) -> No
         assert tel.state()["pictures"]["on"] is False
         async with http.get(f"{base}/snapshots/{event.file}") as response:
             assert response.status == 404
+
+
+def test_a_cameras_pictures_say_no_media_time(tmp_path: Path) -> None:
+    """A camera's frame times are its clock's, not a place in a recording: not shown."""
+    from device.outputs.telemetry import Telemetry
+
+    event, _ = a_picture(tmp_path / "pics")
+    tel = Telemetry(app_with(tmp_path / "pics"))
+    tel.write(run_of(live=True))
+    tel.write(event)
+    (shown,) = tel.state()["pictures"]["latest"]
+    assert shown["t_media"] is None and shown["time"]

@@ -40,7 +40,9 @@
     what.textContent = p.caption;
     const when = document.createElement("div");
     when.className = "when";
-    when.textContent = `${clock(p.time)} · frame at ${Number(p.t_media).toFixed(1)} s`;
+    // A recording's pictures also say where in it they are (a camera's, only the time).
+    const at = p.t_media === null || p.t_media === undefined ? "" : ` · frame at ${Number(p.t_media).toFixed(1)} s`;
+    when.textContent = `${clock(p.time)}${at}`;
     li.append(link, what, when);
     return li;
   }
