@@ -4,10 +4,10 @@
 "use strict";
 
 (() => {
-  const SVG = "http://www.w3.org/2000/svg";
   const $ = (id) => document.getElementById(id);
-  const MIN_LENGTH = 0.02; // a shorter drag is a click, not a line (a twentieth of the frame)
+  const MIN_LENGTH = 0.02; // a shorter drag is a click, not a line (a fiftieth of the frame)
   const svg = $("editor");
+  const SVG = svg.namespaceURI; // the SVG namespace, taken from the page's own element
 
   let frameSize = null; // [width, height] of the device's frames, from the state
   let privacy = false;
