@@ -301,7 +301,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from live.plural import counted
 
     try:
-        summary = make_report(args.input, args.out, run=args.run, period_s=args.period)
+        summary = make_report(
+            args.input, args.out, run=args.run, period_s=args.period, snapshots=args.snapshots
+        )
     except ReportError as exc:
         return _fail(str(exc))
     runs = f"{counted(summary['runs'], 'run')}, " if summary["runs"] > 1 else ""

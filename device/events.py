@@ -91,12 +91,16 @@ class DwellPassed(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class SnapshotSaved(Event):
-    """A JPEG of the frame an event happened at was queued for writing (``--snapshots``).
+    """A JPEG of the frame an event happened at was written (``--snapshots``).
+
+    Published once the file is on disk (not when it was queued), so whatever links to it
+    (the page, MQTT, the report) links to a file that was there; a write that failed is
+    said once as an ``error`` event (``where``: snapshots) and named by no ``snapshot``.
 
     ``file``: its name in the snapshots folder; ``of``: the event's type (``crossing``,
     ``dwell``, ``count``), ``name`` its line or zone ("" for a count), ``track`` the
-    person (None for a count), ``t_media`` and ``frame`` the frame's time and index. A
-    write that then fails is said once, as an ``error`` event (``where``: snapshots).
+    person (None for a count), ``direction`` a crossing's (in, out), ``count`` a count
+    change's new count, ``t_media`` and ``frame`` the frame's time and index.
     """
 
     type: ClassVar[str] = "snapshot"
@@ -106,6 +110,8 @@ class SnapshotSaved(Event):
     track: int | None = None
     t_media: float
     frame: int | None = None
+    direction: str | None = None
+    count: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -30,7 +30,7 @@ from device.config.scene_file import DIGITS, scene_toml, write_scene
 from device.config.values import SCENE_DETECT_FPS
 from device.events import SceneChanged
 from device.perception import Perception
-from device.scene import SceneSpec
+from device.scene import Scene, SceneEdit, SceneSpec
 from live.events import Event
 
 log = logging.getLogger("lookout.scene")
@@ -212,12 +212,11 @@ class SceneEditor:
         zones_were: Mapping[str, str],
         *,
         dry: bool,
-    ) -> list[Any]:
-        """What the edit changes (``dry``: worked out on a copy, nothing applied)."""
+    ) -> list[SceneEdit]:
+        """What the edit changes (``dry``: worked out on a throw-away scene of the same
+        geometry, nothing applied)."""
         scene = self._perception.scene
         if dry:
-            from device.scene import Scene  # a throw-away scene with the same geometry
-
             scene = Scene(scene.spec)
         return scene.replace(self._spec(lines, zones), lines_were=lines_were, zones_were=zones_were)
 

@@ -15,9 +15,9 @@ afterwards. The order is the dependencies' own:
     voice (microphone, loudspeaker)   -> queue, console, session (a WAV waits for the model),
                                          bus (model audio, the local model's sentences)
     capture loop                      -> source runner, queue, perception, session (fast pace)
+    snapshots (--snapshots)           -> bus (events, percepts; its own events)
     device state (read-only view)     -> the parts above
     operations (page, /metrics, MQTT) -> device state, bus
-    snapshots (--snapshots)           -> bus (events, percepts; its own events)
     App                               -> all of it; ``App.run`` runs it
 
 Tests and benchmarks inject a bus, a clock, a source, a model or a wall-clock
@@ -186,6 +186,11 @@ def build_app(
         media_duration_s=None if source.is_camera else config.source.duration,
     )
     scene = SceneEditor(config, perception, bus.publish, capture=capture, sample_fps=sample_fps)
+    if check:
+        preflight(perception, source)
+    snapshots = open_snapshots(
+        config, run_id, bus.publish, lambda line: console.say(line, bus.elapsed())
+    )
     state = DeviceState(
         config=config,
         clock=clock,
@@ -198,11 +203,7 @@ def build_app(
         look=look,
         voice=voice,
         scene=scene,
-    )
-    if check:
-        preflight(perception, source)
-    snapshots = open_snapshots(
-        config, run_id, bus.publish, lambda line: console.say(line, bus.elapsed())
+        snapshots=snapshots,
     )
     ops = (
         # The outputs' own news (the page's address, the broker away or back) reads like
@@ -214,8 +215,9 @@ def build_app(
         else Operations()
     )
     if snapshots is not None:
-        # Subscribed last: its ``snapshot`` event follows the event it pictures in every log.
-        bus.subscribe(snapshots)
+        # Its ``snapshot`` events come once the picture is written; closed before the logs,
+        # so the pictures written in the run's last second are still in them.
+        bus.subscribe(snapshots, closes_first=True)
         bus.on_percept(snapshots.on_percept)
     return App(
         config=config,

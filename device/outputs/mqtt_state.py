@@ -34,6 +34,8 @@ Topics, for a device ``<id>``:
   ``counting`` above (``{"people": null, "dwelling": null}`` while unknown).
   ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
   when someone has stayed past the zone's dwell time.
+- ``.../line/<name>/image``, ``.../zone/<name>/image``, ``.../count/image`` (retained):
+  the event pictures (``--snapshots``), sent by :mod:`device.outputs.mqtt_images`.
 - ``lookout/<id>/instance`` (retained): which process publishes as ``<id>`` (see
   :mod:`device.outputs.mqtt_presence`: two devices with one id are found and one
   stops, instead of knocking each other off the broker twice a second).
@@ -43,6 +45,10 @@ Topics, for a device ``<id>``:
   (at most once per ``rediscover_s``: anyone can publish ``online`` there).
   Entities of lines and zones an earlier run had but this one has not are
   removed (their retained topics are cleared).
+
+Kept whole: one state (what every topic holds now) and the messages made of it; an
+event, a scene edit, a connect, the goodbye and a removal all read and change the same
+values, which must not drift apart between modules.
 """
 
 from __future__ import annotations
@@ -123,6 +129,7 @@ class MqttState:
         heartbeat_s: float = 60.0,
         topic_prefix: str = "lookout",
         discovery_prefix: str = "homeassistant",
+        images: bool = False,  # pictures are published: an image entity of each kind
     ) -> None:
         self.device_id = check_device_id(device_id)
         base = f"{topic_prefix}/{device_id}"
@@ -140,6 +147,7 @@ class MqttState:
             version=version,
             heartbeat_s=heartbeat_s,
             prefix=discovery_prefix,
+            images=images,
         )
         self.latest_count: Message | None = None
         # Each line's retained totals (in, out), and each zone's retained count (None
@@ -381,9 +389,10 @@ class MqttState:
 
     def removal(self, kind: str, name: str) -> list[Message]:
         """Empty retained messages that delete a line's or zone's entities and state."""
-        leaves = ("in", "out") if kind == "line" else ("people", "counting")
+        leaves = ("in", "out", "image") if kind == "line" else ("people", "counting", "image")
         topic = self.line_topic if kind == "line" else self.zone_topic
-        return [Message(t, b"", 1, True) for t in self.ha_discovery.config_topics(kind, name)] + [
+        configs = self.ha_discovery.config_topics(kind, name, any_run=True)
+        return [Message(t, b"", 1, True) for t in configs] + [
             Message(topic(name, leaf), b"", 1, True) for leaf in leaves
         ]
 

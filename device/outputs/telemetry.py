@@ -28,9 +28,18 @@ from typing import Any, Literal, Protocol
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from device.config import Config
-from device.events import CountChanged, LineCrossed, SceneChanged, SourceStateEvent, ZoneCount
+from device.events import (
+    CountChanged,
+    LineCrossed,
+    RunStarted,
+    SceneChanged,
+    SnapshotSaved,
+    SourceStateEvent,
+    ZoneCount,
+)
 from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
+from device.outputs.pictures import LatestPictures
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.scene_json import lines_json, track_json, zones_json
 from device.outputs.transcripts import TranscriptLines
@@ -149,6 +158,9 @@ class Telemetry:
         self.connection_since: float | None = None  # wall clock of the last state change
         self.model_text: deque[dict[str, Any]] = deque(maxlen=texts)
         config = device.config
+        # The latest pictured events (--snapshots; never under privacy: none are written).
+        self.pictures_on = config.outputs.snapshots is not None and not self.privacy
+        self.pictures = LatestPictures(wall=wall)
         self.geometry = scene_geometry(config)
         # Every configured line and zone is shown from the start: totals 0, zones unknown
         # until the first frame says how many are inside.
@@ -227,6 +239,9 @@ class Telemetry:
                 self.connection_since = self._wall()
             self.connection_state = event.state
             self.connection_reason = event.reason
+        elif isinstance(event, SnapshotSaved | RunStarted):
+            if not self.pictures_on or not self.pictures.take(event):
+                return
         elif isinstance(event, ModelText):
             self.model_text.append({"t": round(event.t, 2), "text": event.text})
         elif isinstance(event, Transcript | TurnComplete | Interrupted):
@@ -411,6 +426,7 @@ class Telemetry:
             "lines": self.lines_state(),
             "zones": self.zones_state(),
             "tracks": [track_json(t) for t in self.tracks] if self.count is not None else [],
+            "pictures": {"on": self.pictures_on, "latest": self.pictures.json()},
             "health": {"ok": health.ok, "status": health.status, "reason": health.reason},
         }
         if self.mqtt is not None:

@@ -184,6 +184,12 @@ class DeviceView(Protocol):
         """Where the page reads and edits the lines and zones (None: it cannot)."""
         ...
 
+    @property
+    def snapshot_counts(self) -> Mapping[str, int]:
+        """What became of the pictures (``device/outputs/snapshots.py:Snapshots.counts``),
+        by outcome; none without ``--snapshots``."""
+        ...
+
 
 __all__ = [
     "CaptureView",

@@ -156,6 +156,7 @@ class FakeApp:
     logs: NoLogs = field(default_factory=NoLogs)
     looks: dict[str, int] = field(default_factory=dict)
     audio: dict[str, int] = field(default_factory=dict)
+    snapshot_counts: dict[str, int] = field(default_factory=dict)
     push_to_talk: bool = False
     scene: SceneControl | None = None
 

@@ -76,6 +76,10 @@ async def test_a_line_put_on_a_running_device_counts_is_saved_and_keeps_its_tota
         # A stale edit (made against revision 1) is refused, not merged.
         status, answer = await put(run, {"revision": 1, "lines": {}})
         assert status == 409 and "revision 2" in answer["error"]
+    console = run.app.out.getvalue()
+    assert f"lines and zones edited: line post added (saved to {config})" in console
+    assert "lines and zones edited: line post renamed to door" in console
+    assert "totals: line door " in console and "line post " not in console.split("totals:")[-1]
     events = run.events()
     scenes = [e for e in events if e["type"] == "scene"]
     assert [s["revision"] for s in scenes] == [1, 2]

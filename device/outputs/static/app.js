@@ -368,6 +368,7 @@ function render(state) {
   renderImage(state);
   renderBanner(known ? `${state.count} ${noun}` + (state.raw !== null ? ` · ${boxes}` : "") : "count unknown", known, state);
   renderScene(state);
+  if (window.renderPictures) window.renderPictures(state); // pictures.js: --snapshots
   renderStreams(state.streams);
   renderStart(state.startable || [], state.streams);
   renderText(state.model_text);
