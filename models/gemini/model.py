@@ -8,8 +8,10 @@ module opens one connection per ``connect()`` and reports how it ended, as
 
 Wire facts this relies on are in ``docs/gemini-live-wire.md``. The parts, one job each:
 ``models/gemini/options.py`` (``GeminiOptions``, the connect config and its defaults),
-``models/gemini/client.py`` (the client, the API key and its defaults) and
-``models/gemini/events.py`` (server messages to model events). Their public names are
+``models/gemini/client.py`` (the client, the API key and its defaults),
+``models/gemini/events.py`` (server messages to model events),
+``models/gemini/families.py`` (what each model family takes on the wire) and
+``models/gemini/wire_form.py`` (function responses in that form, and the kick). Their public names are
 importable from here too, where callers have always found them.
 """
 
@@ -50,8 +52,10 @@ from models.gemini.client import (
     resolve_api_version,
 )
 from models.gemini.events import model_events, parse_duration
+from models.gemini.families import Capabilities, capabilities
 from models.gemini.options import DEFAULT_MODEL, GeminiOptions, default_modalities
 from models.gemini.unreadable import frame_problem, reached_server, tap
+from models.gemini.wire_form import KICK, tool_responses
 
 log = logging.getLogger("lookout.gemini")
 
@@ -82,8 +86,10 @@ class GeminiConnection:
         *,
         text_as_realtime: bool = False,
         image_parts: bool = False,
+        family: Capabilities | None = None,
     ) -> None:
         self._text_as_realtime = text_as_realtime
+        self._family = family or capabilities(DEFAULT_MODEL)
         self._image_parts = image_parts
         self._shown: dict[str, types.Blob] = {}  # a call's image, held for its answer
         self._stack = stack
@@ -144,8 +150,12 @@ class GeminiConnection:
                 turns=message.content, turn_complete=message.turn_complete
             )
         elif isinstance(message, SendToolResponse):
-            responses = [self._with_image(r) for r in message.responses]
+            responses = tool_responses(map(self._with_image, message.responses), self._family)
             await session.send_tool_response(function_responses=responses)
+            if self._family.needs_kick:
+                # The family may stay silent after a tool response until a realtime input
+                # follows; one space makes it run and says nothing.
+                await session.send_realtime_input(text=KICK)
         elif isinstance(message, SendActivity):
             if message.start:
                 await session.send_realtime_input(activity_start=types.ActivityStart())
@@ -320,6 +330,7 @@ class GeminiLiveModel:
             self._secrets,
             text_as_realtime=self.options.text_as_realtime,
             image_parts=self.options.image_parts,
+            family=self.options.capabilities,
         )
         if session.setup_complete is None:
             # The SDK silently drops a first message that is not setupComplete.

@@ -187,6 +187,10 @@ class LiveConnection:
     closed_at: float | None = None
     close_code: int | None = None
     close_reason: str | None = None
+    runs: list[str] = field(default_factory=list)
+    """Each time the model ran (its profile's rule; ``tool_response`` or ``kick``)."""
+    awaiting_kick: bool = False
+    """A tool response arrived and the profile waits for a realtime input to run."""
     _ws: ServerConnection | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -50,6 +50,7 @@ from websockets.exceptions import ConnectionClosed
 
 from .certs import TestCerts, make_test_certs
 from .endpoint import DEFAULT_API_KEY, DEFAULT_API_VERSION, LiveEndpoint, client_for
+from .profiles import PROFILES, Profile, react, setup_hangs
 from .records import (
     ClientContent,
     ClientMessage,
@@ -72,6 +73,7 @@ __all__ = [
     "FunctionResponseRecord",
     "LiveConnection",
     "LiveEndpoint",
+    "Profile",
     "RealtimeInput",
     "SentMessage",
     "ThreadedFakeLiveServer",
@@ -130,6 +132,9 @@ class FakeLiveServer:
     * ``binary_frames``: send JSON in binary frames (default), as the real service does (browser
       clients get Blobs); the SDK reads both (``recv(decode=False)`` then ``json.loads``).
       ``send(str)`` always uses a text frame.
+    * ``profile``: how a model family treats the client (``tests/fakelive/profiles.py``: 1007
+      on mid-session client content, a setup left unanswered, the kick, refused fields), a
+      :class:`Profile` or a name in ``PROFILES``; the default is plain.
     """
 
     def __init__(
@@ -144,7 +149,9 @@ class FakeLiveServer:
         after_setup: AfterSetup = (),
         binary_frames: bool = True,
         max_message_size: int = 16 * 2**20,
+        profile: Profile | str = "plain",
     ) -> None:
+        self.profile = PROFILES[profile] if isinstance(profile, str) else profile
         self._certs = certs
         self._host = host
         self.versions = frozenset(versions)
@@ -292,6 +299,8 @@ class FakeLiveServer:
                 msg = self._record(conn, raw)
                 if len(conn.messages) == 1:
                     await self._on_first_message(conn, msg)
+                else:
+                    await self._as_profiled(conn, msg)
         except ConnectionClosed:
             pass  # how it closed is recorded below
         finally:
@@ -321,6 +330,8 @@ class FakeLiveServer:
         self._changed()
         if self.setup_close_code is not None:
             await self._close(conn, self.setup_close_code, "fake live: setup refused")
+        elif setup_hangs(self.profile, conn.setup):
+            return  # the family never answers this setup; the client waits for ever
         elif self.answer_setup:
             answer = self.setup_complete
             await self._send(conn, answer if isinstance(answer, str | bytes) else dict(answer))
@@ -329,6 +340,15 @@ class FakeLiveServer:
             script = self.after_setup
             for frame in script(conn) if callable(script) else script:
                 await self._send(conn, frame)
+
+    async def _as_profiled(self, conn: LiveConnection, msg: ClientMessage) -> None:
+        """The profile's answer to one message after the setup: a close, or a model run."""
+        reaction = react(self.profile, conn, msg)
+        if reaction.run is not None:
+            conn.runs.append(reaction.run)
+            self._changed()
+        if reaction.close is not None:
+            await self._close(conn, *reaction.close)
 
     # -- scripting: what the "model" says --------------------------------------------------------
 

@@ -1,0 +1,238 @@
+"""Model families (models/gemini/families.py): the table, and each family's wire forms through
+the real google-genai SDK against the fake Live server playing that family
+(tests/fakelive/profiles.py). The fake reproduces what integrators reported; these tests show
+Lookout's forms keep each family's session open and its model running, and that the fake
+does break the forms a family cannot take."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, get_args
+
+import anyio
+import pytest
+from google.genai import types
+
+from device.config.values import ModelFamily
+from live import (
+    PENDING_STATUS,
+    EmitMode,
+    InputStream,
+    LiveRequestQueue,
+    LiveSession,
+    ReconnectPolicy,
+    Runner,
+    SessionConfig,
+)
+from live.events import ConnectionState
+from models.gemini.families import FAMILIES, Backend, capabilities
+from models.gemini.model import GeminiLiveModel, GeminiOptions
+from models.gemini.wire_form import KICK
+from tests.fakelive import FakeLiveServer, TestCerts, ToolCallSpec, client_for
+from tests.fakelive.profiles import PROFILES
+from tests.faults.live_runs import WatchedLog
+from tools.function_tool import FunctionTool
+
+MODELS = {"3.8": "gemini-3.8-live", "3.1": "gemini-3.1-flash-live-preview"}
+
+
+async def watch(stream: InputStream[Any]) -> AsyncIterator[dict[str, Any]]:
+    """Report the number each camera frame carries."""
+    async for request in stream:
+        assert request.blob is not None
+        yield {"frame": int((request.blob.data or b"0").decode())}
+
+
+async def ping(text: str) -> dict[str, Any]:
+    """Answer at once."""
+    return {"pong": text}
+
+
+# --------------------------------------------------------------------------------------------
+# The table
+
+
+def test_each_model_name_gets_its_family_and_an_unknown_one_the_safe_default() -> None:
+    assert capabilities("gemini-3.8-live").family == "3.8"
+    assert capabilities("models/gemini-3.1-flash-live-preview").family == "3.1"
+    assert capabilities("gemini-2.5-flash-native-audio-preview-09-2025").family == "2.5"
+    assert capabilities("gemini-live-2.5-flash-preview").family == "2.5"
+    for unknown in ("gemini-2.0-flash-live-001", "gemini-9-live", "my-proxy-model"):
+        safe = capabilities(unknown)
+        assert safe.family == "safe"
+        # The form every family takes: one answer per call, text after it, the kick.
+        assert not safe.streams_as_responses and safe.realtime_text_only and safe.needs_kick
+    # A configured family wins over the name.
+    assert capabilities("gemini-3.8-live", family="3.1").family == "3.1"
+    with pytest.raises(ValueError, match="unknown model family"):
+        capabilities("gemini-3.8-live", family="4.0")
+    with pytest.raises(ValueError, match="unknown model family"):
+        GeminiOptions(family="4.0")
+
+
+def test_vertex_takes_no_scheduling_will_continue_or_ids_on_any_family() -> None:
+    for family in FAMILIES:
+        row = capabilities("gemini-3.8-live", Backend.VERTEX, family)
+        assert not (row.scheduling or row.will_continue or row.response_ids)
+        assert not row.streams_as_responses and row.realtime_text_only
+    assert capabilities("gemini-2.5-flash-native-audio", Backend.GEMINI_API).scheduling
+
+
+def test_the_configuration_offers_exactly_the_tables_families() -> None:
+    assert set(get_args(ModelFamily)) == {"auto", *FAMILIES}
+
+
+# --------------------------------------------------------------------------------------------
+# Against the fake, one family at a time
+
+
+def emit_mode(options: GeminiOptions) -> EmitMode:
+    """What device/app/parts.py:emit_mode chooses for the family."""
+    if options.capabilities.streams_as_responses:
+        return EmitMode.FUNCTION_RESPONSE
+    return EmitMode.TEXT
+
+
+@contextlib.asynccontextmanager
+async def family_session(
+    srv: FakeLiveServer, options: GeminiOptions, tools: Sequence[Any] = (watch, ping)
+) -> AsyncIterator[tuple[LiveSession, LiveRequestQueue[Any], WatchedLog]]:
+    model = GeminiLiveModel(options, client=client_for(srv))
+    config = SessionConfig(
+        emit_mode=emit_mode(options),
+        reconnect=ReconnectPolicy(initial_backoff_s=0.01, max_backoff_s=0.05, stable_after_s=0),
+        stop_timeout_s=2.0,
+    )
+    log = WatchedLog()
+    queue: LiveRequestQueue[Any] = LiveRequestQueue()
+    runner = Runner(model, [FunctionTool(t) for t in tools], config, on_event=log.record)
+    async with runner.run_live(queue) as session:
+        with anyio.fail_after(10):
+            await session.wait_model_connected()
+        yield session, queue, log
+
+
+def heard(srv: FakeLiveServer, text: str) -> Callable[[], bool]:
+    """The model got ``text`` as realtime text."""
+    return lambda: any(r.text == text for r in srv.connection(0).realtime_inputs())
+
+
+def ran(srv: FakeLiveServer, times: int) -> Callable[[], bool]:
+    """The model ran at least ``times`` times (the profile's rule)."""
+    return lambda: len(srv.connection(0).runs) >= times
+
+
+def frame(queue: LiveRequestQueue[Any], n: int) -> None:
+    queue.send_realtime(types.Blob(data=str(n).encode(), mime_type="image/jpeg"))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("family", ["3.8", "3.1"])
+async def test_a_streams_emissions_reach_each_family_in_the_form_it_takes(
+    certs: TestCerts, family: str
+) -> None:
+    async with FakeLiveServer(certs=certs, profile=PROFILES[family]) as srv:
+        options = GeminiOptions(MODELS[family])
+        async with family_session(srv, options) as (_, queue, _log):
+            [call_id] = await srv.send_tool_call(ToolCallSpec("watch", id="w1"))
+            await srv.wait_function_response(call_id)
+            for n in (1, 2, 3):
+                frame(queue, n)
+                if family == "3.8":
+                    await srv.wait_function_response(call_id, count=1 + n)
+                else:
+                    await srv.wait_for(heard(srv, f'Function watch returned: {{"frame": {n}}}'))
+            # The model ran after the call's answer: the family's own rule (a kick on 3.1).
+            await srv.wait_for(lambda: srv.connection(0).runs)
+        conn = srv.connection(0)
+    assert len(srv.connections) == 1 and conn.close_code == 1000  # nothing closed it early
+    responses = conn.function_responses()
+    assert responses[0].response == {"status": PENDING_STATUS}
+    declaration = conn.declaration("watch")
+    assert declaration is not None
+    if family == "3.8":
+        assert declaration["behavior"] == "NON_BLOCKING"
+        assert responses[0].scheduling == "SILENT" and responses[0].will_continue is True
+        assert [r.response for r in responses[1:]] == [{"frame": n} for n in (1, 2, 3)]
+        assert all(r.scheduling == "WHEN_IDLE" for r in responses[1:])
+        assert conn.runs[0] == "tool_response"
+    else:
+        # One answer, nothing a synchronous family cannot take, then the emissions as text.
+        assert "behavior" not in declaration
+        assert len(responses) == 1 and responses[0].id == call_id
+        assert "scheduling" not in responses[0].raw and "will_continue" not in responses[0].raw
+        assert conn.client_contents() == []
+        assert conn.runs[0] == "kick"
+        kinds = [(m.kind, [r.text for r in m.realtime_inputs()]) for m in conn.messages[1:3]]
+        assert kinds == [("tool_response", []), ("realtime_input", [KICK])]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("family", ["3.8", "3.1"])
+async def test_a_hundred_calls_in_a_row_each_answered_and_the_model_runs_after_each(
+    certs: TestCerts, family: str
+) -> None:
+    async with (
+        FakeLiveServer(certs=certs, profile=PROFILES[family]) as srv,
+        family_session(srv, GeminiOptions(MODELS[family]), tools=(ping,)),
+    ):
+        start = time.monotonic()
+        for n in range(1, 101):
+            [call_id] = await srv.send_tool_call(ToolCallSpec("ping", {"text": str(n)}))
+            response = await srv.wait_function_response(call_id)
+            assert response.response == {"pong": str(n)}
+            # A call the model is left silent after is a hang: wait for it to run.
+            await srv.wait_for(ran(srv, n))
+        elapsed = time.monotonic() - start
+    assert len(srv.connections) == 1
+    assert elapsed < 60  # about a second; generous for a shared CPU
+
+
+# --------------------------------------------------------------------------------------------
+# The fake reproduces each family: the forms a family cannot take break there
+
+
+@pytest.mark.anyio
+async def test_the_31_fake_closes_on_client_content_and_stays_silent_without_a_kick(
+    certs: TestCerts,
+) -> None:
+    async with FakeLiveServer(certs=certs, profile="3.1") as srv:
+        # 3.8's forms on a 3.1 model: the configured family wins over the name.
+        options = GeminiOptions(MODELS["3.1"], family="3.8")
+        async with family_session(srv, options) as (_session, queue, log):
+            [call_id] = await srv.send_tool_call(ToolCallSpec("ping", {"text": "x"}))
+            await srv.wait_function_response(call_id)
+            queue.send_content("hello")  # typed text, as client content
+            closed = await srv.wait_closed(connection=0)
+            await log.wait(
+                lambda events: [
+                    e for e in events if isinstance(e, ConnectionState) and e.state == "connected"
+                ][1:]
+            )
+    assert closed.runs == []  # the tool response alone never made it run
+    assert closed.close_code == 1007 and "client content" in (closed.close_reason or "")
+
+
+@pytest.mark.anyio
+async def test_the_31_fake_never_completes_a_setup_with_affective_dialog(
+    certs: TestCerts,
+) -> None:
+    async with FakeLiveServer(certs=certs, profile="3.1") as srv:
+        client = client_for(srv)
+        config = types.LiveConnectConfig(
+            response_modalities=[types.Modality.AUDIO], enable_affective_dialog=True
+        )
+        with anyio.move_on_after(1) as waited:
+            async with client.aio.live.connect(model=MODELS["3.1"], config=config):
+                pass
+        assert waited.cancelled_caught  # the SDK itself would wait for ever
+        setup = srv.connection(0).setup
+        assert setup is not None and "enableAffectiveDialog" in json.dumps(setup)
+        # Lookout's own 3.1 setup asks for neither, and is answered.
+        async with family_session(srv, GeminiOptions(MODELS["3.1"])):
+            conn = await srv.wait_connection(2)
+    assert conn.setup_completed
+    assert "ffective" not in json.dumps(conn.setup) and "roactiv" not in json.dumps(conn.setup)
