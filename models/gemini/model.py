@@ -11,8 +11,8 @@ Wire facts this relies on are in ``docs/gemini-live-wire.md``. The parts, one jo
 ``models/gemini/client.py`` (the client, the API key and its defaults),
 ``models/gemini/events.py`` (server messages to model events),
 ``models/gemini/families.py`` (what each model family takes on the wire) and
-``models/gemini/wire_form.py`` (function responses in that form, and the kick). Their public names are
-importable from here too, where callers have always found them.
+``models/gemini/wire_form.py`` (function responses in that form, and the kick). Their
+public names are importable from here too, where callers have always found them.
 """
 
 from __future__ import annotations
