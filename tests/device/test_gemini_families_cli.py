@@ -135,3 +135,25 @@ def test_the_cli_scenario_runs_on_each_family(
     logged = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
     assert [e["id"] for e in logged if e["type"] == "tool_call"] == [first, typo, stop, again]
     assert "Traceback" not in out + err
+
+
+def test_a_setup_never_answered_is_given_up_in_bounded_time_with_one_line() -> None:
+    """A 3.1 model leaves a setup with affective dialog or proactivity unanswered, and the
+    SDK waits for ever: the device gives that connection up, says so once, counts on."""
+    with FakeLiveServer.run_in_thread(profile=PROFILES["3.1"], answer_setup=False) as server:
+        result = subprocess.run(
+            [sys.executable, "-m", "device.cli", "run", "--model", FAMILIES["3.1"].model,
+             "--no-http", "--source", str(data_file("vtest.avi")), "--duration", "17"],
+            cwd=REPO_ROOT, env=server.subprocess_env(), capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+        connections = server.connections()
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stdout.splitlines() if "setup" in line]
+    assert len(said) == 1, result.stdout
+    assert "no answer to setup within 15 s" in said[0]
+    assert "Traceback" not in result.stdout + result.stderr
+    assert connections[0].closed  # the unanswered connection was closed, not left open
+    lines = result.stdout.splitlines()
+    after = lines[lines.index(said[0]) + 1 :]
+    assert any("people in view" in line or "count:" in line for line in after)  # counts on
