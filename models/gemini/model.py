@@ -18,6 +18,7 @@ public names are importable from here too, where callers have always found them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import cast
@@ -52,7 +53,7 @@ from models.gemini.client import (
     resolve_api_version,
 )
 from models.gemini.events import model_events, parse_duration
-from models.gemini.families import Capabilities, capabilities
+from models.gemini.families import Backend, Capabilities, capabilities
 from models.gemini.options import DEFAULT_MODEL, GeminiOptions, default_modalities
 from models.gemini.unreadable import frame_problem, reached_server, tap
 from models.gemini.wire_form import KICK, tool_responses
@@ -283,7 +284,8 @@ def _describe(exc: BaseException, secrets: Sequence[str]) -> str:
 
 
 class GeminiLiveModel:
-    """``live.model.LiveModel`` for the Gemini Developer API (API key; not Vertex)."""
+    """``live.model.LiveModel`` for Gemini Live: the Developer API (API key), or Vertex AI
+    through a given Vertex client (its family's Vertex forms: models/gemini/families.py)."""
 
     def __init__(
         self,
@@ -293,11 +295,16 @@ class GeminiLiveModel:
         client: genai.Client | None = None,
         http_options: types.HttpOptions | None = None,
     ) -> None:
-        self.options = options or GeminiOptions()
-        self.name = self.options.model
+        options = options or GeminiOptions()
         self._client, self._secrets = given_or_new_client(
-            client, api_key, http_options, self.options.api_version, websocket_logger=True
+            client, api_key, http_options, options.api_version, websocket_logger=True
         )
+        # The client says where the model runs, and so which fields its family takes there.
+        backend = Backend.VERTEX if self._client.vertexai else Backend.GEMINI_API
+        if options.backend not in (None, backend):
+            raise ValueError(f"options for {options.backend.value}, a client for {backend.value}")
+        self.options = dataclasses.replace(options, backend=backend)
+        self.name = self.options.model
         self._session_http_options: types.HttpOptions | None = None
         if client is not None and self.options.api_version:
             # A given client keeps its own settings; only an explicit version overrides.

@@ -91,8 +91,9 @@ class GeminiOptions:
     realtime_text: bool | None = None
     # The model family whose wire forms to use (one of FAMILIES; None: by model name).
     family: str | None = None
-    # Where the model runs: the Gemini API, or Vertex AI (which takes fewer fields).
-    backend: Backend = Backend.GEMINI_API
+    # Where the model runs: the Gemini API, or Vertex AI (which takes fewer fields). None:
+    # the client's (GeminiLiveModel sets it); read as the Gemini API until then.
+    backend: Backend | None = None
     # A tool call's image (look) inside its FunctionResponse ``parts`` instead of as
     # realtime video ahead of the answer. Off: no document says Live reads ``parts``, and
     # integrators report 400s on 2.x; for a family that is shown to read them.
@@ -114,7 +115,7 @@ class GeminiOptions:
     @property
     def capabilities(self) -> Capabilities:
         """What the model's family takes on the wire (models/gemini/families.py)."""
-        return capabilities(self.model, self.backend, self.family)
+        return capabilities(self.model, self.backend or Backend.GEMINI_API, self.family)
 
     @property
     def text_as_realtime(self) -> bool:

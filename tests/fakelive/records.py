@@ -198,6 +198,11 @@ class LiveConnection:
         return self.headers.get("x-goog-api-key")
 
     @property
+    def vertex(self) -> bool:
+        """The client came to Vertex AI's endpoint (``…aiplatform…LlmBidiService…``)."""
+        return ".aiplatform." in self.path
+
+    @property
     def closed(self) -> bool:
         return self.closed_at is not None
 

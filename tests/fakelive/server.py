@@ -93,12 +93,17 @@ AfterSetup = Sequence[Frame] | Callable[[LiveConnection], Sequence[Frame]]
 
 # Versions the SDK can be configured to use. google-genai 3.6.1 defaults to "v1" for the Gemini
 # API (GOOGLE_AI_API_DEFAULT_VERSION); the public Live docs use "v1beta"; ephemeral tokens need
-# "v1alpha". Accept all three and record which one arrived so tests can assert on it.
-DEFAULT_VERSIONS: tuple[str, ...] = ("v1", "v1alpha", "v1beta")
+# "v1alpha"; Vertex AI defaults to "v1beta1". Accept them all and record which one arrived.
+DEFAULT_VERSIONS: tuple[str, ...] = ("v1", "v1alpha", "v1beta", "v1beta1")
 
 _PATH_RE = re.compile(
     r"^/ws/google\.ai\.generativelanguage\.(?P<version>[A-Za-z0-9]+)"
     r"\.GenerativeService\.(?P<method>BidiGenerateContent(?:Constrained)?)$"
+)
+# Vertex AI's Live endpoint (the SDK with vertexai=True, a project and a location).
+_VERTEX_PATH_RE = re.compile(
+    r"^/ws/google\.cloud\.aiplatform\.(?P<version>[A-Za-z0-9]+)"
+    r"\.LlmBidiService/(?P<method>BidiGenerateContent)$"
 )
 
 # Close codes that may not be sent in a close frame (RFC 6455 §7.4.1); asking for one of them
@@ -269,7 +274,7 @@ class FakeLiveServer:
         # The SDK builds the URL by string concatenation; tolerate "//ws" from a base URL with a
         # trailing slash (recorded raw in .path so a test can still assert on it).
         path = re.sub(r"/{2,}", "/", raw_path.split("?", 1)[0])
-        match = _PATH_RE.match(path)
+        match = _PATH_RE.match(path) or _VERTEX_PATH_RE.match(path)
         if match is None or match["version"] not in self.versions:
             self.rejected_paths.append(raw_path)
             self._changed()

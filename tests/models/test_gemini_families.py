@@ -31,12 +31,24 @@ from live.events import ConnectionState
 from models.gemini.families import FAMILIES, Backend, capabilities
 from models.gemini.model import GeminiLiveModel, GeminiOptions
 from models.gemini.wire_form import KICK
-from tests.fakelive import FakeLiveServer, TestCerts, ToolCallSpec, client_for
+from tests.fakelive import (
+    FakeLiveServer,
+    FunctionResponseRecord,
+    LiveEndpoint,
+    TestCerts,
+    ToolCallSpec,
+    client_for,
+)
 from tests.fakelive.profiles import PROFILES
 from tests.faults.live_runs import WatchedLog
 from tools.function_tool import FunctionTool
 
-MODELS = {"3.8": "gemini-3.8-live", "3.1": "gemini-3.1-flash-live-preview"}
+# A model of each family, by the fake's profile of it.
+MODELS = {
+    "3.8": "gemini-3.8-live",
+    "3.1": "gemini-3.1-flash-live-preview",
+    "2.5-vertex": "gemini-2.5-flash-native-audio-preview-09-2025",
+}
 
 
 async def watch(stream: InputStream[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -81,6 +93,17 @@ def test_vertex_takes_no_scheduling_will_continue_or_ids_on_any_family() -> None
     assert capabilities("gemini-2.5-flash-native-audio", Backend.GEMINI_API).scheduling
 
 
+def test_the_backend_is_the_clients(certs: TestCerts) -> None:
+    endpoint = LiveEndpoint("127.0.0.1", 9, certs)  # nothing is connected to
+    vertex = GeminiLiveModel(GeminiOptions(MODELS["3.8"]), client=endpoint.vertex_client())
+    assert vertex.options.capabilities.backend is Backend.VERTEX
+    assert not vertex.options.capabilities.scheduling
+    gemini = GeminiLiveModel(GeminiOptions(MODELS["3.8"]), client=endpoint.client())
+    assert gemini.options.capabilities.backend is Backend.GEMINI_API
+    with pytest.raises(ValueError, match="vertex"):
+        GeminiLiveModel(GeminiOptions(backend=Backend.VERTEX), client=endpoint.client())
+
+
 def test_the_configuration_offers_exactly_the_tables_families() -> None:
     assert set(get_args(ModelFamily)) == {"auto", *FAMILIES}
 
@@ -100,9 +123,11 @@ def emit_mode(options: GeminiOptions) -> EmitMode:
 async def family_session(
     srv: FakeLiveServer, options: GeminiOptions, tools: Sequence[Any] = (watch, ping)
 ) -> AsyncIterator[tuple[LiveSession, LiveRequestQueue[Any], WatchedLog]]:
-    model = GeminiLiveModel(options, client=client_for(srv))
+    vertex = srv.profile.name.endswith("-vertex")
+    client = srv.endpoint.vertex_client() if vertex else client_for(srv)
+    model = GeminiLiveModel(options, client=client)
     config = SessionConfig(
-        emit_mode=emit_mode(options),
+        emit_mode=emit_mode(model.options),
         reconnect=ReconnectPolicy(initial_backoff_s=0.01, max_backoff_s=0.05, stable_after_s=0),
         stop_timeout_s=2.0,
     )
@@ -125,12 +150,22 @@ def ran(srv: FakeLiveServer, times: int) -> Callable[[], bool]:
     return lambda: len(srv.connection(0).runs) >= times
 
 
+def answered(srv: FakeLiveServer, n: int) -> Callable[[], FunctionResponseRecord | None]:
+    """The ``n``-th function response (Vertex's carry no call id to wait on)."""
+
+    def nth() -> FunctionResponseRecord | None:
+        responses = srv.connection(0).function_responses()
+        return responses[n - 1] if len(responses) >= n else None
+
+    return nth
+
+
 def frame(queue: LiveRequestQueue[Any], n: int) -> None:
     queue.send_realtime(types.Blob(data=str(n).encode(), mime_type="image/jpeg"))
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("family", ["3.8", "3.1"])
+@pytest.mark.parametrize("family", sorted(MODELS))
 async def test_a_streams_emissions_reach_each_family_in_the_form_it_takes(
     certs: TestCerts, family: str
 ) -> None:
@@ -138,7 +173,7 @@ async def test_a_streams_emissions_reach_each_family_in_the_form_it_takes(
         options = GeminiOptions(MODELS[family])
         async with family_session(srv, options) as (_, queue, _log):
             [call_id] = await srv.send_tool_call(ToolCallSpec("watch", id="w1"))
-            await srv.wait_function_response(call_id)
+            await srv.wait_for(answered(srv, 1))
             for n in (1, 2, 3):
                 frame(queue, n)
                 if family == "3.8":
@@ -159,7 +194,7 @@ async def test_a_streams_emissions_reach_each_family_in_the_form_it_takes(
         assert [r.response for r in responses[1:]] == [{"frame": n} for n in (1, 2, 3)]
         assert all(r.scheduling == "WHEN_IDLE" for r in responses[1:])
         assert conn.runs[0] == "tool_response"
-    else:
+    elif family == "3.1":
         # One answer, nothing a synchronous family cannot take, then the emissions as text.
         assert "behavior" not in declaration
         assert len(responses) == 1 and responses[0].id == call_id
@@ -168,10 +203,18 @@ async def test_a_streams_emissions_reach_each_family_in_the_form_it_takes(
         assert conn.runs[0] == "kick"
         kinds = [(m.kind, [r.text for r in m.realtime_inputs()]) for m in conn.messages[1:3]]
         assert kinds == [("tool_response", []), ("realtime_input", [KICK])]
+    else:
+        # Vertex: its endpoint, and one answer without what it refuses (scheduling closes
+        # the session with 1007) or does not take; the emissions as realtime text.
+        assert conn.vertex and conn.headers["authorization"].startswith("Bearer ")
+        assert len(responses) == 1
+        assert set(responses[0].raw) == {"name", "response"}
+        assert conn.client_contents() == []
+        assert conn.runs[0] == "tool_response"
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("family", ["3.8", "3.1"])
+@pytest.mark.parametrize("family", sorted(MODELS))
 async def test_a_hundred_calls_in_a_row_each_answered_and_the_model_runs_after_each(
     certs: TestCerts, family: str
 ) -> None:
@@ -181,8 +224,8 @@ async def test_a_hundred_calls_in_a_row_each_answered_and_the_model_runs_after_e
     ):
         start = time.monotonic()
         for n in range(1, 101):
-            [call_id] = await srv.send_tool_call(ToolCallSpec("ping", {"text": str(n)}))
-            response = await srv.wait_function_response(call_id)
+            await srv.send_tool_call(ToolCallSpec("ping", {"text": str(n)}))
+            response = await srv.wait_for(answered(srv, n))
             assert response.response == {"pong": str(n)}
             # A call the model is left silent after is a hang: wait for it to run.
             await srv.wait_for(ran(srv, n))
@@ -236,3 +279,18 @@ async def test_the_31_fake_never_completes_a_setup_with_affective_dialog(
             conn = await srv.wait_connection(2)
     assert conn.setup_completed
     assert "ffective" not in json.dumps(conn.setup) and "roactiv" not in json.dumps(conn.setup)
+
+
+@pytest.mark.anyio
+async def test_the_vertex_fake_closes_a_session_on_scheduling_which_the_sdk_sends_as_given(
+    certs: TestCerts,
+) -> None:
+    async with FakeLiveServer(certs=certs, profile="2.5-vertex") as srv:
+        client = srv.endpoint.vertex_client()
+        config = types.LiveConnectConfig(response_modalities=[types.Modality.AUDIO])
+        async with client.aio.live.connect(model=MODELS["2.5-vertex"], config=config) as session:
+            silent = types.FunctionResponseScheduling.SILENT
+            answer = types.FunctionResponse(name="ping", response={}, scheduling=silent)
+            await session.send_tool_response(function_responses=[answer])
+            closed = await srv.wait_closed(connection=0)
+    assert closed.close_code == 1007 and 'Unknown name "scheduling"' in (closed.close_reason or "")
