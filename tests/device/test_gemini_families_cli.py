@@ -36,6 +36,7 @@ class Family:
 FAMILIES = {
     "3.8": Family("3.8", "gemini-3.8-live", responses=True),
     "3.1": Family("3.1", "gemini-3.1-flash-live-preview", responses=False),
+    "2.5": Family("2.5", "gemini-2.5-flash-native-audio-preview-09-2025", responses=True),
 }
 
 
