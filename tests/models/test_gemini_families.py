@@ -134,7 +134,8 @@ async def family_session(
     )
     log = WatchedLog()
     queue: LiveRequestQueue[Any] = LiveRequestQueue()
-    runner = Runner(model, [FunctionTool(t) for t in tools], config, on_event=log.record)
+    wrapped = [t if isinstance(t, FunctionTool) else FunctionTool(t) for t in tools]
+    runner = Runner(model, wrapped, config, on_event=log.record)
     async with runner.run_live(queue) as session:
         with anyio.fail_after(10):
             await session.wait_model_connected()
@@ -295,3 +296,39 @@ async def test_the_vertex_fake_closes_a_session_on_scheduling_which_the_sdk_send
             await session.send_tool_response(function_responses=[answer])
             closed = await srv.wait_closed(connection=0)
     assert closed.close_code == 1007 and 'Unknown name "scheduling"' in (closed.close_reason or "")
+
+
+async def tally(minutes: int) -> dict[str, Any]:
+    """A job: its ticket now, its result later."""
+    return {"visitors": minutes * 2}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("family", ["3.8", "3.1"])
+async def test_a_jobs_result_reaches_each_family_in_the_form_it_takes(
+    certs: TestCerts, family: str
+) -> None:
+    job = FunctionTool(tally, long_running=True)
+    async with (
+        FakeLiveServer(certs=certs, profile=PROFILES[family]) as srv,
+        family_session(srv, GeminiOptions(MODELS[family]), tools=(job,)),
+    ):
+        [call_id] = await srv.send_tool_call(ToolCallSpec("tally", {"minutes": 3}, id="j1"))
+        if family == "3.8":
+            result = await srv.wait_function_response(call_id, count=2)
+            assert result.response["visitors"] == 6
+        else:
+            said = await srv.wait_for(
+                lambda: [
+                    text
+                    for r in srv.connection(0).realtime_inputs()
+                    if (text := r.text or "").startswith("Function tally returned: ")
+                ]
+            )
+            assert json.loads(said[0].removeprefix("Function tally returned: "))["visitors"] == 6
+        conn = srv.connection(0)
+    [ticket, *rest] = conn.function_responses()
+    assert ticket.response["status"] == "started"
+    # A synchronous family gets one answer per call, never a second for the same id.
+    assert len(rest) == (1 if family == "3.8" else 0)
+    assert conn.close_code == 1000 and conn.client_contents() == []
