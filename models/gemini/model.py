@@ -56,7 +56,7 @@ from models.gemini.events import model_events, parse_duration
 from models.gemini.families import Backend, Capabilities, capabilities
 from models.gemini.options import DEFAULT_MODEL, GeminiOptions, default_modalities
 from models.gemini.unreadable import frame_problem, reached_server, tap
-from models.gemini.wire_form import KICK, tool_responses
+from models.gemini.wire_form import KICK, AnsweredCalls, response_text, tool_responses
 
 log = logging.getLogger("lookout.gemini")
 
@@ -91,6 +91,7 @@ class GeminiConnection:
     ) -> None:
         self._text_as_realtime = text_as_realtime
         self._family = family or capabilities(DEFAULT_MODEL)
+        self._answers = AnsweredCalls(self._family)
         self._image_parts = image_parts
         self._shown: dict[str, types.Blob] = {}  # a call's image, held for its answer
         self._stack = stack
@@ -151,7 +152,13 @@ class GeminiConnection:
                 turns=message.content, turn_complete=message.turn_complete
             )
         elif isinstance(message, SendToolResponse):
-            responses = tool_responses(map(self._with_image, message.responses), self._family)
+            first, later = self._answers.split(message.responses)
+            for response in later:
+                # The family takes one answer per call: what follows goes as text.
+                await self._say(response_text(response))
+            if not first:
+                return
+            responses = tool_responses(map(self._with_image, first), self._family)
             await session.send_tool_response(function_responses=responses)
             if self._family.needs_kick:
                 # The family may stay silent after a tool response until a realtime input
@@ -164,6 +171,14 @@ class GeminiConnection:
                 await session.send_realtime_input(activity_end=types.ActivityEnd())
         else:
             raise TypeError(f"unknown outbound message {type(message).__name__}")
+
+    async def _say(self, text: str) -> None:
+        """Text from the device, in the form the family takes mid-session."""
+        if self._text_as_realtime:
+            await self._session.send_realtime_input(text=text)
+        else:
+            turn = types.Content(role="user", parts=[types.Part(text=text)])
+            await self._session.send_client_content(turns=turn, turn_complete=False)
 
     def _with_image(self, response: types.FunctionResponse) -> types.FunctionResponse:
         blob = self._shown.pop(response.id or "", None)

@@ -143,7 +143,11 @@ class GeminiOptions:
         if setup.system_instruction:
             config.system_instruction = setup.system_instruction
         if setup.tools:
-            config.tools = [types.Tool(function_declarations=list(setup.tools))]
+            declarations = list(setup.tools)
+            if not self.capabilities.async_calls:
+                # A family with synchronous calls only is not offered NON_BLOCKING ones.
+                declarations = [d.model_copy(update={"behavior": None}) for d in declarations]
+            config.tools = [types.Tool(function_declarations=declarations)]
         if audio:
             config.output_audio_transcription = types.AudioTranscriptionConfig()
             if self.voice:

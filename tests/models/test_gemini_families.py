@@ -122,13 +122,16 @@ def emit_mode(options: GeminiOptions) -> EmitMode:
 
 @contextlib.asynccontextmanager
 async def family_session(
-    srv: FakeLiveServer, options: GeminiOptions, tools: Sequence[Any] = (watch, ping)
+    srv: FakeLiveServer,
+    options: GeminiOptions,
+    tools: Sequence[Any] = (watch, ping),
+    mode: EmitMode | None = None,
 ) -> AsyncIterator[tuple[LiveSession, LiveRequestQueue[Any], WatchedLog]]:
     vertex = srv.profile.name.endswith("-vertex")
     client = srv.endpoint.vertex_client() if vertex else client_for(srv)
     model = GeminiLiveModel(options, client=client)
     config = SessionConfig(
-        emit_mode=emit_mode(model.options),
+        emit_mode=mode or emit_mode(model.options),
         reconnect=ReconnectPolicy(initial_backoff_s=0.01, max_backoff_s=0.05, stable_after_s=0),
         stop_timeout_s=2.0,
     )
@@ -331,4 +334,25 @@ async def test_a_jobs_result_reaches_each_family_in_the_form_it_takes(
     assert ticket.response["status"] == "started"
     # A synchronous family gets one answer per call, never a second for the same id.
     assert len(rest) == (1 if family == "3.8" else 0)
+    assert conn.close_code == 1000 and conn.client_contents() == []
+
+
+@pytest.mark.anyio
+async def test_a_session_set_for_responses_still_sends_a_31_model_one_answer_per_call(
+    certs: TestCerts,
+) -> None:
+    """The adapter holds to the family whatever the session's emission mode: a library
+    user's default SessionConfig must not get a 3.1 session closed or its calls muddled."""
+    async with FakeLiveServer(certs=certs, profile="3.1") as srv:
+        options = GeminiOptions(MODELS["3.1"])
+        async with family_session(srv, options, mode=EmitMode.FUNCTION_RESPONSE) as (_, queue, _l):
+            [call_id] = await srv.send_tool_call(ToolCallSpec("watch", id="w1"))
+            await srv.wait_function_response(call_id)
+            frame(queue, 7)
+            await srv.wait_for(heard(srv, 'Function watch returned: {"frame": 7}'))
+        conn = srv.connection(0)
+    declaration = conn.declaration("watch")
+    assert declaration is not None and "behavior" not in declaration
+    [answer] = conn.function_responses()
+    assert answer.id == call_id and answer.response == {"status": PENDING_STATUS}
     assert conn.close_code == 1000 and conn.client_contents() == []
