@@ -32,6 +32,7 @@ from device.config.values import (
     EmitMode,
     FilePath,
     Level,
+    ModelFamily,
     OnOff,
     Pace,
     Precision,
@@ -260,10 +261,16 @@ class ModelSettings(Section):
         description="how many times a minute the model may look at the scene (its look tool; "
         "0: never)",
     )
-    emit: EmitMode = Field(
-        default="function_response",
+    emit: EmitMode | None = Field(
+        default=None,
         description="how tool results reach the model (text: for models with synchronous "
         "calls only)",
+        json_schema_extra=_unset("by the model's family: text for synchronous calls only"),
+    )
+    family: ModelFamily = Field(
+        default="auto",
+        description="the Gemini Live model family whose wire forms to use (3.8, 3.1, 2.5, "
+        "or safe: what every family takes); auto: by the model's name",
     )
     scheduling: Scheduling = Field(
         default="when_idle", description="when the model reacts to a count change"

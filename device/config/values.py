@@ -16,6 +16,8 @@ Pace = Literal["realtime", "fast"]
 Anchor = Literal["feet", "center"]
 EmitMode = Literal["function_response", "text"]
 Scheduling = Literal["silent", "when_idle", "interrupt"]
+# models/gemini/families.py's FAMILIES, and auto (by model name); a test keeps them equal.
+ModelFamily = Literal["auto", "3.8", "3.1", "2.5", "safe"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 Precision = Literal["fp32", "int8"]
 Profile = Literal["none", "auto", "pi4", "pi5", "laptop"]
@@ -114,6 +116,7 @@ __all__ = [
     "FilePath",
     "Level",
     "LogLevel",
+    "ModelFamily",
     "OnOff",
     "Pace",
     "Precision",

@@ -8,14 +8,17 @@ module opens one connection per ``connect()`` and reports how it ended, as
 
 Wire facts this relies on are in ``docs/gemini-live-wire.md``. The parts, one job each:
 ``models/gemini/options.py`` (``GeminiOptions``, the connect config and its defaults),
-``models/gemini/client.py`` (the client, the API key and its defaults) and
-``models/gemini/events.py`` (server messages to model events). Their public names are
-importable from here too, where callers have always found them.
+``models/gemini/client.py`` (the client, the API key and its defaults),
+``models/gemini/events.py`` (server messages to model events),
+``models/gemini/families.py`` (what each model family takes on the wire) and
+``models/gemini/wire_form.py`` (function responses in that form, and the kick). Their
+public names are importable from here too, where callers have always found them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import cast
@@ -50,8 +53,10 @@ from models.gemini.client import (
     resolve_api_version,
 )
 from models.gemini.events import model_events, parse_duration
+from models.gemini.families import Backend, Capabilities, capabilities
 from models.gemini.options import DEFAULT_MODEL, GeminiOptions, default_modalities
 from models.gemini.unreadable import frame_problem, reached_server, tap
+from models.gemini.wire_form import KICK, AnsweredCalls, response_text, tool_responses
 
 log = logging.getLogger("lookout.gemini")
 
@@ -82,8 +87,11 @@ class GeminiConnection:
         *,
         text_as_realtime: bool = False,
         image_parts: bool = False,
+        family: Capabilities | None = None,
     ) -> None:
         self._text_as_realtime = text_as_realtime
+        self._family = family or capabilities(DEFAULT_MODEL)
+        self._answers = AnsweredCalls(self._family)
         self._image_parts = image_parts
         self._shown: dict[str, types.Blob] = {}  # a call's image, held for its answer
         self._stack = stack
@@ -144,8 +152,18 @@ class GeminiConnection:
                 turns=message.content, turn_complete=message.turn_complete
             )
         elif isinstance(message, SendToolResponse):
-            responses = [self._with_image(r) for r in message.responses]
+            first, later = self._answers.split(message.responses)
+            for response in later:
+                # The family takes one answer per call: what follows goes as text.
+                await self._say(response_text(response))
+            if not first:
+                return
+            responses = tool_responses(map(self._with_image, first), self._family)
             await session.send_tool_response(function_responses=responses)
+            if self._family.needs_kick:
+                # The family may stay silent after a tool response until a realtime input
+                # follows; one space makes it run and says nothing.
+                await session.send_realtime_input(text=KICK)
         elif isinstance(message, SendActivity):
             if message.start:
                 await session.send_realtime_input(activity_start=types.ActivityStart())
@@ -153,6 +171,14 @@ class GeminiConnection:
                 await session.send_realtime_input(activity_end=types.ActivityEnd())
         else:
             raise TypeError(f"unknown outbound message {type(message).__name__}")
+
+    async def _say(self, text: str) -> None:
+        """Text from the device, in the form the family takes mid-session."""
+        if self._text_as_realtime:
+            await self._session.send_realtime_input(text=text)
+        else:
+            turn = types.Content(role="user", parts=[types.Part(text=text)])
+            await self._session.send_client_content(turns=turn, turn_complete=False)
 
     def _with_image(self, response: types.FunctionResponse) -> types.FunctionResponse:
         blob = self._shown.pop(response.id or "", None)
@@ -273,7 +299,8 @@ def _describe(exc: BaseException, secrets: Sequence[str]) -> str:
 
 
 class GeminiLiveModel:
-    """``live.model.LiveModel`` for the Gemini Developer API (API key; not Vertex)."""
+    """``live.model.LiveModel`` for Gemini Live: the Developer API (API key), or Vertex AI
+    through a given Vertex client (its family's Vertex forms: models/gemini/families.py)."""
 
     def __init__(
         self,
@@ -283,11 +310,16 @@ class GeminiLiveModel:
         client: genai.Client | None = None,
         http_options: types.HttpOptions | None = None,
     ) -> None:
-        self.options = options or GeminiOptions()
-        self.name = self.options.model
+        options = options or GeminiOptions()
         self._client, self._secrets = given_or_new_client(
-            client, api_key, http_options, self.options.api_version, websocket_logger=True
+            client, api_key, http_options, options.api_version, websocket_logger=True
         )
+        # The client says where the model runs, and so which fields its family takes there.
+        backend = Backend.VERTEX if self._client.vertexai else Backend.GEMINI_API
+        if options.backend not in (None, backend):
+            raise ValueError(f"options for {options.backend.value}, a client for {backend.value}")
+        self.options = dataclasses.replace(options, backend=backend)
+        self.name = self.options.model
         self._session_http_options: types.HttpOptions | None = None
         if client is not None and self.options.api_version:
             # A given client keeps its own settings; only an explicit version overrides.
@@ -320,6 +352,7 @@ class GeminiLiveModel:
             self._secrets,
             text_as_realtime=self.options.text_as_realtime,
             image_parts=self.options.image_parts,
+            family=self.options.capabilities,
         )
         if session.setup_complete is None:
             # The SDK silently drops a first message that is not setupComplete.
