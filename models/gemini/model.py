@@ -10,8 +10,9 @@ Wire facts this relies on are in ``docs/gemini-live-wire.md``. The parts, one jo
 ``models/gemini/options.py`` (``GeminiOptions``, the connect config and its defaults),
 ``models/gemini/client.py`` (the client, the API key and its defaults),
 ``models/gemini/events.py`` (server messages to model events),
-``models/gemini/families.py`` (what each model family takes on the wire) and
-``models/gemini/wire_form.py`` (function responses in that form, and the kick). Their
+``models/gemini/families.py`` (what each model family takes on the wire),
+``models/gemini/wire_form.py`` (function responses in that form, and the kick) and
+``models/gemini/failures.py`` (what a failure means: retry or not, said in a line). Their
 public names are importable from here too, where callers have always found them.
 """
 
@@ -27,7 +28,7 @@ import anyio
 from google import genai
 from google.genai import errors, types
 from google.genai.live import AsyncSession
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.exceptions import ConnectionClosed
 
 from live.model import (
     ConnectionLost,
@@ -53,27 +54,17 @@ from models.gemini.client import (
     resolve_api_version,
 )
 from models.gemini.events import model_events, parse_duration
+from models.gemini.failures import AUTH_STATUS, close_code, connect_error, describe
 from models.gemini.families import Backend, Capabilities, capabilities
 from models.gemini.options import DEFAULT_MODEL, GeminiOptions, default_modalities
-from models.gemini.unreadable import frame_problem, reached_server, tap
+from models.gemini.unreadable import frame_problem, tap
 from models.gemini.wire_form import KICK, AnsweredCalls, response_text, tool_responses
 
 log = logging.getLogger("lookout.gemini")
 
-# Close codes with which the service refuses a setup it will refuse again (1007: invalid
-# payload such as a bad key or an unsupported modality, 1008: policy, e.g. unknown model).
-_REFUSAL_CLOSE_CODES = frozenset({1007, 1008})
-# HTTP answers to the WebSocket upgrade that a retry cannot change.
-_REFUSAL_HTTP_STATUS = frozenset({400, 401, 403, 404})
-_AUTH_STATUS = frozenset({401, 403})
 # A well-behaved server completes the close handshake in milliseconds; one that does not
 # gets its socket aborted rather than holding the session's teardown.
 _CLOSE_TIMEOUT_S = 2.0
-
-
-def _close_code(exc: ConnectionClosed) -> int:
-    frame = exc.rcvd or exc.sent
-    return frame.code if frame is not None else 1006
 
 
 class GeminiConnection:
@@ -107,10 +98,10 @@ class GeminiConnection:
 
     def _lost(self, what: str, exc: BaseException, code: int | None) -> ConnectionLost:
         retryable = True
-        if isinstance(exc, errors.APIError) and exc.code in _AUTH_STATUS:
+        if isinstance(exc, errors.APIError) and exc.code in AUTH_STATUS:
             # An in-band "permission denied" will be the answer to the next setup too.
             retryable = False
-        detail = _describe(exc, self._secrets)
+        detail = describe(exc, self._secrets)
         reason = f"{what} (code {code}): {detail}" if code is not None else f"{what}: {detail}"
         return ConnectionLost(reason, code=code, retryable=retryable)
 
@@ -120,7 +111,7 @@ class GeminiConnection:
         try:
             await self._send(message)
         except ConnectionClosed as exc:
-            raise self._lost("send failed, connection closed", exc, _close_code(exc)) from None
+            raise self._lost("send failed, connection closed", exc, close_code(exc)) from None
         except errors.APIError as exc:
             raise self._lost("send failed", exc, exc.code) from None
         except OSError as exc:
@@ -220,7 +211,7 @@ class GeminiConnection:
                     except ConnectionClosed as exc:
                         if self._closed:
                             return
-                        raise self._lost("connection closed", exc, _close_code(exc)) from None
+                        raise self._lost("connection closed", exc, close_code(exc)) from None
                     except Exception as exc:
                         # Any type at all: the SDK's parsing raises whatever the frame
                         # provokes (AttributeError, RecursionError, ValidationError...).
@@ -244,18 +235,18 @@ class GeminiConnection:
         if frame is None:
             # It failed before (or without) a frame to blame: the connection, not a message.
             raise ConnectionLost(
-                one_line(f"receiving failed: {_describe(exc, self._secrets)}", self._secrets)
+                one_line(f"receiving failed: {describe(exc, self._secrets)}", self._secrets)
             ) from None
         problem = frame_problem(frame)
         if problem is None:
             log.warning(
                 "skipped a server message the SDK could not read: %s",
-                _describe(exc, self._secrets),
+                describe(exc, self._secrets),
             )
             return
         raise ConnectionLost(
             one_line(
-                f"a server message could not be read ({problem}): {_describe(exc, self._secrets)}",
+                f"a server message could not be read ({problem}): {describe(exc, self._secrets)}",
                 self._secrets,
             )
         ) from None
@@ -270,7 +261,7 @@ class GeminiConnection:
                 await self._stack.aclose()
                 clean = True
         except Exception as exc:
-            log.debug("closing the Live connection: %s", _describe(exc, self._secrets))
+            log.debug("closing the Live connection: %s", describe(exc, self._secrets))
         finally:
             if not clean:
                 self._abort()
@@ -281,21 +272,6 @@ class GeminiConnection:
         transport = getattr(ws, "transport", None)
         if transport is not None:
             transport.abort()
-
-
-def _describe(exc: BaseException, secrets: Sequence[str]) -> str:
-    """``<Type>: <reason>`` on one line, secrets removed before it is cut short."""
-    if isinstance(exc, errors.APIError):
-        details = exc.message or exc.details
-        text = str(details) if details not in (None, "") else (exc.status or "")
-    elif isinstance(exc, ConnectionClosed):
-        frame = exc.rcvd or exc.sent
-        text = frame.reason if frame is not None and frame.reason else str(exc)
-    else:
-        text = str(exc)
-    text = one_line(text, secrets)
-    name = type(exc).__name__
-    return f"{name}: {text}" if text else name
 
 
 class GeminiLiveModel:
@@ -345,7 +321,7 @@ class GeminiLiveModel:
                 self._client.aio.live.connect(model=self.options.model, config=config)
             )
         except Exception as exc:
-            raise self._connect_error(exc) from None
+            raise connect_error(exc, self._secrets) from None
         conn = GeminiConnection(
             stack,
             session,
@@ -359,38 +335,6 @@ class GeminiLiveModel:
             await conn.close()
             raise ModelSetupError("the server did not confirm the session setup")
         return conn
-
-    def _connect_error(self, exc: Exception) -> ConnectionLost | ModelSetupError:
-        """``ModelSetupError`` when a retry would be refused the same way, else ConnectionLost.
-
-        Total: whatever the SDK raised, the session gets one of the two, never the exception.
-        """
-        detail = _describe(exc, self._secrets)
-        if isinstance(exc, errors.APIError):
-            if exc.code in _REFUSAL_CLOSE_CODES or exc.code in _AUTH_STATUS:
-                return ModelSetupError(f"setup refused (code {exc.code}): {detail}")
-            return ConnectionLost(
-                f"connection closed during setup (code {exc.code}): {detail}", code=exc.code
-            )
-        if isinstance(exc, InvalidStatus):
-            status = exc.response.status_code
-            message = f"WebSocket upgrade refused with HTTP {status}"
-            if status in _REFUSAL_HTTP_STATUS:
-                return ModelSetupError(message)
-            return ConnectionLost(message)
-        if isinstance(exc, InvalidURI):
-            return ModelSetupError(f"bad Live endpoint: {detail}")
-        if isinstance(exc, InvalidHandshake | ConnectionClosed | OSError):
-            # OSError covers refused connections, DNS and TLS failures (ssl.SSLError).
-            return ConnectionLost(f"could not connect: {detail}")
-        if reached_server(exc):
-            # The server's answer to the setup could not be read (not JSON, not an object,
-            # the wrong shape, nested too deep), or something nobody foresaw: try again.
-            return ConnectionLost(f"the answer to the setup could not be read: {detail}")
-        if isinstance(exc, TypeError | ValueError):
-            # The SDK refused our own setup before sending it: it will refuse it again.
-            return ModelSetupError(f"bad setup: {detail}")
-        return ConnectionLost(f"connecting failed: {detail}")
 
 
 __all__ = [
