@@ -6,6 +6,10 @@ and ``Percept``s (what perception made of each frame) for the outputs that
 show the latest frame and its numbers. A count change leaves perception once,
 through here, whatever the number of outputs. A subscriber that fails is
 logged (once per subscriber and kind of error) and never stops the others.
+
+At the end, ``close`` closes first the sinks that still publish as they close (the
+snapshots: the pictures written in the run's last second), while the others (the
+logs among them) still take events, then the rest in the order they subscribed.
 """
 
 from __future__ import annotations
@@ -37,12 +41,16 @@ class EventBus:
         # Events carry ``t``: seconds since this epoch (the session uses the same one).
         self.epoch = clock.now() if epoch is None else epoch
         self._sinks: list[EventSink] = []
+        self._close_first: list[EventSink] = []
         self._percept_sinks: list[PerceptSink] = []
         self._failed: set[tuple[int, str]] = set()
         self.published = 0
 
-    def subscribe(self, sink: EventSink) -> None:
+    def subscribe(self, sink: EventSink, *, closes_first: bool = False) -> None:
+        """``closes_first``: the sink publishes as it closes; it is closed before the others."""
         self._sinks.append(sink)
+        if closes_first:
+            self._close_first.append(sink)
 
     def on_percept(self, sink: PerceptSink) -> None:
         self._percept_sinks.append(sink)
@@ -82,7 +90,8 @@ class EventBus:
         )
 
     def close(self) -> None:
-        for sink in self._sinks:
+        last = [sink for sink in self._sinks if sink not in self._close_first]
+        for sink in [*self._close_first, *last]:
             try:
                 sink.close()
             except Exception as exc:

@@ -130,10 +130,17 @@ class CaptureLoop:
         self.on_frame = on_frame
         self.stats = CaptureStats()
         self._limiter = anyio.CapacityLimiter(1)
+        self._grid: SampleGrid | None = None
+
+    def set_sample_fps(self, sample_fps: float) -> None:
+        """Sample at ``sample_fps`` from the next frame on."""
+        self.interval = 1.0 / sample_fps
+        if self._grid is not None:
+            self._grid.interval = self.interval
 
     async def run(self) -> None:
         """Feed frames until the source ends (files) or the loop is cancelled."""
-        grid = SampleGrid(self.interval)
+        grid = self._grid = SampleGrid(self.interval)
         next_sample: float | None = None  # from when the next frame is wanted
         replay_origin: tuple[float, float] | None = None  # (clock, media t) at the first frame
         fast = self.pace == "fast" and not self.is_camera

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from device.cli_flags import (
     ASK_SETTINGS,
@@ -31,6 +31,9 @@ from device.config import (
     build,
     parse_flags,
 )
+
+if TYPE_CHECKING:
+    from device.outputs.console_log import ConsoleLogs
 
 EXIT_OK, EXIT_FAILURE = 0, 1
 
@@ -55,11 +58,14 @@ def _quiet_native_logs(verbose: bool) -> None:
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def _set_up_logging(log_level: str, verbose: bool, quiet: dict[str, int]) -> None:
+def _set_up_logging(
+    log_level: str, verbose: bool, quiet: dict[str, int], console: ConsoleLogs | None = None
+) -> None:
     """Log to stderr: Lookout's own loggers (``lookout.*``) from ``log_level`` (-v: at
     least info), other libraries' from warning (-v: info). At warning and above, the
     ``quiet`` loggers (whose news the console says already, as events) only from their
-    own level; asked for more (info, debug, -v), they say everything."""
+    own level; asked for more (info, debug, -v), they say everything. ``console``: the
+    run's warnings become console lines once it is attached (``ConsoleLogs``)."""
     level = logging.getLevelNamesMapping()[log_level.upper()]
     if verbose:
         level = min(level, logging.INFO)
@@ -73,6 +79,10 @@ def _set_up_logging(log_level: str, verbose: bool, quiet: dict[str, int]) -> Non
         handler.addFilter(RepeatFilter())
         if type(handler) is logging.StreamHandler:  # ours, not a test's capturing one
             handler.setFormatter(SafeFormatter(LOG_FORMAT))
+            if console is not None:
+                # After the repeat filter: what it holds back is not said either.
+                console.keep_on_stderr = level < logging.WARNING
+                handler.addFilter(console)
     logging.getLogger("lookout").setLevel(level)
     for name, quiet_level in quiet.items():
         logging.getLogger(name).setLevel(
@@ -129,9 +139,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
     from device.app.wiring import build_app
+    from device.outputs.console_log import ConsoleLogs
     from device.sources import SourceError
 
-    # The console already reports source and connection states as events.
+    # The console already reports source and connection states as events; other warnings
+    # become its lines too (``console_logs``), not log lines in another format.
+    console_logs = ConsoleLogs()
     _set_up_logging(
         config.device.log_level,
         args.verbose,
@@ -142,16 +155,24 @@ def cmd_run(args: argparse.Namespace) -> int:
             "lookout.perception": logging.ERROR,  # detector failures are error events
             "lookout.store": logging.ERROR,  # log problems are console warnings
         },
+        console_logs,
     )
     try:
         # Everything the user caused is found now, before the first frame: one line, exit 2
         # (``check``: the detector and the source before the outputs bind their ports).
-        app = build_app(config, read_stdin=args.stdin or sys.stdin.isatty(), check=True)
+        app = build_app(
+            config,
+            read_stdin=args.stdin or sys.stdin.isatty(),
+            check=True,
+            console_logs=console_logs,
+        )
         if not app.perception.linked:
             print(unlinked_note(app.perception.photos, config.detection_fps()))
     except (ConfigError, SourceError) as exc:
+        console_logs.detach()  # refused: what is logged from here on is the log's
         return _fail(str(exc))
     except OSError as exc:
+        console_logs.detach()
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
     try:
         code = anyio.run(app.run)
@@ -280,7 +301,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from live.plural import counted
 
     try:
-        summary = make_report(args.input, args.out, run=args.run, period_s=args.period)
+        summary = make_report(
+            args.input, args.out, run=args.run, period_s=args.period, snapshots=args.snapshots
+        )
     except ReportError as exc:
         return _fail(str(exc))
     runs = f"{counted(summary['runs'], 'run')}, " if summary["runs"] > 1 else ""

@@ -193,6 +193,13 @@ def _add_report(sub: Any) -> None:
         metavar="SECONDS",
         help="seconds per row of the lines' and zones' tables (default: at most 24 rows)",
     )
+    p.add_argument(
+        "--snapshots",
+        type=Path,
+        metavar="DIR",
+        help="the folder of the run's pictures (default: the --snapshots folder the run "
+        "logged); the HTML shows the latest pictured events as thumbnails",
+    )
 
 
 def _version() -> str:

@@ -91,12 +91,16 @@ class DwellPassed(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class SnapshotSaved(Event):
-    """A JPEG of the frame an event happened at was queued for writing (``--snapshots``).
+    """A JPEG of the frame an event happened at was written (``--snapshots``).
+
+    Published once the file is on disk (not when it was queued), so whatever links to it
+    (the page, MQTT, the report) links to a file that was there; a write that failed is
+    said once as an ``error`` event (``where``: snapshots) and named by no ``snapshot``.
 
     ``file``: its name in the snapshots folder; ``of``: the event's type (``crossing``,
     ``dwell``, ``count``), ``name`` its line or zone ("" for a count), ``track`` the
-    person (None for a count), ``t_media`` and ``frame`` the frame's time and index. A
-    write that then fails is said once, as an ``error`` event (``where``: snapshots).
+    person (None for a count), ``direction`` a crossing's (in, out), ``count`` a count
+    change's new count, ``t_media`` and ``frame`` the frame's time and index.
     """
 
     type: ClassVar[str] = "snapshot"
@@ -106,6 +110,34 @@ class SnapshotSaved(Event):
     track: int | None = None
     t_media: float
     frame: int | None = None
+    direction: str | None = None
+    count: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SceneChanged(Event):
+    """The lines and zones were edited while running (the status page, ``PUT /api/scene``).
+
+    ``lines``: each line's two points now; ``zones``: each zone's points and dwell time
+    now (the whole scene, so a reader of the log needs nothing before it); ``changes``:
+    what changed (``{"kind", "name", "how", "was"}``, see ``device/scene.py:SceneEdit``);
+    ``saved``: the configuration file it was written to ("" when it was not, and
+    ``not_saved`` says why); ``revision``: how many edits this run has applied.
+    """
+
+    type: ClassVar[str] = "scene"
+    lines: dict[str, list[list[float]]]
+    zones: dict[str, dict[str, Any]]
+    changes: list[dict[str, str]]
+    saved: str = ""
+    not_saved: str = ""
+    revision: int = 0
+
+    def said(self) -> str:
+        """The edit in a line: what changed, and whether it was saved."""
+        parts = [str(c.get("said", "")) for c in self.changes] or ["no change"]
+        where = f"saved to {self.saved}" if self.saved else f"not saved: {self.not_saved}"
+        return "scene: " + "; ".join(parts) + f" ({where})"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,7 @@ there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from device.percept import Anchor, LineTotals, Track
@@ -57,6 +57,11 @@ class LineCounter:
     def __post_init__(self) -> None:
         self.totals = LineTotals(self.name)
         self._sides: dict[int, _Side] = {}
+
+    def rename(self, name: str) -> None:
+        """Called ``name`` from now on; its totals and who is on which side go on."""
+        self.name = name
+        self.totals = replace(self.totals, name=name)
 
     def forget(self) -> None:
         """The tracks are gone (the source went down); totals stay for the run."""

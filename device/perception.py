@@ -118,13 +118,10 @@ class Perception:
         tracker = tracker_config(threshold)
         self.tracker = Tracker(tracker)
         self.scene = Scene(scene or SceneSpec())
-        self.interval = 1.0 / detect_fps
-        # Detections further apart than a track survives unseen cannot be linked: nobody
-        # would be seen twice in time to be confirmed, and a tracked count would say no
-        # one is there. Then, as for unrelated photos, each detection counts on its own.
         self.photos = photos
-        self.linked = not photos and can_follow(self.interval, tracker)
-        self.presence = (presence or PresenceRule()).for_interval(self.interval)
+        self._tracker_config = tracker
+        self._presence_rule = presence or PresenceRule()
+        self._set_interval(1.0 / detect_fps)
         self.stats = PerceptionStats()
         # Unrelated frames: nothing moving between them means nothing.
         self.gate = MotionGate(motion) if motion is not None and self.linked else None
@@ -137,7 +134,6 @@ class Perception:
         self._on_percept = on_percept
         self._on_unknown = on_unknown
         self._now = now
-        self.grid = SampleGrid(self.interval)
         self._latest: Percept | None = None
         self._count: int | None = None  # the count last published
         self._seq = 0
@@ -146,6 +142,22 @@ class Perception:
         self._seen_t: float | None = None  # media time of the newest frame offered
         self._epoch = 0  # one more at each forget: results begun before it are dropped
         self._forgot_wall = 0.0  # frames read before this (time.time()) are not counted
+
+    def _set_interval(self, interval: float) -> None:
+        self.interval = interval
+        # Detections further apart than a track survives unseen cannot be linked: nobody
+        # would be seen twice in time to be confirmed, and a tracked count would say no
+        # one is there. Then, as for unrelated photos, each detection counts on its own.
+        self.linked = not self.photos and can_follow(interval, self._tracker_config)
+        self.presence = self._presence_rule.for_interval(interval)
+        self.grid = SampleGrid(interval)
+
+    def set_rate(self, detect_fps: float) -> None:
+        """Detect at ``detect_fps`` from the next frame on (lines drawn on a run that had
+        none need the scene's rate); the tracks go on."""
+        if detect_fps <= 0:
+            raise ValueError("detect_fps must be positive")
+        self._set_interval(1.0 / detect_fps)
 
     async def load(self) -> None:
         """Load the detector now (a missing or broken model file fails here, clearly)."""

@@ -13,7 +13,7 @@ visit that passes the dwell time is reported once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -51,6 +51,15 @@ class ZoneWatcher:
         self._ids: dict[int, int] = {}
         self._told: set[int] = set()  # visits already reported as dwelling
         self.state = ZoneState(self.name, None, dwell_s=self.dwell_s)
+
+    def rename(self, name: str, dwell_s: float) -> None:
+        """Called ``name``, with this dwell time, from now on; the visits inside go on.
+
+        Whoever was already said to dwell is not said again (a shorter dwell time says
+        the others at the next frame)."""
+        self.name = name
+        self.dwell_s = dwell_s
+        self.state = replace(self.state, name=name, dwell_s=dwell_s)
 
     def forget(self, *, keep_visits: bool = False) -> ZoneChange | None:
         """The count no longer holds (the source went down): unknown; the visits end,

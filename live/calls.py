@@ -241,7 +241,15 @@ class Calls:
             )
         if job.state is JobState.FAILED and job.error:
             self._emit(ErrorEvent(message=job.error, where=tool.name, id=call_id))
-        if job.state is not JobState.CANCELLED:
+        if job.state is JobState.CANCELLED:
+            return
+        if by == MODEL and self.config.emit_mode is EmitMode.TEXT:
+            # A model with synchronous calls only took the ticket as the call's one answer:
+            # the result follows as text, like a stream's emissions.
+            result = job.final_response()
+            self.outbox.post_emission(OutEmission(call_id, tool.name, result, True, _SILENT))
+            self._emit(ToolResult(id=call_id, name=tool.name, response=result))
+        else:
             self._respond(call_id, tool.name, job.final_response(), by)
 
     # ----------------------------------------------------------------- stops

@@ -42,6 +42,7 @@ EXAMPLES: dict[str, Any] = {
     "events": "/var/lib/lookout/events.jsonl",
     "db": "/var/lib/lookout/events.sqlite",
     "detector": "/opt/models/yolo11n.onnx",
+    "emit": "text",
     "system_instruction": "You watch the shop entrance.",
     "device_id": "entrance",
     "http_token": "put-a-long-random-token-here",

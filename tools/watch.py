@@ -44,6 +44,9 @@ class Watch(Generic[V]):
     read, and that many in a row are said once, by ``alarm(failures, error,
     last)``; without it they are read like any other (their lines and zones
     stand as they were).
+
+    ``gone(percept)``: what to say, once, when the watched thing is no longer in the
+    scene (a line or zone removed or renamed on the status page); the call then ends.
     """
 
     read: Callable[[Percept], V | None]
@@ -54,6 +57,7 @@ class Watch(Generic[V]):
     min_interval_s: float = 0.0
     alarm_after: int | None = None
     alarm: Callable[[int, str, V | None], Payload] | None = None
+    gone: Callable[[Percept], Payload | None] | None = None
 
 
 async def watch_changes(
@@ -97,6 +101,10 @@ async def watch_changes(
         failures, alarmed = 0, False
         value = watch.read(percept)
         if value is None:
+            ended = watch.gone(percept) if watch.gone is not None else None
+            if ended is not None:
+                yield ended
+                return
             continue
         t = percept.t_media
         if not counting:

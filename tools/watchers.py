@@ -50,6 +50,15 @@ def zone_payload(state: ZoneState, dwell_s: float | None = None) -> dict[str, An
     }
 
 
+def _gone(kind: str, name: str) -> dict[str, Any]:
+    return {
+        kind: name,
+        "removed": True,
+        "reason": f"the {kind} {name} was removed or renamed on the device's status page; "
+        "this call ends",
+    }
+
+
 def _names_type(names: Sequence[str]) -> Any:
     return Literal[tuple(names)]
 
@@ -137,6 +146,7 @@ class SceneWatchers:
             ),
             back={"counting": True},
             min_interval_s=self.min_interval_s,
+            gone=lambda percept: None if name in percept.lines else _gone("line", name),
         )
         return watch_changes(stream, self.current, watch)
 
@@ -159,6 +169,7 @@ class SceneWatchers:
             changed=lambda last, payload: (
                 (payload["people"], payload["dwelling"]) != (last["people"], last["dwelling"])
             ),
+            gone=lambda percept: None if name in percept.zones else _gone("zone", name),
         )
         return watch_changes(stream, self.current, watch)
 

@@ -1,13 +1,15 @@
-"""``lookout ask``: one request-response question about the camera.
+"""``lookout ask``: one request-response question about the camera or its log.
 
 It opens the source, asks the model (the local one, or Gemini through
-``generate_content``) with four tools (count now, a long-running occupancy
-report, paged per-minute counts, and the visitors a ``lookout run`` with lines
-counted into the ``--db`` log), prints the answer on stdout and everything
-else (tool calls, job state, progress, errors) on stderr. A report's progress
-is shown to people (progress bar on a terminal, ``--events``, ``--db``) and
-never sent to the model; the command waits for running jobs unless
-``--no-wait``, and Ctrl-C cancels them (recorded, and told to the model).
+``generate_content``) with its tools (count now, a long-running occupancy report,
+paged per-minute counts, the visitors a ``lookout run`` with lines counted into the
+``--db`` log, and the log's crossings, zone visits and busiest minute), prints the
+answer on stdout and everything else (tool calls, job state, progress, errors) on
+stderr. A question about the log (``--db``, no ``--source``) opens no source and is
+offered no camera tool. A report's progress is shown to people (progress bar on a
+terminal, ``--events``, ``--db``) and never sent to the model; the command waits for
+running jobs unless ``--no-wait``, and Ctrl-C cancels them (recorded, and told to the
+model).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import anyio
 from anyio import CancelScope
 
 from device.app.ask_console import AskConsole
+from device.app.ask_tools import ASK_INSTRUCTION, ASK_LOG_INSTRUCTION, SaysCannot
 from device.app.describe import describe_config, run_started
 from device.app.parts import (
     configured_perception,
@@ -36,7 +39,7 @@ from device.capture import prepared
 from device.config import Config
 from device.config.paths import check_writable_file, open_output
 from device.events import SourceStateEvent
-from device.feeds.runner import StateChange
+from device.feeds.runner import SourceRunner, StateChange
 from device.feeds.sampler import FrameSampler
 from device.frame import Frame
 from device.outputs.sinks import EventSink, JsonlSink
@@ -63,23 +66,6 @@ from tools.visitors import VisitorCounter
 log = logging.getLogger("lookout.ask")
 
 EXIT_UNANSWERED = 4  # the question cannot be answered with what ask has (said, and what would)
-
-ASK_INSTRUCTION = (
-    "You are Lookout, a camera agent answering questions about the people in view. "
-    "Use count_people_now for how many people are there now. Use "
-    "start_occupancy_report(minutes) to watch for a while: it answers at once with a "
-    "job_id and its summary arrives later as another answer to the same call. Use "
-    "fetch_counts(job_id, cursor) to read per-minute counts one page at a time. Use "
-    "visitors(minutes) for how many people came in and went out across the counting "
-    "lines in the last minutes. From the --db log: crossings(period) per line, "
-    "zone_visits(period, zone) for visits and dwell per zone, busiest(period) for the "
-    "busiest minute; a period is 'all', 'today', 'yesterday', 'since 9', 'last N minutes' "
-    "or 'last N hours', in the log's local time. When no tool answers the question as "
-    "asked (another range, another quantity, the scene now without a source), call "
-    "cannot_answer(reason, would_answer) instead of answering a different question. "
-    "Answer briefly with the numbers. Do not describe "
-    "people's appearance."
-)
 
 
 def model_name(config: Config) -> str:
@@ -146,6 +132,16 @@ class PerceivedFrames:
 
 
 @dataclass
+class Camera:
+    """What looks at the scene: built only when the question has a source to look at."""
+
+    source: FrameSource
+    runner: SourceRunner
+    perception: Perception
+    tools: OccupancyTools
+
+
+@dataclass
 class AskApp:
     config: Config
     options: AskOptions
@@ -162,9 +158,6 @@ class AskApp:
             self.source_override is None
             and self.config.source.source is None
             and (self.config.outputs.db is not None or self.config.outputs.events is not None)
-        )
-        self.source: FrameSource = self.source_override or configured_source(
-            self.config, self.clock
         )
         self.console = AskConsole(self.out, self.err)
         self.turn_model = self.model or build_turn_model(self.config, self.console.note)
@@ -188,47 +181,60 @@ class AskApp:
             self.event_log = MemoryEventLog()
             self.job_store = MemoryJobStore()
             self.occupancy = MemoryOccupancyLog()
-        # A question is answered now: a camera that cannot be opened is said in seconds.
-        self.source_runner = configured_runner(
-            self.config,
-            self.source,
-            self.clock,
-            self._on_source_state,
-            on_skipped=lambda message: self._write(ErrorEvent(message=message, where="source")),
-            first_open_attempts=2,
-        )
-        self.sampler = FrameSampler(
-            self.source_runner, clock=self.clock, pace=self.config.source.pace
-        )
-        report_fps = self.options.sample_fps or self.config.detection_fps()
-        self.perception = configured_perception(self.config, report_fps, self.source)
-        self.tools = OccupancyTools(
-            PerceivedFrames(self.sampler, self.perception, self.config.source.max_side),
-            self.occupancy,
-            sample_fps=report_fps,
-            bucket_s=self.options.period_s,
-            page_size=self.options.page_size,
-        )
+        # The sample video is not even looked for when the question is about the log.
+        self.camera = None if self.about_log else self._camera()
         self.visitors = VisitorCounter(self.config.outputs.db, tuple(self.config.scene.lines))
         self.log_tools = LogTools(self.config.outputs.db)
         self.errors = 0
-        self.unanswered = False
+        self.unanswered = False  # the model said it cannot answer (cannot_answer)
+        self.log_said_cannot: set[str] = set()  # calls a log tool answered "cannot" (ids)
+        self.last_log_answer_cannot = False  # ... and no tool answered after it
         self.outcomes: list[TurnOutcome] = []
         self.conversation: Conversation | None = None
         self._interrupted = False
         self._finished = anyio.Event()
 
-    def _on_source_state(self, change: StateChange) -> None:
+    def _camera(self) -> Camera:
+        source = self.source_override or configured_source(self.config, self.clock)
+        # A question is answered now: a camera that cannot be opened is said in seconds.
+        runner = configured_runner(
+            self.config,
+            source,
+            self.clock,
+            lambda change: self._on_source_state(source.name, change),
+            on_skipped=lambda message: self._write(ErrorEvent(message=message, where="source")),
+            first_open_attempts=2,
+        )
+        sampler = FrameSampler(runner, clock=self.clock, pace=self.config.source.pace)
+        report_fps = self.options.sample_fps or self.config.detection_fps()
+        perception = configured_perception(self.config, report_fps, source)
+        tools = OccupancyTools(
+            PerceivedFrames(sampler, perception, self.config.source.max_side),
+            self.occupancy,
+            sample_fps=report_fps,
+            bucket_s=self.options.period_s,
+            page_size=self.options.page_size,
+        )
+        return Camera(source, runner, perception, tools)
+
+    def _on_source_state(self, name: str, change: StateChange) -> None:
         if not change.said:
             return  # one more attempt of a failure run already said
-        event = SourceStateEvent.of(self.source.name, change)
+        event = SourceStateEvent.of(name, change)
         self.event_log.record(event)
         self._write(event)
 
     def _write(self, event: Event) -> None:
-        if isinstance(event, ToolResult) and event.name == "cannot_answer":
-            self.unanswered = True
-        if isinstance(event, ErrorEvent) or (isinstance(event, JobUpdate) and event.error):
+        said_cannot = event.call_id in self.log_said_cannot
+        if isinstance(event, ToolResult):
+            if event.name == "cannot_answer":
+                self.unanswered = True
+            else:
+                # A log tool's "cannot" answers the question unless a later call answered.
+                self.last_log_answer_cannot = said_cannot
+        if (isinstance(event, ErrorEvent) and not said_cannot) or (
+            isinstance(event, JobUpdate) and event.error
+        ):
             self.errors += 1
         for sink in self.sinks:
             try:
@@ -238,20 +244,22 @@ class AskApp:
 
     def preflight(self) -> None:
         """A detector that cannot load, a file that is not a video: one line, before asking."""
-        if not self.about_log:
-            preflight(self.perception, self.source)
+        if self.camera is not None:
+            preflight(self.camera.perception, self.camera.source)
 
     def offered(self) -> list[Tool]:
         """The tools of this question: the scene's only with a source to look at."""
-        scene = [] if self.about_log else self.tools.tools()
-        return [*scene, self.visitors.tool(), *self.log_tools.tools()]
+        scene = [] if self.camera is None else self.camera.tools.tools()
+        log_tools = [SaysCannot(tool, self.log_said_cannot) for tool in self.log_tools.tools()]
+        return [*scene, self.visitors.tool(), *log_tools]
 
     async def run(self) -> int:
         runner = TurnRunner(
             self.turn_model,
             self.offered(),
             TurnConfig(
-                system_instruction=self.config.model.system_instruction or ASK_INSTRUCTION,
+                system_instruction=self.config.model.system_instruction
+                or (ASK_LOG_INSTRUCTION if self.camera is None else ASK_INSTRUCTION),
                 secrets=self.config.secrets(),
             ),
             clock=self.clock,
@@ -259,15 +267,16 @@ class AskApp:
             job_store=self.job_store,
         )
         # Which question, when, on what: a --db holding many runs tells them apart.
+        source = None if self.camera is None else self.camera.source
         started = run_started(
-            self.run_id, self.source, self.config, describe_config(self.config), command="ask"
+            self.run_id, source, self.config, describe_config(self.config), command="ask"
         )
         self.event_log.record(started)
         self._write(started)
         try:
             async with anyio.create_task_group() as tg:
-                if not self.about_log:
-                    await tg.start(self.source_runner.run)
+                if self.camera is not None:
+                    await tg.start(self.camera.runner.run)
                 async with runner.open() as conversation:
                     self.conversation = conversation
                     if self.watch_signals:
@@ -293,7 +302,7 @@ class AskApp:
         if self._interrupted:
             return 1
         answered = bool(self.outcomes) and self.outcomes[0] is TurnOutcome.ANSWERED
-        if answered and self.unanswered:
+        if answered and (self.unanswered or self.last_log_answer_cannot):
             return EXIT_UNANSWERED  # said as such, with what would answer it
         return 0 if answered and self.errors == 0 else 1
 
@@ -337,8 +346,8 @@ class AskApp:
 
     async def _close(self) -> None:
         with anyio.CancelScope(shield=True):
-            if not self.about_log:
-                await self.source_runner.close()
+            if self.camera is not None:
+                await self.camera.runner.close()
             aclose = getattr(self.turn_model, "aclose", None)
             if aclose is not None:
                 try:
@@ -356,6 +365,7 @@ class AskApp:
 
 __all__ = [
     "ASK_INSTRUCTION",
+    "ASK_LOG_INSTRUCTION",
     "AskApp",
     "AskConsole",
     "AskOptions",

@@ -15,20 +15,21 @@ URL_SETTINGS = frozenset({"source", "mqtt"})
 
 def run_started(
     run_id: str,
-    source: FrameSource,
+    source: FrameSource | None,
     config: Config,
     described: dict[str, Any],
     command: str = "run",
     wall: float | None = None,
 ) -> RunStarted:
-    """The ``run`` event; ``wall``: the wall-clock time now (the system's by default)."""
+    """The ``run`` event; ``wall``: the wall-clock time now (the system's by default);
+    ``source`` None: none was opened (a question about the log), said as ``""``."""
     wall = time.time() if wall is None else wall
     return RunStarted(
         run_id=run_id,
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(wall)),
         started_wall=round(wall, 3),
-        source=safe_url(source.name),
-        live=source.is_camera,
+        source="" if source is None else safe_url(source.name),
+        live=source is not None and source.is_camera,
         model=config.model_name(),
         command=command,
         config=described,

@@ -99,6 +99,9 @@ def build_operations(
             zones=list(config.scene.zones),
             clock=clock,
             announce=announce,
+            # The pictures --snapshots writes become image entities (never under privacy).
+            pictures=config.outputs.snapshots,
+            private=config.device.privacy,
         )
     telemetry: Telemetry | None = None
     server: StatusServer | None = None

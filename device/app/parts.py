@@ -289,6 +289,11 @@ def system_instruction(config: Config) -> str:
     return text
 
 
+def model_family(config: Config) -> str | None:
+    """The configured Gemini model family (None: by the model's name)."""
+    return None if config.model.family == "auto" else config.model.family
+
+
 def build_model(config: Config) -> LiveModel:
     if not config.uses_gemini:
         return LocalModel()
@@ -299,13 +304,27 @@ def build_model(config: Config) -> LiveModel:
         # Only a microphone that is streamed needs transcribing (never in privacy mode).
         listens=config.audio.mic is not None and not config.device.privacy,
         push_to_talk=config.audio.push_to_talk,
+        family=model_family(config),
     )
     return GeminiLiveModel(options, api_key=config.model.api_key)
 
 
+def emit_mode(config: Config) -> EmitMode:
+    """How a stream's emissions reach the model: as set, else what its family takes
+    (function responses per call id, or text after one answer for synchronous calls)."""
+    if config.model.emit is not None:
+        return EmitMode(config.model.emit)
+    if not config.uses_gemini:
+        return EmitMode.FUNCTION_RESPONSE
+    from models.gemini.families import capabilities
+
+    family = capabilities(config.model_name(), family=model_family(config))
+    return EmitMode.FUNCTION_RESPONSE if family.streams_as_responses else EmitMode.TEXT
+
+
 def session_config(config: Config) -> SessionConfig:
     return SessionConfig(
-        emit_mode=EmitMode(config.model.emit),
+        emit_mode=emit_mode(config),
         scheduling=types.FunctionResponseScheduling(config.model.scheduling.upper()),
         system_instruction=config.model.system_instruction or system_instruction(config),
         send_frames=config.model.send_frames,
@@ -331,8 +350,10 @@ __all__ = [
     "configured_runner",
     "configured_source",
     "detector_factory",
+    "emit_mode",
     "load_detector",
     "look_tool",
+    "model_family",
     "motion_config",
     "offers_look",
     "preflight",

@@ -13,6 +13,9 @@ period under the count, a table and totals) and each zone's occupancy (its peopl
 over time, a table of mean/max people and dwell events per period). A log without
 them is reported exactly as before.
 
+A log with pictures (``lookout run --snapshots DIR``) adds to the HTML the latest
+pictured events with a small embedded thumbnail each (``report_pictures``).
+
 matplotlib is an optional dependency (``.venv/bin/pip install 'matplotlib>=3.8'``);
 without it ``make_report`` raises ReportError saying so.
 """
@@ -38,6 +41,7 @@ from device.app.report_data import (
     split_runs,
     summarize,
 )
+from device.app.report_pictures import latest_pictures, pictures_html
 from device.app.report_scene import build_scene
 from live.printable import printable
 
@@ -95,7 +99,12 @@ def _scene_tables(summary: dict[str, Any]) -> str:
 
 
 def _html(
-    source: Path, summary: dict[str, Any], timeline: Timeline, chart: bytes, skipped: Skipped
+    source: Path,
+    summary: dict[str, Any],
+    timeline: Timeline,
+    chart: bytes,
+    skipped: Skipped,
+    pictures: str = "",
 ) -> str:
     esc = html.escape
     damaged = (
@@ -126,13 +135,14 @@ body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; max-width
 table {{ border-collapse: collapse; margin-bottom: 1.5rem; }}
 th, td {{ text-align: left; padding: 0.25rem 0.8rem; border-bottom: 1px solid #ddd; }}
 img {{ max-width: 100%; }}
+.missing {{ color: #888; font-style: italic; }}
 </style></head><body>
 <h1>Lookout report</h1>
 <p>From <code>{esc(str(source))}</code>: {summary["events"]} events.{damaged}</p>
 <img alt="people count over time" src="data:image/png;base64,{image}">
 <h2>Figures</h2>
 <table id="figures">{figures}</table>
-{_scene_tables(summary)}<h2>Model messages</h2>
+{_scene_tables(summary)}{pictures}<h2>Model messages</h2>
 <table id="messages"><tr><th>t (s)</th><th>text</th></tr>{texts}</table>
 <h2>Streams</h2>
 <table id="streams"><tr><th>t (s)</th><th></th><th>tool</th><th>reason</th></tr>
@@ -151,6 +161,7 @@ def make_report(
     *,
     run: str | None = None,
     period_s: float | None = None,
+    snapshots: Path | None = None,
     warn: Callable[[str], None] = _to_stderr,
 ) -> dict[str, Any]:
     """Write the report for ``input`` (JSONL or SQLite) to ``out`` (.html or .png).
@@ -158,6 +169,7 @@ def make_report(
     ``run``: only that run of the log (its id, a prefix of it, or its number).
     ``period_s``: the period lines and zones are counted in (None: one that cuts the
     report into at most 24, see ``report_scene.period_for``).
+    ``snapshots``: the folder of the run's pictures (None: the one its run event names).
     Returns the summary figures. Raises ReportError (one line) for anything a
     user can get wrong: missing or malformed input, an unknown output type, a
     missing output directory, an unknown run, matplotlib not installed.
@@ -205,7 +217,11 @@ def make_report(
     chart = render_chart(
         timeline, summary, with_figures=suffix == ".png", scene=None if scene.empty else scene
     )
-    data = chart if suffix == ".png" else _html(input, summary, timeline, chart, skipped).encode()
+    if suffix == ".png":
+        data = chart
+    else:
+        pictures = pictures_html(*latest_pictures(timeline, snapshots))
+        data = _html(input, summary, timeline, chart, skipped, pictures).encode()
     try:
         out.write_bytes(data)
     except OSError as exc:

@@ -144,6 +144,41 @@ def _first_period(timeline: Timeline, period_s: float) -> float:
     return 0.0
 
 
+def _edited(
+    event: dict[str, Any],
+    t: float,
+    lines: list[str],
+    zones: list[str],
+    crossings: list[tuple[float, str, str]],
+    steps: dict[str, list[tuple[float, int | None]]],
+    dwells: list[tuple[float, str]],
+) -> None:
+    """Lines and zones edited while running (a ``scene`` event): a renamed one is one row
+    under its new name (its totals carried over on the device too); a removed or moved
+    zone's count ends there (nobody is known to be in it until it is counted again)."""
+    changes = event.get("changes")
+    for change in changes if isinstance(changes, list) else []:
+        if not isinstance(change, dict):
+            continue
+        kind, name, how, was = (str(change.get(k, "")) for k in ("kind", "name", "how", "was"))
+        if how == "renamed" and was:
+            names = lines if kind == "line" else zones
+            if was in names:
+                names[names.index(was)] = name
+            if kind == "line":
+                crossings[:] = [(ct, name if n == was else n, d) for ct, n, d in crossings]
+            else:
+                if was in steps:
+                    steps[name] = steps.pop(was)
+                dwells[:] = [(dt, name if z == was else z) for dt, z in dwells]
+        elif kind == "zone" and how in ("removed", "moved"):
+            old = was or name
+            if old in steps and steps[old] and steps[old][-1][1] is not None:
+                steps[old].append((t, None))
+        if how == "added" and name not in (lines if kind == "line" else zones):
+            (lines if kind == "line" else zones).append(name)
+
+
 def build_scene(timeline: Timeline, period_s: float | None = None) -> Scene:
     """Crossings, zone occupancy and dwell events of the timeline's runs, per period."""
     runs = timeline.runs
@@ -154,10 +189,12 @@ def build_scene(timeline: Timeline, period_s: float | None = None) -> Scene:
     for run in runs:
         for event in run.events:
             kind = event["type"]
-            if kind not in ("crossing", "zone", "dwell", "source_state"):
+            if kind not in ("crossing", "zone", "dwell", "source_state", "scene"):
                 continue
             t = run.time(event) + run.offset
-            if kind == "crossing":
+            if kind == "scene":
+                _edited(event, t, lines, zones, crossings, steps, dwells)
+            elif kind == "crossing":
                 line = str(event.get("line", ""))
                 if line not in lines:
                     lines.append(line)  # a line the run event does not name still counted

@@ -310,15 +310,16 @@ class App:
     def _scene_totals(self) -> str | None:
         """``totals: line post 12 in, 16 out; zone left 3 stayed over 30 s`` (None: no
         lines or zones)."""
-        scene = self.config.scene
+        # The scene at the end (lines and zones may have been edited on the page).
+        scene = self.perception.scene
         if not scene.lines and not scene.zones:
             return None
         parts = [
             f"line {name} {totals.entered} in, {totals.exited} out"
-            for name, totals in self.perception.scene.line_totals().items()
+            for name, totals in scene.line_totals().items()
         ]
-        for name, spec in scene.zones.items():
-            dwell = spec.dwell if spec.dwell is not None else scene.dwell
+        for name, zone in scene.zones.items():
+            dwell = zone.dwell_s
             stayed = self.console.dwells.get(name, 0)
             parts.append(
                 f"zone {name} {counted(stayed, 'person', 'people')} stayed over {dwell:g} s"

@@ -10,10 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from device.app.logs import EventLogs
+from device.app.scene_editor import SceneEditor
 from device.app.voice import Voice
 from device.capture import CaptureLoop
 from device.config import Config
 from device.feeds.runner import SourceRunner
+from device.outputs.snapshots import Snapshots
 from device.perception import Perception
 from device.sources import FrameSource
 from live.clock import Clock
@@ -35,6 +37,8 @@ class DeviceState:
     logs: EventLogs
     look: Look | None = None  # the look tool (its outcomes), offered to the model or not
     voice: Voice | None = None  # the microphone and the loudspeaker, when there are any
+    scene: SceneEditor | None = None  # the lines and zones, edited on the status page
+    snapshots: Snapshots | None = None  # --snapshots (None: not asked, or privacy)
 
     @property
     def session(self) -> LiveSession | None:
@@ -69,6 +73,10 @@ class DeviceState:
         if self.voice is None:
             return {}
         return self.voice.counts()
+
+    @property
+    def snapshot_counts(self) -> Mapping[str, int]:
+        return self.snapshots.counts() if self.snapshots is not None else {}
 
     @property
     def decode_ms(self) -> float | None:

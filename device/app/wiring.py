@@ -15,9 +15,9 @@ afterwards. The order is the dependencies' own:
     voice (microphone, loudspeaker)   -> queue, console, session (a WAV waits for the model),
                                          bus (model audio, the local model's sentences)
     capture loop                      -> source runner, queue, perception, session (fast pace)
+    snapshots (--snapshots)           -> bus (events, percepts; its own events)
     device state (read-only view)     -> the parts above
     operations (page, /metrics, MQTT) -> device state, bus
-    snapshots (--snapshots)           -> bus (events, percepts; its own events)
     App                               -> all of it; ``App.run`` runs it
 
 Tests and benchmarks inject a bus, a clock, a source, a model or a wall-clock
@@ -45,12 +45,14 @@ from device.app.parts import (
     session_config,
 )
 from device.app.run import App, StopSwitch
+from device.app.scene_editor import SceneEditor
 from device.app.state import DeviceState
 from device.app.voice import build_voice
 from device.bus import EventBus
 from device.capture import CaptureLoop
 from device.config import Config
 from device.outputs.console import ConsoleSink
+from device.outputs.console_log import ConsoleLogs
 from device.outputs.snapshots import open_snapshots
 from device.percept import CountUnknown, Percept
 from device.sources import FrameSource
@@ -76,12 +78,14 @@ def build_app(
     wall_steps: StepWatch | None = None,
     operations: bool = True,
     check: bool = False,
+    console_logs: ConsoleLogs | None = None,
 ) -> App:
     """Build one run of the device from ``config``.
 
     ``source``, ``model``: injected instead of the configured ones (tests, benchmarks).
     ``check``: find what the user caused (a detector that does not load, a source that
     does not decode) before the outputs bind their ports, as ``lookout run`` does.
+    ``console_logs``: the stderr log's filter that makes warnings console lines (the CLI's).
     Raises ConfigError, SourceError or OSError with one line for what the user got wrong.
     """
     clock = clock or MonotonicClock()
@@ -123,8 +127,15 @@ def build_app(
         # Whoever read the console left (``| head -2``): end quietly, like other tools.
         on_closed=stop.request,
         camera=source.is_camera,
+        lines=len(config.scene.lines),
+        zones=len(config.scene.zones),
     )
     bus.subscribe(console)
+    if console_logs is not None:
+        # From here on (the outputs binding their ports, the whole run) a warning is a
+        # timed console line like every other; the bus's end ends it.
+        console_logs.attach(lambda line: console.say(line, bus.elapsed()))
+        bus.subscribe(console_logs)
     run_id = uuid.uuid4().hex[:12]
     logs = EventLogs.open(config, bus, run_id)
     freshness = CountFreshness(bus, perception, source, clock)
@@ -174,6 +185,12 @@ def build_app(
         consumers=session,  # a fast replay waits for the tools (and the model) to keep up
         media_duration_s=None if source.is_camera else config.source.duration,
     )
+    scene = SceneEditor(config, perception, bus.publish, capture=capture, sample_fps=sample_fps)
+    if check:
+        preflight(perception, source)
+    snapshots = open_snapshots(
+        config, run_id, bus.publish, lambda line: console.say(line, bus.elapsed())
+    )
     state = DeviceState(
         config=config,
         clock=clock,
@@ -185,11 +202,8 @@ def build_app(
         logs=logs,
         look=look,
         voice=voice,
-    )
-    if check:
-        preflight(perception, source)
-    snapshots = open_snapshots(
-        config, run_id, bus.publish, lambda line: console.say(line, bus.elapsed())
+        scene=scene,
+        snapshots=snapshots,
     )
     ops = (
         # The outputs' own news (the page's address, the broker away or back) reads like
@@ -201,8 +215,9 @@ def build_app(
         else Operations()
     )
     if snapshots is not None:
-        # Subscribed last: its ``snapshot`` event follows the event it pictures in every log.
-        bus.subscribe(snapshots)
+        # Its ``snapshot`` events come once the picture is written; closed before the logs,
+        # so the pictures written in the run's last second are still in them.
+        bus.subscribe(snapshots, closes_first=True)
         bus.on_percept(snapshots.on_percept)
     return App(
         config=config,

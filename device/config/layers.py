@@ -255,6 +255,7 @@ def stacked(
         config = _stack(apply(Config(), preset, COMMAND_LINE), layers)
     # Flags over variables over the file: the last layer that set a value names it.
     config.with_given({name: given.where(name) for given in layers for name in given.values})
+    config.read_from(path if config_path is not None or system_config.is_file() else None)
     return config, layers
 
 

@@ -8,6 +8,7 @@ setting into its section, so an existing flat file means the same as a sectioned
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -94,6 +95,9 @@ class Config(BaseModel):
     # ``LOOKOUT_HTTP``, ``lookout.toml: http``): a value equal to its default may still be
     # one the user chose (an address that must not move), which the values cannot say.
     _given: dict[str, str] = PrivateAttr(default_factory=dict)
+    # The configuration file the settings were read from (None: none was): where the
+    # lines and zones edited on the status page are written back.
+    _file: Path | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -110,6 +114,16 @@ class Config(BaseModel):
         """This config, recording that the user gave these settings (name: as spelled)."""
         self._given = {**self._given, **where}
         return self
+
+    def read_from(self, path: Path | None) -> Self:
+        """This config, recording the configuration file it was read from."""
+        self._file = path
+        return self
+
+    @property
+    def file(self) -> Path | None:
+        """The configuration file this config was read from (None: none was)."""
+        return self._file
 
     def given(self, name: str) -> str | None:
         """How the user gave setting ``name`` (``--http``, ``cfg.toml: http``), or None
@@ -175,7 +189,8 @@ class Config(BaseModel):
         copied = super().model_copy(deep=deep)
         if not update:
             return copied
-        return validated(type(copied), merged(copied, update), str).with_given(self._given)
+        rebuilt = validated(type(copied), merged(copied, update), str)
+        return rebuilt.with_given(self._given).read_from(self._file)
 
     def __setattr__(self, name: str, value: Any) -> None:
         try:

@@ -32,11 +32,13 @@ from device.config.values import (
     EmitMode,
     FilePath,
     Level,
+    ModelFamily,
     OnOff,
     Pace,
     Precision,
     Profile,
     Scheduling,
+    SnapshotPrivacy,
     SourceSpec,
     Token,
 )
@@ -259,10 +261,16 @@ class ModelSettings(Section):
         description="how many times a minute the model may look at the scene (its look tool; "
         "0: never)",
     )
-    emit: EmitMode = Field(
-        default="function_response",
+    emit: EmitMode | None = Field(
+        default=None,
         description="how tool results reach the model (text: for models with synchronous "
         "calls only)",
+        json_schema_extra=_unset("by the model's family: text for synchronous calls only"),
+    )
+    family: ModelFamily = Field(
+        default="auto",
+        description="the Gemini Live model family whose wire forms to use (3.8, 3.1, 2.5, "
+        "or safe: what every family takes); auto: by the model's name",
     )
     scheduling: Scheduling = Field(
         default="when_idle", description="when the model reacts to a count change"
@@ -413,6 +421,12 @@ class OutputSettings(Section):
         ge=0,
         le=86_400,
         description="seconds the count must have stood still before its change is a snapshot",
+    )
+    snapshots_privacy: SnapshotPrivacy = Field(
+        default="none",
+        description="what a snapshot shows of people: none (the frame as seen), faces (the "
+        "head of every detected person pixelated), boxes (no camera pixels: the boxes, ids, "
+        "lines and zones on a plain background)",
     )
 
 

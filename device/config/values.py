@@ -16,9 +16,12 @@ Pace = Literal["realtime", "fast"]
 Anchor = Literal["feet", "center"]
 EmitMode = Literal["function_response", "text"]
 Scheduling = Literal["silent", "when_idle", "interrupt"]
+# models/gemini/families.py's FAMILIES, and auto (by model name); a test keeps them equal.
+ModelFamily = Literal["auto", "3.8", "3.1", "2.5", "safe"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 Precision = Literal["fp32", "int8"]
 Profile = Literal["none", "auto", "pi4", "pi5", "laptop"]
+SnapshotPrivacy = Literal["none", "faces", "boxes"]
 PACES: tuple[str, ...] = get_args(Pace)
 EMIT_MODES: tuple[str, ...] = get_args(EmitMode)
 SCHEDULINGS: tuple[str, ...] = get_args(Scheduling)
@@ -113,11 +116,13 @@ __all__ = [
     "FilePath",
     "Level",
     "LogLevel",
+    "ModelFamily",
     "OnOff",
     "Pace",
     "Precision",
     "Profile",
     "Scheduling",
+    "SnapshotPrivacy",
     "SourceSpec",
     "Token",
     "no_empty_token",

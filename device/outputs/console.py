@@ -6,6 +6,12 @@ errors. When no model has been connected for ``fallback_after_s``, the device
 says the count changes itself ("3 people in view (was 2)."), so a console with
 an absent model still tells the story. On a terminal, a file replay also gets
 a progress line.
+
+What stops with the source is said once, on the source's line: when a camera goes away
+the count, every zone and every line stop at the same moment for the same reason, and
+one line says so (``source cam reconnecting: read failed; retry in 0.5 s — count, 1 zone
+unknown; 2 lines not counting``), not one line per part repeating the reason. The count
+coming back is said by the count (``count: 3``), as at the start.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from device.events import (
     DwellPassed,
     LineCrossed,
     LogProblem,
+    SceneChanged,
     ZoneCount,
 )
 from device.outputs.transcripts import TranscriptLines, label
@@ -71,9 +78,18 @@ class ConsoleSink:
         fallback_after_s: float = 30.0,
         on_closed: Callable[[], None] = lambda: None,
         camera: bool = False,
+        lines: int = 0,
+        zones: int = 0,
     ) -> None:
+        """``lines``, ``zones``: how many are configured (what stops with the source; a
+        ``scene`` event, an edit while running, says how many there are then)."""
         self.out = out
         self.camera = camera
+        self.lines = lines
+        self.zones = zones
+        # Whether the last thing this console said of the count was a number: an unknown
+        # count is said once, by whichever line says it first (the source's or the count's).
+        self._count_known = False
         self.verbose = verbose
         self.fallback_after_s = fallback_after_s
         self.tty = bool(getattr(out, "isatty", lambda: False)())
@@ -138,6 +154,9 @@ class ConsoleSink:
             self._track_model(event)
         if isinstance(event, DwellPassed):
             self.dwells[event.zone] = self.dwells.get(event.zone, 0) + 1
+        if isinstance(event, SceneChanged):
+            # Edited while running: what stops with the source is the scene as it is now.
+            self.lines, self.zones = len(event.lines), len(event.zones)
         for direction, said in self._transcripts.lines(event):
             self._line(f"{_fmt_t(event.t)} {label(direction, said)}")
         text = self.describe(event)
@@ -164,14 +183,16 @@ class ConsoleSink:
             return None  # a line per sentence (``write``), not per fragment
         if isinstance(event, CountChanged):
             return self._count(event)
+        if isinstance(event, ZoneCount) and event.people is None:
+            # A zone goes unknown only with the count (``Perception.forget``): the count's
+            # line, or the source's, says how many zones went with it.
+            return None
         if isinstance(event, LineCrossed):
             return (
                 f"line {event.line}: person {event.track} {event.direction} "
                 f"({event.total_in} in, {event.total_out} out){self._where(event.t_media)}"
             )
         if isinstance(event, ZoneCount):
-            if event.people is None:
-                return f"zone {event.zone}: unknown"
             dwelling = f", {event.dwelling} dwelling" if event.dwelling else ""
             return f"zone {event.zone}: {event.people}{dwelling}{self._where(event.t_media)}"
         if isinstance(event, DwellPassed):
@@ -179,9 +200,18 @@ class ConsoleSink:
                 f"zone {event.zone}: person {event.track} there for {event.seconds:g} s"
                 f"{self._where(event.t_media)}"
             )
+        if isinstance(event, SceneChanged):
+            note = event.said()
+            return note.replace("scene: ", "lines and zones edited: ", 1)
         if event.type == "source_state":
             reason = f": {data['reason']}" if data.get("reason") else ""
-            return f"source {data['source']} {data['state']}{reason}"
+            text = f"source {data['source']} {data['state']}{reason}"
+            if data["state"] != "running" and self._count_known:
+                # The count (and the scene) goes unknown right after, for this reason:
+                # said here, once, instead of a line for each part.
+                self._count_known = False
+                text += f" — {self._stopped(count=True)}"
+            return text
         if isinstance(event, ErrorEvent):
             where = f" [{event.where}]" if event.where else ""
             return f"error{where}: {event.message}"
@@ -210,16 +240,32 @@ class ConsoleSink:
             return ""
         return f"  at {t_media:.1f}s of the source"
 
-    def _count(self, event: CountChanged) -> str:
+    def _count(self, event: CountChanged) -> str | None:
         if event.count is None:
+            if not self._count_known:
+                return None  # already said, with the source's state that caused it
+            self._count_known = False
             reason = f": {event.reason}" if event.reason else ""
-            return f"count: unknown{reason}"
+            rest = self._stopped(count=False)
+            return f"count: unknown{reason}" + (f" — {rest}" if rest else "")
+        self._count_known = True
         where = self._where(event.t_media)
         if self._narrating(event.t):
             # No model to say it: the device does.
             return f"device: {count_sentence(event.count, event.previous)}{where}"
         was = "" if event.previous is None else f" (was {event.previous})"
         return f"count: {event.count}{was}{where}"
+
+    def _stopped(self, *, count: bool) -> str:
+        """What an unknown count takes with it: ``count, 1 zone unknown; 2 lines not
+        counting`` (their totals stay; crossings are counted again when frames are back)."""
+        unknown = (["count"] if count else []) + (
+            [counted(self.zones, "zone")] if self.zones else []
+        )
+        said = f"{', '.join(unknown)} unknown" if unknown else ""
+        if self.lines:
+            said += ("; " if said else "") + f"{counted(self.lines, 'line')} not counting"
+        return said
 
     def _connection(self, event: ConnectionState) -> str | None:
         model = event.model or "the model"

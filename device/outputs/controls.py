@@ -1,4 +1,5 @@
-"""The page's controls: start and stop a stream, push-to-talk (POST, JSON in and out).
+"""The page's controls: start and stop a stream, push-to-talk, the lines and zones
+(JSON in and out).
 
 What a control does to the device is its own job; the server (``status_server.py``)
 routes to it behind its guard (Host, token) and gives it its JSON answer, scrubbed.
@@ -68,6 +69,24 @@ class Controls:
             return self._json({"error": "session not running"}, 503)
         result = await session.stop_streaming(name or None, call_id or None)
         return self._json(result)
+
+    async def get_scene(self, request: web.Request) -> web.Response:
+        """The lines and zones as the page edits them, with the revision an edit names."""
+        scene = self.device.scene
+        if scene is None:
+            return self._json({"error": "this device cannot edit its scene"}, 501)
+        return self._json(scene.current())
+
+    async def put_scene(self, request: web.Request) -> web.Response:
+        """The whole scene as it should be: applied at the next frame, and saved."""
+        body = await self._body(request)
+        if isinstance(body, web.Response):
+            return body
+        scene = self.device.scene
+        if scene is None:
+            return self._json({"error": "this device cannot edit its scene"}, 501)
+        status, answer = await scene.edit(body)
+        return self._json(answer, status)
 
     async def talk(self, request: web.Request) -> web.Response:
         """Push-to-talk from the page: ``{"on": true}`` while the button is held."""

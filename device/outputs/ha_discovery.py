@@ -17,7 +17,11 @@ The entities, for a device:
   state is online, because a total stays true while the camera is down) and a
   crossing event entity;
 - per zone, a people, an occupancy and a dwelling sensor (available while the
-  state and the zone's counting topic say online) and a dwell event entity.
+  state and the zone's counting topic say online) and a dwell event entity;
+- with pictures (``--snapshots``, never under ``--privacy``), an ``image`` entity of the
+  last count change, of each line's last crossing and of each zone's last dwell (JPEG
+  bytes on a retained topic; available while the state is online: the last picture
+  stays what it was while the camera is down, as a line's totals do).
 """
 
 from __future__ import annotations
@@ -59,6 +63,17 @@ class Topics(Protocol):
     def zone_topic(self, name: str, leaf: str) -> str: ...
 
 
+def image_topic(topics: Topics, of: str, name: str = "") -> str:
+    """Where an image entity reads the picture of the last event of kind ``of`` (a line's
+    crossing, a zone's dwell, a count change): beside that line's, zone's or count's topics
+    (``device/outputs/mqtt_images.py`` publishes there)."""
+    if of == "crossing":
+        return topics.line_topic(name, "image")
+    if of == "dwell":
+        return topics.zone_topic(name, "image")
+    return f"{topics.count_topic}/image"
+
+
 @dataclass(frozen=True)
 class EntityConfig:
     """One discovery config: where it goes, and what it says (not yet encoded)."""
@@ -79,8 +94,11 @@ class HomeAssistantDiscovery:
         version: str = "",
         heartbeat_s: float = 60.0,
         prefix: str = "homeassistant",
+        images: bool = False,
     ) -> None:
+        """``images``: the device writes pictures (an image entity for each event kind)."""
         self.topics = topics
+        self.images = images
         self.device_id = device_id
         self.model = model
         self.version = version
@@ -147,6 +165,8 @@ class HomeAssistantDiscovery:
             self._config("sensor", "people", sensor),
             self._config("binary_sensor", "occupancy", occupancy),
         ]
+        if self.images:
+            configs.append(self.image_config("count", "", "Last count change"))
         for name in lines:
             configs += self.line_configs(name)
         for name in zones:
@@ -186,7 +206,26 @@ class HomeAssistantDiscovery:
             "icon": "mdi:swap-horizontal",
             **self._available(topics.state_topic, expires=False),
         }
-        return [*totals, self._config("event", f"line_{name}_crossing", crossing)]
+        configs = [*totals, self._config("event", f"line_{name}_crossing", crossing)]
+        if self.images:
+            configs.append(self.image_config("crossing", name, f"{name} last crossing"))
+        return configs
+
+    def image_config(self, of: str, name: str, title: str) -> EntityConfig:
+        """The picture of the last event of a kind (``of``) at a line or zone (``name``)."""
+        object_id = {"crossing": f"line_{name}_image", "dwell": f"zone_{name}_image"}.get(
+            of, "count_image"
+        )
+        image = {
+            "name": title,
+            "unique_id": f"lookout_{self.device_id}_{object_id}",
+            "image_topic": image_topic(self.topics, of, name),
+            "content_type": "image/jpeg",  # raw JPEG bytes (no image_encoding: not base64)
+            "icon": "mdi:image",
+            # Image entities keep no expiry: the last picture is true until the next one.
+            **self._available(self.topics.state_topic, expires=False),
+        }
+        return self._config("image", object_id, image)
 
     def zone_configs(self, name: str) -> list[EntityConfig]:
         """A zone's people, occupancy and dwelling sensors and its dwell event."""
@@ -236,17 +275,23 @@ class HomeAssistantDiscovery:
             # Event entities keep no state, so there is nothing to expire.
             **self._available(topics.state_topic, counting, expires=False),
         }
-        return [
+        configs = [
             self._config("sensor", f"zone_{name}_people", people),
             self._config("binary_sensor", f"zone_{name}_occupancy", occupancy),
             self._config("sensor", f"zone_{name}_dwelling", dwelling),
             self._config("event", f"zone_{name}_dwell", dwell),
         ]
+        if self.images:
+            configs.append(self.image_config("dwell", name, f"{name} last dwell"))
+        return configs
 
-    def config_topics(self, kind: str, name: str) -> list[str]:
-        """The config topics of a ``"line"``'s or ``"zone"``'s entities (to remove them)."""
+    def config_topics(self, kind: str, name: str, *, any_run: bool = False) -> list[str]:
+        """The config topics of a ``"line"``'s or ``"zone"``'s entities; ``any_run``: also
+        its image entity when this run has none (to remove what an earlier run left)."""
         configs = self.line_configs(name) if kind == "line" else self.zone_configs(name)
-        return [config.topic for config in configs]
+        topics = [config.topic for config in configs]
+        image = self.image_config("crossing" if kind == "line" else "dwell", name, "").topic
+        return [*topics, image] if any_run and image not in topics else topics
 
 
-__all__ = ["EntityConfig", "HomeAssistantDiscovery", "Topics", "occupied", "value"]
+__all__ = ["EntityConfig", "HomeAssistantDiscovery", "Topics", "image_topic", "occupied", "value"]

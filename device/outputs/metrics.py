@@ -16,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from device.feeds.runner import SourceState
+from device.outputs.snapshots import OUTCOMES as SNAPSHOT_OUTCOMES
 from live.session import SessionStats
 from tools.look import OUTCOMES as LOOK_OUTCOMES
 
@@ -137,6 +138,17 @@ class AppCollector(Collector):
         for what, value in sorted(audio_counts.items()):
             audio.add_metric([what], value)
         yield audio
+        snapshots = CounterMetricFamily(
+            "lookout_snapshots",
+            "Event pictures (--snapshots) by outcome: written, dropped (the writer was "
+            "behind), failed (the write failed), pruned (the folder's size or age cap)",
+            labels=["outcome"],
+        )
+        for outcome, value in (
+            dict.fromkeys(SNAPSHOT_OUTCOMES, 0) | dict(device.snapshot_counts)
+        ).items():
+            snapshots.add_metric([outcome], value)
+        yield snapshots
         health = tel.health()
         streams = len(tel.running_streams())
         connected = float(tel.model_connected())

@@ -24,7 +24,7 @@ reading, the in-flight window, the farewell or the abort) shares that
 connection's client, its window and its cancel scopes; the parts with a job of
 their own are apart (topics and state ``mqtt_state.py``, the queue
 ``mqtt_outbox.py``, the id check ``mqtt_presence.py``, health
-``mqtt_health.py``, settings ``mqtt_settings.py``).
+``mqtt_health.py``, settings ``mqtt_settings.py``, the event pictures ``mqtt_images.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import re
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Hashable, Iterable
+from pathlib import Path
 
 import aiomqtt
 import anyio
@@ -43,6 +44,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from device.outputs.mqtt_client import Client
 from device.outputs.mqtt_health import LinkHealth, MqttStats
+from device.outputs.mqtt_images import ImageFeed, image_removal
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
 from device.outputs.mqtt_presence import Instance, Presence, held_instance
 from device.outputs.mqtt_settings import MqttSettings
@@ -97,7 +99,11 @@ class MqttPublisher:
         clock: Clock | None = None,
         announce: Callable[[str], None] | None = None,
         instance: Instance | None = None,
+        pictures: Path | None = None,
+        private: bool = False,
     ) -> None:
+        """``pictures``: the ``--snapshots`` folder, whose pictures are published (image
+        entities); ``private`` (``--privacy``): none is, and an earlier run's are cleared."""
         self.settings = settings
         self.model = model
         self.version = version
@@ -118,6 +124,11 @@ class MqttPublisher:
             heartbeat_s=heartbeat_s,
             topic_prefix=topic_prefix,
             discovery_prefix=discovery_prefix,
+            images=pictures is not None and not private,
+        )
+        self.private = private
+        self.images = (
+            ImageFeed(pictures, self.topics) if pictures is not None and not private else None
         )
         self.device_id = self.topics.device_id
         self.state_topic = self.topics.state_topic
@@ -180,6 +191,8 @@ class MqttPublisher:
 
     def write(self, event: Event) -> None:
         self._apply(self.topics.on_event(event))
+        if self.images is not None:
+            self.images.offer(event)  # read off the loop by ``serve``
 
     def _apply(self, changes: Changes) -> None:
         for key in changes.states:
@@ -227,11 +240,16 @@ class MqttPublisher:
                 await self._rediscover.wait()
             self._rediscover_wanted = False
             if self.stats.connected:
-                for message in self.topics.discovery():
+                for message in self._discovery():
                     self._put_retained(message)
                 for key in self.topics.state_keys():
                     self._put_state(key, force=True)
             await self.clock.sleep(self.rediscover_s)
+
+    def _discovery(self) -> list[Message]:
+        """The discovery configs; under privacy, then the removal of any image entity and
+        picture an earlier run left (no image may stay on the broker)."""
+        return self.topics.discovery() + (image_removal(self.topics) if self.private else [])
 
     # ------------------------------------------------------------- health
 
@@ -273,6 +291,8 @@ class MqttPublisher:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._rediscovery)
+                if self.images is not None:
+                    tg.start_soon(self.images.run, self._put_retained)
                 await self._reconnecting()
         finally:
             self._account_exit()
@@ -477,7 +497,7 @@ class MqttPublisher:
         for message in self.topics.current():
             await self._hand(client, None, message)
         await self._hand(client, None, Message(self.state_topic, b"online", 1, True))
-        for message in self.topics.discovery():
+        for message in self._discovery():
             await self._hand(client, None, message)
         while True:
             entry = self.outbox.take()

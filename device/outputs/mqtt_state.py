@@ -34,6 +34,8 @@ Topics, for a device ``<id>``:
   ``counting`` above (``{"people": null, "dwelling": null}`` while unknown).
   ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
   when someone has stayed past the zone's dwell time.
+- ``.../line/<name>/image``, ``.../zone/<name>/image``, ``.../count/image`` (retained):
+  the event pictures (``--snapshots``), sent by :mod:`device.outputs.mqtt_images`.
 - ``lookout/<id>/instance`` (retained): which process publishes as ``<id>`` (see
   :mod:`device.outputs.mqtt_presence`: two devices with one id are found and one
   stops, instead of knocking each other off the broker twice a second).
@@ -43,6 +45,10 @@ Topics, for a device ``<id>``:
   (at most once per ``rediscover_s``: anyone can publish ``online`` there).
   Entities of lines and zones an earlier run had but this one has not are
   removed (their retained topics are cleared).
+
+Kept whole: one state (what every topic holds now) and the messages made of it; an
+event, a scene edit, a connect, the goodbye and a removal all read and change the same
+values, which must not drift apart between modules.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from device.config.errors import ConfigError
-from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
+from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, ZoneCount
 from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
 from device.outputs.mqtt_outbox import Message
 from device.outputs.mqtt_settings import check_device_id, check_scene_name
@@ -123,6 +129,7 @@ class MqttState:
         heartbeat_s: float = 60.0,
         topic_prefix: str = "lookout",
         discovery_prefix: str = "homeassistant",
+        images: bool = False,  # pictures are published: an image entity of each kind
     ) -> None:
         self.device_id = check_device_id(device_id)
         base = f"{topic_prefix}/{device_id}"
@@ -140,6 +147,7 @@ class MqttState:
             version=version,
             heartbeat_s=heartbeat_s,
             prefix=discovery_prefix,
+            images=images,
         )
         self.latest_count: Message | None = None
         # Each line's retained totals (in, out), and each zone's retained count (None
@@ -175,6 +183,9 @@ class MqttState:
     def on_event(self, event: Event) -> Changes:
         """What ``event`` changes (nothing for an event MQTT does not carry)."""
         changes = Changes()
+        if isinstance(event, SceneChanged):
+            self._on_scene(event, changes)
+            return changes
         if event.type not in EVENT_TYPES:
             return changes
         data = event.to_dict()
@@ -193,6 +204,59 @@ class MqttState:
             self._on_dwell(event, changes)
         changes.events.append(Message(self.events_topic, as_json(data), qos=1, retain=False))
         return changes
+
+    def _on_scene(self, event: SceneChanged, changes: Changes) -> None:
+        """Lines and zones edited: the entities of removed ones are deleted, a renamed one
+        moves to its new topics with its values, a moved one starts at 0 (or unknown).
+
+        The deletions go out with the discovery configs (only while connected: after a
+        reconnect, ``mqtt.py`` deletes what the broker still holds of names this run no
+        longer has)."""
+        for change in event.changes:
+            kind, name, how, was = change["kind"], change["name"], change["how"], change["was"]
+            if how == "dwell":
+                continue
+            if how == "moved" and was in ("", name) and self._reset(kind, name):
+                changes.states.append((kind, name))  # same entities, counted afresh
+                continue
+            old = was if how in ("renamed", "moved") and was else name
+            if how != "added":
+                carried = self._forget(kind, old, changes)
+                if how == "removed":
+                    continue
+            else:
+                carried = None
+            added = self.add_scene(**{f"{kind}s": [name]})
+            changes.configs += added.configs
+            if how == "renamed" and carried is not None:
+                self._carry(kind, name, carried)
+            changes.states.append((kind, name))
+
+    def _reset(self, kind: str, name: str) -> bool:
+        if kind == "line" and name in self.latest_lines:
+            self.latest_lines[name] = self._totals(name, 0, 0)
+            return True
+        if kind == "zone" and name in self.latest_zones:
+            self.latest_zones[name] = None
+            return True
+        return False
+
+    def _forget(self, kind: str, name: str, changes: Changes) -> Any:
+        """Stop reporting ``name``; what it had (None: nothing)."""
+        latest: Mapping[str, Any] = self.latest_lines if kind == "line" else self.latest_zones
+        if name not in latest:
+            return None
+        had = self.latest_lines.pop(name) if kind == "line" else self.latest_zones.pop(name)
+        changes.configs += self.removal(kind, name)
+        return had
+
+    def _carry(self, kind: str, name: str, had: Any) -> None:
+        if kind == "line":
+            (total_in, total_out) = (int(m.payload) for m in had)
+            self.latest_lines[name] = self._totals(name, total_in, total_out)
+        elif had is not None:
+            topic = self.zone_topic(name, "people")
+            self.latest_zones[name] = Message(topic, had.payload, had.qos, had.retain)
 
     def _on_count(self, event: CountChanged, data: dict[str, Any], changes: Changes) -> None:
         if event.count is None:
@@ -285,7 +349,10 @@ class MqttState:
         assert isinstance(key, tuple)
         kind, name = key
         if kind == "line":
-            return list(self.latest_lines[name])
+            # A line removed while its state waited in the outbox: nothing to send.
+            return list(self.latest_lines.get(name, ()))
+        if name not in self.latest_zones:
+            return []
         return self._zone_state(name)
 
     def state_keys(self) -> list[Hashable]:
@@ -322,9 +389,10 @@ class MqttState:
 
     def removal(self, kind: str, name: str) -> list[Message]:
         """Empty retained messages that delete a line's or zone's entities and state."""
-        leaves = ("in", "out") if kind == "line" else ("people", "counting")
+        leaves = ("in", "out", "image") if kind == "line" else ("people", "counting", "image")
         topic = self.line_topic if kind == "line" else self.zone_topic
-        return [Message(t, b"", 1, True) for t in self.ha_discovery.config_topics(kind, name)] + [
+        configs = self.ha_discovery.config_topics(kind, name, any_run=True)
+        return [Message(t, b"", 1, True) for t in configs] + [
             Message(topic(name, leaf), b"", 1, True) for leaf in leaves
         ]
 

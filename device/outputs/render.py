@@ -23,11 +23,12 @@ which frame this is.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from device.events import SceneChanged
 from device.percept import LineTotals, Percept, Track, ZoneState
 from models.detections import pairwise_iou
 
@@ -47,6 +48,18 @@ class SceneGeometry:
 
     lines: Mapping[str, tuple[Point, Point]] = field(default_factory=dict)
     zones: Mapping[str, tuple[Point, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def edited(cls, event: SceneChanged) -> SceneGeometry:
+        """The scene an edit made (``device/app/scene_editor.py``)."""
+        return cls(
+            lines={n: (_xy(p[0]), _xy(p[1])) for n, p in event.lines.items()},
+            zones={n: tuple(_xy(p) for p in z["points"]) for n, z in event.zones.items()},
+        )
+
+
+def _xy(point: Sequence[float]) -> Point:
+    return (float(point[0]), float(point[1]))
 
 
 @dataclass(frozen=True)

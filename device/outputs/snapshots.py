@@ -4,20 +4,35 @@ An event (``LineCrossed``, ``DwellPassed``, a ``CountChanged`` after the count s
 for ``--snapshots-quiet`` s) is published by perception before the percept of its frame;
 the event is kept pending and drawn on the percept whose frame it belongs to (the same
 ``t_media``), with the boxes and ids (``device/outputs/render.py``). Each picture gets its
-file name at once and is published as a ``snapshot`` event naming it and the event it
-belongs to (a separate event, so perception's events stay what perception knows and a
-consumer that does not care about pictures never sees a field it must skip).
+file name at once; once it is on disk it is published as a ``snapshot`` event naming it
+and the event it belongs to (a separate event, so perception's events stay what
+perception knows and a consumer that does not care about pictures never sees a field it
+must skip).
+
+Why only once written: the page, MQTT and the report link to the file the event names,
+and a link to a file that is not there yet (or never will be: the disk is full) is a
+broken picture. The worker hands each written picture back to the event loop
+(``call_soon_threadsafe``), which publishes it; at the end of a run ``close`` publishes
+what was written in its last second, and the bus closes this output before the logs
+(``EventBus.subscribe(closes_first=True)``), so they still get it.
 
 Drawing, JPEG encoding and the file writes run in one worker thread fed by a small bounded
 queue: when it is full the picture is dropped and counted, never waited for. The folder is
 kept under ``--snapshots-max-mb`` and ``--snapshots-days`` (oldest first; a running total,
 so a write costs no listing). A failing write (disk full, the folder gone or unwritable) is
-said once as an ``error`` event on the loop (at the next event or percept); the counting
-and the other outputs go on, and writes are retried with each new picture.
+said once as an ``error`` event on the loop; the counting and the other outputs go on, and
+writes are retried with each new picture. ``counts()`` (``/metrics``) says how many were
+written, dropped, failed and pruned.
+
+``--snapshots-privacy`` (``faces``: heads pixelated; ``boxes``: no camera pixels) is applied
+to the copy drawn in the worker thread (``device/outputs/snapshot_privacy.py``): only the
+files change, never the frame the page and the other outputs show. (The page's list, MQTT's
+images and the report show these files, so they show what the setting lets through.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -27,13 +42,15 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from device.config import Config, ConfigError
-from device.events import CountChanged, DwellPassed, LineCrossed, SnapshotSaved
+from device.config.values import SnapshotPrivacy
+from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, SnapshotSaved
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
+from device.outputs.snapshot_privacy import private_frame
 from device.percept import Percept
 from live.events import ErrorEvent, Event
 
@@ -42,6 +59,7 @@ log = logging.getLogger("lookout.snapshots")
 QUEUE_SIZE = 8  # pictures waiting for the writer; past it they are dropped, counted
 CLOSE_WAIT_S = 1.0  # at the end of a run: what is queued by then is written, or dropped
 PENDING_MAX = 32  # events waiting for their frame's percept
+OUTCOMES = ("written", "dropped", "failed", "pruned")  # what became of each picture
 NAME = re.compile(r"^[0-9a-f]{12}-[0-9]+\.[0-9]{2}-[a-z]+-[A-Za-z0-9_.-]*\.jpg$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -64,6 +82,7 @@ class _Pending:
 
 @dataclass
 class _Job:
+    event: SnapshotSaved
     path: Path
     frame: DisplayFrame
 
@@ -82,6 +101,7 @@ class Snapshots:
         max_age_s: float,
         quiet_s: float,
         quality: int = 80,
+        privacy: SnapshotPrivacy = "none",
         now: Callable[[], float] = time.time,
     ) -> None:
         self.folder = folder
@@ -92,6 +112,7 @@ class Snapshots:
         self.max_age_s = max_age_s
         self.quiet_s = quiet_s
         self.quality = quality
+        self.privacy: SnapshotPrivacy = privacy
         self._now = now
         self._pending: deque[_Pending] = deque(maxlen=PENDING_MAX)
         self._last_change: float | None = None  # t_media of the count's last change
@@ -109,6 +130,11 @@ class Snapshots:
         self._lock = threading.Lock()
         self._error: str | None = None  # the worker's first failure, not yet said
         self._said = False
+        # Written pictures the loop has not published yet (appended by the worker), and
+        # the loop to wake for them (known once a picture was queued on it).
+        self._done: deque[SnapshotSaved] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
         self._thread = threading.Thread(target=self._work, name="lookout-snapshots", daemon=True)
         self._thread.start()
 
@@ -116,14 +142,18 @@ class Snapshots:
 
     def write(self, event: Event) -> None:
         """Bus subscriber: an event worth a picture waits for its frame's percept."""
-        self._say_problem()
+        self._drain()
+        if isinstance(event, SceneChanged):
+            self.geometry = SceneGeometry.edited(event)  # drawn from the next picture on
+            return
         snapshot = self._snapshot_of(event)
         if snapshot is not None:
             self._pending.append(_Pending(snapshot))
 
     def _snapshot_of(self, event: Event) -> SnapshotSaved | None:
         if isinstance(event, LineCrossed):
-            return self._named(event.t_media, "crossing", event.line, event.track)
+            crossing = self._named(event.t_media, "crossing", event.line, event.track)
+            return dataclasses.replace(crossing, direction=event.direction)
         if isinstance(event, DwellPassed):
             return self._named(event.t_media, "dwell", event.zone, event.track)
         if isinstance(event, CountChanged):
@@ -141,6 +171,7 @@ class Snapshots:
                 name="",
                 t_media=event.t_media,
                 frame=event.frame,
+                count=event.count,
             )
         return None
 
@@ -155,7 +186,7 @@ class Snapshots:
 
     def on_percept(self, percept: Percept) -> None:
         """Bus percept subscriber: the pending events of this frame get its picture."""
-        self._say_problem()
+        self._drain()
         if not self._pending or percept.error is not None:
             return
         t = percept.t_media
@@ -176,8 +207,11 @@ class Snapshots:
         return DisplayFrame.of(percept, self._seq, self.geometry)
 
     def _enqueue(self, event: SnapshotSaved, frame: DisplayFrame) -> None:
+        if self._loop is None:
+            with contextlib.suppress(RuntimeError):  # no loop (a test driving it): close drains
+                self._loop = asyncio.get_running_loop()
         try:
-            self._jobs.put_nowait(_Job(self.folder / event.file, frame))
+            self._jobs.put_nowait(_Job(event, self.folder / event.file, frame))
         except queue.Full:
             self.dropped += 1
             if self.dropped in (1, 10, 100, 1000):
@@ -190,7 +224,23 @@ class Snapshots:
                 )
             return
         self.queued += 1
-        self._publish(event)
+
+    def _drain(self) -> None:
+        """On the loop: publish the pictures written since, and say a failure once."""
+        if self._closed:
+            return  # a wake-up that came after the end: close() published everything
+        while self._done:
+            self._publish(self._done.popleft())
+        self._say_problem()
+
+    def counts(self) -> Mapping[str, int]:
+        """What became of the pictures so far, by outcome (``OUTCOMES``)."""
+        return {
+            "written": self.written,
+            "dropped": self.dropped,
+            "failed": self.failed,
+            "pruned": self.pruned,
+        }
 
     def _say_problem(self) -> None:
         if self._said or self._error is None:
@@ -206,10 +256,13 @@ class Snapshots:
         )
 
     def close(self) -> None:
-        """Bus subscriber: write what is queued (for at most ``CLOSE_WAIT_S``), then stop."""
+        """Bus subscriber: write what is queued (for at most ``CLOSE_WAIT_S``), publish
+        what was written, then stop."""
         with contextlib.suppress(queue.Full):
             self._jobs.put(None, timeout=CLOSE_WAIT_S)
         self._thread.join(CLOSE_WAIT_S)
+        self._drain()
+        self._closed = True
 
     # ------------------------------------------------------------ in the worker
 
@@ -220,16 +273,28 @@ class Snapshots:
             if job is None:
                 return
             try:
-                data = render_jpeg(job.frame, self.quality)
+                # Here, off the loop: the pixels are hidden on a copy before drawing.
+                data = render_jpeg(private_frame(job.frame, self.privacy), self.quality)
                 _write(job.path, data)
             except Exception as exc:  # a file or drawing problem: never the writer's end
                 self.failed += 1
                 self._failed(exc)
+                self._wake()
                 continue
             self.written += 1
             self._files.append((self._now(), job.path, len(data)))
             self._total += len(data)
             self._prune()
+            if self._files and self._files[-1][1] == job.path:  # not pruned at once (a tiny cap)
+                self._done.append(job.event)
+            self._wake()
+
+    def _wake(self) -> None:
+        """From the worker: have the loop publish what is done (or say what failed)."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: close() drains
+                loop.call_soon_threadsafe(self._drain)
 
     def _failed(self, exc: Exception) -> None:
         with self._lock:
@@ -328,7 +393,8 @@ def open_snapshots(
         max_age_s=config.outputs.snapshots_days * 86_400,
         quiet_s=config.outputs.snapshots_quiet,
         quality=config.source.jpeg_quality,
+        privacy=config.outputs.snapshots_privacy,
     )
 
 
-__all__ = ["Snapshots", "file_name", "open_snapshots", "safe_part"]
+__all__ = ["NAME", "OUTCOMES", "Snapshots", "file_name", "open_snapshots", "safe_part"]

@@ -49,6 +49,8 @@ from device.outputs.page_files import (
     static_files,
     unauthorized_page,
 )
+from device.outputs.picture_files import read_picture, valid_name
+from device.outputs.pictures import ROUTE as PICTURES_ROUTE
 from device.outputs.push import push_frames, push_states
 from device.outputs.request_log import requests_log
 from device.outputs.telemetry import Telemetry
@@ -118,6 +120,7 @@ class StatusServer:
         )
         self._streams: set[asyncio.Task[Any]] = set()
         self._jpeg_limiter: anyio.CapacityLimiter | None = None
+        self._file_limiter: anyio.CapacityLimiter | None = None
 
     # ------------------------------------------------------------- lifecycle
 
@@ -186,6 +189,9 @@ class StatusServer:
         self.listen()
         assert self._sock is not None
         self._jpeg_limiter = anyio.CapacityLimiter(1)
+        # Pictures are read in threads of their own: a burst of thumbnails never holds
+        # up the default pool (the detector's inference runs there).
+        self._file_limiter = anyio.CapacityLimiter(2)
         web_app = self.make_app()
         runner = web.AppRunner(
             web_app,
@@ -236,12 +242,15 @@ class StatusServer:
         web_app.router.add_get("/metrics", self._metrics)
         web_app.router.add_get("/snapshot.jpg", self._snapshot)
         web_app.router.add_get("/stream.mjpg", self._mjpeg)
+        web_app.router.add_get(f"/{PICTURES_ROUTE}/{{name}}", self._picture)
         web_app.router.add_get("/events", self._events)
         web_app.router.add_get("/api/state", self._api_state)
         controls = Controls(self.telemetry.device, self._json, self.body_timeout_s)
         web_app.router.add_post("/api/streams/stop", controls.stop_stream)
         web_app.router.add_post("/api/streams/start", controls.start_stream)
         web_app.router.add_post("/api/talk", controls.talk)
+        web_app.router.add_get("/api/scene", controls.get_scene)
+        web_app.router.add_put("/api/scene", controls.put_scene)
         return web_app
 
     # ------------------------------------------------------------ middleware
@@ -374,6 +383,24 @@ class StatusServer:
         if snapshot is None:
             return web.Response(status=503, text="no frame yet\n", headers={"Retry-After": "1"})
         return web.Response(body=snapshot[1], headers={"Content-Type": "image/jpeg"})
+
+    async def _picture(self, request: web.Request) -> web.Response:
+        """One event's picture (``--snapshots``), by its file name, never a path."""
+        folder = self.telemetry.device.config.outputs.snapshots
+        if self.telemetry.privacy or folder is None:
+            raise web.HTTPNotFound(text="no pictures here (no --snapshots, or privacy mode)\n")
+        name = request.match_info["name"]
+        if not valid_name(name):
+            raise web.HTTPNotFound(text="no such picture\n")
+        data = await anyio.to_thread.run_sync(
+            read_picture, folder, name, limiter=self._file_limiter
+        )
+        if data is None:
+            raise web.HTTPNotFound(text="no such picture (pruned by the folder's cap?)\n")
+        # A name is never reused (run id and time): the browser may keep what it loaded.
+        cache = "private, max-age=86400, immutable"
+        return web.Response(body=data, headers={"Content-Type": "image/jpeg",
+                                                "Cache-Control": cache})  # fmt: skip
 
     def _viewers_full(self) -> web.Response | None:
         if len(self._streams) < self.max_viewers:

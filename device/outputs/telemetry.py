@@ -22,15 +22,24 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from device.config import Config
-from device.events import CountChanged, LineCrossed, SourceStateEvent, ZoneCount
+from device.events import (
+    CountChanged,
+    LineCrossed,
+    RunStarted,
+    SceneChanged,
+    SnapshotSaved,
+    SourceStateEvent,
+    ZoneCount,
+)
 from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
+from device.outputs.pictures import LatestPictures
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.scene_json import lines_json, track_json, zones_json
 from device.outputs.transcripts import TranscriptLines
@@ -149,6 +158,9 @@ class Telemetry:
         self.connection_since: float | None = None  # wall clock of the last state change
         self.model_text: deque[dict[str, Any]] = deque(maxlen=texts)
         config = device.config
+        # The latest pictured events (--snapshots; never under privacy: none are written).
+        self.pictures_on = config.outputs.snapshots is not None and not self.privacy
+        self.pictures = LatestPictures(wall=wall)
         self.geometry = scene_geometry(config)
         # Every configured line and zone is shown from the start: totals 0, zones unknown
         # until the first frame says how many are inside.
@@ -216,6 +228,8 @@ class Telemetry:
                     event.longest_s,
                     dwell_s=zone.dwell_s,
                 )
+        elif isinstance(event, SceneChanged):
+            self._edited(event)
         elif isinstance(event, SourceStateEvent):
             self.source_name = strip_credentials(event.source)
             self.source_state = event.state
@@ -225,6 +239,9 @@ class Telemetry:
                 self.connection_since = self._wall()
             self.connection_state = event.state
             self.connection_reason = event.reason
+        elif isinstance(event, SnapshotSaved | RunStarted):
+            if not self.pictures_on or not self.pictures.take(event):
+                return
         elif isinstance(event, ModelText):
             self.model_text.append({"t": round(event.t, 2), "text": event.text})
         elif isinstance(event, Transcript | TurnComplete | Interrupted):
@@ -238,6 +255,27 @@ class Telemetry:
         elif not isinstance(event, StreamStarted | StreamStopped):
             return  # nothing shown depends on it
         self.state_changes.bump()
+
+    def _edited(self, event: SceneChanged) -> None:
+        """The lines and zones were edited: a renamed one keeps what it had, a moved or
+        new one starts afresh (perception's next percept says the same)."""
+        self.geometry = SceneGeometry.edited(event)
+        was = {(c["kind"], c["name"]): c["was"] for c in event.changes if c["how"] == "renamed"}
+        fresh = {(c["kind"], c["name"]) for c in event.changes if c["how"] in ("moved", "added")}
+        lines: dict[str, LineTotals] = {}
+        for name in event.lines:
+            old = self.lines.get(was.get(("line", name), name))
+            keep = old is not None and ("line", name) not in fresh
+            lines[name] = replace(old, name=name) if keep and old else LineTotals(name)
+        zones: dict[str, ZoneState] = {}
+        for name, zone in event.zones.items():
+            state = self.zones.get(was.get(("zone", name), name))
+            dwell = float(zone["dwell"])
+            if state is None or ("zone", name) in fresh:
+                zones[name] = ZoneState(name, None, dwell_s=dwell)
+            else:
+                zones[name] = replace(state, name=name, dwell_s=dwell)
+        self.lines, self.zones = lines, zones
 
     def close(self) -> None:
         """Bus subscriber: nothing to release."""
@@ -254,8 +292,8 @@ class Telemetry:
             self._detected_at.append(self._monotonic())
         # The percept's numbers are perception's own after this frame: they win over
         # what the events said (the same numbers, a moment earlier).
-        self.lines.update(percept.lines)
-        self.zones.update(percept.zones)
+        self.lines = dict(percept.lines)
+        self.zones = dict(percept.zones)
         self.tracks = percept.tracks
         height, width = percept.frame.image.shape[:2]
         self.frame_size = (int(width), int(height))
@@ -388,6 +426,7 @@ class Telemetry:
             "lines": self.lines_state(),
             "zones": self.zones_state(),
             "tracks": [track_json(t) for t in self.tracks] if self.count is not None else [],
+            "pictures": {"on": self.pictures_on, "latest": self.pictures.json()},
             "health": {"ok": health.ok, "status": health.status, "reason": health.reason},
         }
         if self.mqtt is not None:

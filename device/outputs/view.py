@@ -108,6 +108,16 @@ class NoLogs:
         return []
 
 
+class SceneControl(Protocol):
+    """The running device's lines and zones, read and edited (``device/app/scene_editor.py``)."""
+
+    def current(self) -> dict[str, Any]: ...
+
+    async def edit(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Apply an edit: (HTTP status, the answer)."""
+        ...
+
+
 class DeviceView(Protocol):
     """What the outputs read of the running device; read-only."""
 
@@ -169,6 +179,17 @@ class DeviceView(Protocol):
         """The voice's counters (``device/app/voice.py:Voice.counts``); none without one."""
         ...
 
+    @property
+    def scene(self) -> SceneControl | None:
+        """Where the page reads and edits the lines and zones (None: it cannot)."""
+        ...
+
+    @property
+    def snapshot_counts(self) -> Mapping[str, int]:
+        """What became of the pictures (``device/outputs/snapshots.py:Snapshots.counts``),
+        by outcome; none without ``--snapshots``."""
+        ...
+
 
 __all__ = [
     "CaptureView",
@@ -177,6 +198,7 @@ __all__ = [
     "LogsView",
     "NoLogs",
     "PerceptionView",
+    "SceneControl",
     "SessionView",
     "SourceRunnerView",
     "TrackerView",

@@ -8,14 +8,18 @@ module opens one connection per ``connect()`` and reports how it ended, as
 
 Wire facts this relies on are in ``docs/gemini-live-wire.md``. The parts, one job each:
 ``models/gemini/options.py`` (``GeminiOptions``, the connect config and its defaults),
-``models/gemini/client.py`` (the client, the API key and its defaults) and
-``models/gemini/events.py`` (server messages to model events). Their public names are
-importable from here too, where callers have always found them.
+``models/gemini/client.py`` (the client, the API key and its defaults),
+``models/gemini/events.py`` (server messages to model events),
+``models/gemini/families.py`` (what each model family takes on the wire),
+``models/gemini/wire_form.py`` (function responses in that form, and the kick) and
+``models/gemini/failures.py`` (what a failure means: retry or not, said in a line). Their
+public names are importable from here too, where callers have always found them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import cast
@@ -24,7 +28,7 @@ import anyio
 from google import genai
 from google.genai import errors, types
 from google.genai.live import AsyncSession
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.exceptions import ConnectionClosed
 
 from live.model import (
     ConnectionLost,
@@ -50,25 +54,17 @@ from models.gemini.client import (
     resolve_api_version,
 )
 from models.gemini.events import model_events, parse_duration
+from models.gemini.failures import AUTH_STATUS, close_code, connect_error, describe
+from models.gemini.families import Backend, Capabilities, capabilities
 from models.gemini.options import DEFAULT_MODEL, GeminiOptions, default_modalities
-from models.gemini.unreadable import frame_problem, reached_server, tap
+from models.gemini.unreadable import frame_problem, tap
+from models.gemini.wire_form import KICK, AnsweredCalls, response_text, tool_responses
 
 log = logging.getLogger("lookout.gemini")
 
-# Close codes with which the service refuses a setup it will refuse again (1007: invalid
-# payload such as a bad key or an unsupported modality, 1008: policy, e.g. unknown model).
-_REFUSAL_CLOSE_CODES = frozenset({1007, 1008})
-# HTTP answers to the WebSocket upgrade that a retry cannot change.
-_REFUSAL_HTTP_STATUS = frozenset({400, 401, 403, 404})
-_AUTH_STATUS = frozenset({401, 403})
 # A well-behaved server completes the close handshake in milliseconds; one that does not
 # gets its socket aborted rather than holding the session's teardown.
 _CLOSE_TIMEOUT_S = 2.0
-
-
-def _close_code(exc: ConnectionClosed) -> int:
-    frame = exc.rcvd or exc.sent
-    return frame.code if frame is not None else 1006
 
 
 class GeminiConnection:
@@ -82,8 +78,11 @@ class GeminiConnection:
         *,
         text_as_realtime: bool = False,
         image_parts: bool = False,
+        family: Capabilities | None = None,
     ) -> None:
         self._text_as_realtime = text_as_realtime
+        self._family = family or capabilities(DEFAULT_MODEL)
+        self._answers = AnsweredCalls(self._family)
         self._image_parts = image_parts
         self._shown: dict[str, types.Blob] = {}  # a call's image, held for its answer
         self._stack = stack
@@ -99,10 +98,10 @@ class GeminiConnection:
 
     def _lost(self, what: str, exc: BaseException, code: int | None) -> ConnectionLost:
         retryable = True
-        if isinstance(exc, errors.APIError) and exc.code in _AUTH_STATUS:
+        if isinstance(exc, errors.APIError) and exc.code in AUTH_STATUS:
             # An in-band "permission denied" will be the answer to the next setup too.
             retryable = False
-        detail = _describe(exc, self._secrets)
+        detail = describe(exc, self._secrets)
         reason = f"{what} (code {code}): {detail}" if code is not None else f"{what}: {detail}"
         return ConnectionLost(reason, code=code, retryable=retryable)
 
@@ -112,7 +111,7 @@ class GeminiConnection:
         try:
             await self._send(message)
         except ConnectionClosed as exc:
-            raise self._lost("send failed, connection closed", exc, _close_code(exc)) from None
+            raise self._lost("send failed, connection closed", exc, close_code(exc)) from None
         except errors.APIError as exc:
             raise self._lost("send failed", exc, exc.code) from None
         except OSError as exc:
@@ -144,8 +143,18 @@ class GeminiConnection:
                 turns=message.content, turn_complete=message.turn_complete
             )
         elif isinstance(message, SendToolResponse):
-            responses = [self._with_image(r) for r in message.responses]
+            first, later = self._answers.split(message.responses)
+            for response in later:
+                # The family takes one answer per call: what follows goes as text.
+                await self._say(response_text(response))
+            if not first:
+                return
+            responses = tool_responses(map(self._with_image, first), self._family)
             await session.send_tool_response(function_responses=responses)
+            if self._family.needs_kick:
+                # The family may stay silent after a tool response until a realtime input
+                # follows; one space makes it run and says nothing.
+                await session.send_realtime_input(text=KICK)
         elif isinstance(message, SendActivity):
             if message.start:
                 await session.send_realtime_input(activity_start=types.ActivityStart())
@@ -153,6 +162,14 @@ class GeminiConnection:
                 await session.send_realtime_input(activity_end=types.ActivityEnd())
         else:
             raise TypeError(f"unknown outbound message {type(message).__name__}")
+
+    async def _say(self, text: str) -> None:
+        """Text from the device, in the form the family takes mid-session."""
+        if self._text_as_realtime:
+            await self._session.send_realtime_input(text=text)
+        else:
+            turn = types.Content(role="user", parts=[types.Part(text=text)])
+            await self._session.send_client_content(turns=turn, turn_complete=False)
 
     def _with_image(self, response: types.FunctionResponse) -> types.FunctionResponse:
         blob = self._shown.pop(response.id or "", None)
@@ -194,7 +211,7 @@ class GeminiConnection:
                     except ConnectionClosed as exc:
                         if self._closed:
                             return
-                        raise self._lost("connection closed", exc, _close_code(exc)) from None
+                        raise self._lost("connection closed", exc, close_code(exc)) from None
                     except Exception as exc:
                         # Any type at all: the SDK's parsing raises whatever the frame
                         # provokes (AttributeError, RecursionError, ValidationError...).
@@ -218,18 +235,18 @@ class GeminiConnection:
         if frame is None:
             # It failed before (or without) a frame to blame: the connection, not a message.
             raise ConnectionLost(
-                one_line(f"receiving failed: {_describe(exc, self._secrets)}", self._secrets)
+                one_line(f"receiving failed: {describe(exc, self._secrets)}", self._secrets)
             ) from None
         problem = frame_problem(frame)
         if problem is None:
             log.warning(
                 "skipped a server message the SDK could not read: %s",
-                _describe(exc, self._secrets),
+                describe(exc, self._secrets),
             )
             return
         raise ConnectionLost(
             one_line(
-                f"a server message could not be read ({problem}): {_describe(exc, self._secrets)}",
+                f"a server message could not be read ({problem}): {describe(exc, self._secrets)}",
                 self._secrets,
             )
         ) from None
@@ -244,7 +261,7 @@ class GeminiConnection:
                 await self._stack.aclose()
                 clean = True
         except Exception as exc:
-            log.debug("closing the Live connection: %s", _describe(exc, self._secrets))
+            log.debug("closing the Live connection: %s", describe(exc, self._secrets))
         finally:
             if not clean:
                 self._abort()
@@ -257,23 +274,9 @@ class GeminiConnection:
             transport.abort()
 
 
-def _describe(exc: BaseException, secrets: Sequence[str]) -> str:
-    """``<Type>: <reason>`` on one line, secrets removed before it is cut short."""
-    if isinstance(exc, errors.APIError):
-        details = exc.message or exc.details
-        text = str(details) if details not in (None, "") else (exc.status or "")
-    elif isinstance(exc, ConnectionClosed):
-        frame = exc.rcvd or exc.sent
-        text = frame.reason if frame is not None and frame.reason else str(exc)
-    else:
-        text = str(exc)
-    text = one_line(text, secrets)
-    name = type(exc).__name__
-    return f"{name}: {text}" if text else name
-
-
 class GeminiLiveModel:
-    """``live.model.LiveModel`` for the Gemini Developer API (API key; not Vertex)."""
+    """``live.model.LiveModel`` for Gemini Live: the Developer API (API key), or Vertex AI
+    through a given Vertex client (its family's Vertex forms: models/gemini/families.py)."""
 
     def __init__(
         self,
@@ -283,11 +286,16 @@ class GeminiLiveModel:
         client: genai.Client | None = None,
         http_options: types.HttpOptions | None = None,
     ) -> None:
-        self.options = options or GeminiOptions()
-        self.name = self.options.model
+        options = options or GeminiOptions()
         self._client, self._secrets = given_or_new_client(
-            client, api_key, http_options, self.options.api_version, websocket_logger=True
+            client, api_key, http_options, options.api_version, websocket_logger=True
         )
+        # The client says where the model runs, and so which fields its family takes there.
+        backend = Backend.VERTEX if self._client.vertexai else Backend.GEMINI_API
+        if options.backend not in (None, backend):
+            raise ValueError(f"options for {options.backend.value}, a client for {backend.value}")
+        self.options = dataclasses.replace(options, backend=backend)
+        self.name = self.options.model
         self._session_http_options: types.HttpOptions | None = None
         if client is not None and self.options.api_version:
             # A given client keeps its own settings; only an explicit version overrides.
@@ -313,51 +321,20 @@ class GeminiLiveModel:
                 self._client.aio.live.connect(model=self.options.model, config=config)
             )
         except Exception as exc:
-            raise self._connect_error(exc) from None
+            raise connect_error(exc, self._secrets) from None
         conn = GeminiConnection(
             stack,
             session,
             self._secrets,
             text_as_realtime=self.options.text_as_realtime,
             image_parts=self.options.image_parts,
+            family=self.options.capabilities,
         )
         if session.setup_complete is None:
             # The SDK silently drops a first message that is not setupComplete.
             await conn.close()
             raise ModelSetupError("the server did not confirm the session setup")
         return conn
-
-    def _connect_error(self, exc: Exception) -> ConnectionLost | ModelSetupError:
-        """``ModelSetupError`` when a retry would be refused the same way, else ConnectionLost.
-
-        Total: whatever the SDK raised, the session gets one of the two, never the exception.
-        """
-        detail = _describe(exc, self._secrets)
-        if isinstance(exc, errors.APIError):
-            if exc.code in _REFUSAL_CLOSE_CODES or exc.code in _AUTH_STATUS:
-                return ModelSetupError(f"setup refused (code {exc.code}): {detail}")
-            return ConnectionLost(
-                f"connection closed during setup (code {exc.code}): {detail}", code=exc.code
-            )
-        if isinstance(exc, InvalidStatus):
-            status = exc.response.status_code
-            message = f"WebSocket upgrade refused with HTTP {status}"
-            if status in _REFUSAL_HTTP_STATUS:
-                return ModelSetupError(message)
-            return ConnectionLost(message)
-        if isinstance(exc, InvalidURI):
-            return ModelSetupError(f"bad Live endpoint: {detail}")
-        if isinstance(exc, InvalidHandshake | ConnectionClosed | OSError):
-            # OSError covers refused connections, DNS and TLS failures (ssl.SSLError).
-            return ConnectionLost(f"could not connect: {detail}")
-        if reached_server(exc):
-            # The server's answer to the setup could not be read (not JSON, not an object,
-            # the wrong shape, nested too deep), or something nobody foresaw: try again.
-            return ConnectionLost(f"the answer to the setup could not be read: {detail}")
-        if isinstance(exc, TypeError | ValueError):
-            # The SDK refused our own setup before sending it: it will refuse it again.
-            return ModelSetupError(f"bad setup: {detail}")
-        return ConnectionLost(f"connecting failed: {detail}")
 
 
 __all__ = [

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from google.genai import types
 
 from live.model import LiveSetup
+from models.gemini.families import FAMILIES, Backend, Capabilities, capabilities
 
 DEFAULT_MODEL = "gemini-3.8-live"
 
@@ -40,10 +41,10 @@ def default_modalities(model: str) -> tuple[str, ...]:
     return ("AUDIO",)
 
 
-def needs_realtime_text(model: str) -> bool:
-    """Gemini 3.1 Live closes the session (1007) on client content after the first turn
-    (reported by integrators): text goes to it as realtime text."""
-    return re.search(r"gemini-3\.1\b", model.lower()) is not None
+def needs_realtime_text(model: str, backend: Backend = Backend.GEMINI_API) -> bool:
+    """The model's family closes a session on client content after the first turn (3.1:
+    1007, reported by integrators), or is not trusted with it: text goes as realtime text."""
+    return capabilities(model, backend).realtime_text_only
 
 
 def _media_resolution(value: str) -> types.MediaResolution:
@@ -85,9 +86,14 @@ class GeminiOptions:
     # Push-to-talk: the device marks when speech starts and ends (activity start/end);
     # the model's own voice activity detection is off.
     push_to_talk: bool = False
-    # Typed text and text emissions as realtime text (None: by model name,
+    # Typed text and text emissions as realtime text (None: by the model's family,
     # needs_realtime_text), not client content.
     realtime_text: bool | None = None
+    # The model family whose wire forms to use (one of FAMILIES; None: by model name).
+    family: str | None = None
+    # Where the model runs: the Gemini API, or Vertex AI (which takes fewer fields). None:
+    # the client's (GeminiLiveModel sets it); read as the Gemini API until then.
+    backend: Backend | None = None
     # A tool call's image (look) inside its FunctionResponse ``parts`` instead of as
     # realtime video ahead of the answer. Off: no document says Live reads ``parts``, and
     # integrators report 400s on 2.x; for a family that is shown to read them.
@@ -103,12 +109,19 @@ class GeminiOptions:
                 f"use TEXT or AUDIO"
             )
         _media_resolution(self.media_resolution)
+        if self.family is not None and self.family not in FAMILIES:
+            raise ValueError(f"unknown model family {self.family!r} (one of {', '.join(FAMILIES)})")
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the model's family takes on the wire (models/gemini/families.py)."""
+        return capabilities(self.model, self.backend or Backend.GEMINI_API, self.family)
 
     @property
     def text_as_realtime(self) -> bool:
         if self.realtime_text is not None:
             return self.realtime_text
-        return needs_realtime_text(self.model)
+        return self.capabilities.realtime_text_only
 
     @property
     def modalities(self) -> tuple[str, ...]:
@@ -130,7 +143,11 @@ class GeminiOptions:
         if setup.system_instruction:
             config.system_instruction = setup.system_instruction
         if setup.tools:
-            config.tools = [types.Tool(function_declarations=list(setup.tools))]
+            declarations = list(setup.tools)
+            if not self.capabilities.async_calls:
+                # A family with synchronous calls only is not offered NON_BLOCKING ones.
+                declarations = [d.model_copy(update={"behavior": None}) for d in declarations]
+            config.tools = [types.Tool(function_declarations=declarations)]
         if audio:
             config.output_audio_transcription = types.AudioTranscriptionConfig()
             if self.voice:

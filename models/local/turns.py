@@ -203,7 +203,10 @@ class LocalTurnModel:
     ) -> tuple[str, FunctionCallRequest | None]:
         """What to say about one tool answer, and the call to make next (if any)."""
         if payload.get("status") == "error":
-            return f"Sorry, {name} failed: {payload.get('error', 'no reason given')}", None
+            reason = payload.get("error", "no reason given")
+            if name in LOG_TOOLS:  # the log cannot answer it as asked, and says what would
+                return f"I cannot answer that: {reason}", None
+            return f"Sorry, {name} failed: {reason}", None
         if name == COUNT_NOW:
             return (
                 f"{people(int(payload.get('people', 0)))} in view "

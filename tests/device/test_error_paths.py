@@ -178,7 +178,7 @@ def test_a_log_that_cannot_grow_is_said_counting_goes_on_and_the_exit_code_says_
     assert len(err_lines) == 1 and "the event log is incomplete" in err_lines[0], stderr
     assert "lines lost" in err_lines[0]
     # Counting went on to the end of the file after the log stopped growing.
-    assert "replayed 795 frames" in stdout and "count: unknown: source ended" in stdout
+    assert "replayed 795 frames" in stdout and "ended: end of file — count unknown" in stdout
     assert 0 < events.stat().st_size <= LIMIT
     # Whole lines, but for the one the full disk cut: it stays (the file is never cut,
     # another process may share it) and `lookout report` skips it, saying so.

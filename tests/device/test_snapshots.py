@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,7 @@ class Collected:
         return [e for e in self.events if isinstance(e, kind)]
 
 
-def snapshots(folder: Path, publish: Collected, **kw: Any) -> Snapshots:
+def snapshots(folder: Path, publish: Callable[[Event], None], **kw: Any) -> Snapshots:
     settings: dict[str, Any] = dict(
         run_id="0123456789ab", publish=publish, geometry=SceneGeometry(),
         max_bytes=10_000_000, max_age_s=86_400.0, quiet_s=10.0,
@@ -228,4 +229,65 @@ def test_a_folder_replaced_by_a_file_mid_run_is_said_once_and_the_rest_goes_on(
     errors = [e for e in publish.of(ErrorEvent) if e.where == "snapshots"]
     assert len(errors) == 1
     assert "cannot write in" in errors[0].message and "said once" in errors[0].message
-    assert out.failed == 4 and len(publish.of(SnapshotSaved)) == 5
+    # Only the picture that was written is named in a snapshot event: none links to nothing.
+    assert out.failed == 4 and len(publish.of(SnapshotSaved)) == 1
+
+
+@pytest.mark.anyio
+async def test_a_snapshot_event_comes_on_the_loop_once_its_file_is_on_disk(
+    tmp_path: Path,
+) -> None:
+    """What the page, MQTT and the report link to is there when they hear of it."""
+    import anyio
+
+    seen: list[tuple[SnapshotSaved, bool]] = []
+    arrived = anyio.Event()
+
+    def publish(event: Event) -> None:
+        if isinstance(event, SnapshotSaved):
+            seen.append((event, (tmp_path / event.file).is_file()))
+            arrived.set()
+
+    out = snapshots(tmp_path, publish)
+    out.write(crossing(2.0))
+    out.on_percept(make_percept([[10, 10, 50, 90]], t=2.0, seq=2))
+    assert not seen  # queued, not yet written: not said yet
+    with anyio.fail_after(5):
+        await arrived.wait()  # the worker wakes the loop: no next event or percept needed
+    ((saved, on_disk),) = seen
+    assert on_disk
+    assert (saved.of, saved.name, saved.track, saved.direction) == ("crossing", "door", 1, "in")
+    assert out.counts() == {"written": 1, "dropped": 0, "failed": 0, "pruned": 0}
+    out.close()
+    assert len(seen) == 1  # said once, not again at the end
+
+
+def test_a_count_change_picture_says_the_new_count(tmp_path: Path) -> None:
+    publish = Collected()
+    out = snapshots(tmp_path, publish, quiet_s=1.0)
+    for t, count, previous in [(0.0, 1, None), (5.0, 3, 1)]:
+        out.write(CountChanged(count=count, previous=previous, t_media=t, frame=int(t)))
+        out.on_percept(make_percept([[10, 10, 50, 90]] * count, t=t, seq=int(t)))
+    out.close()
+    (saved,) = publish.of(SnapshotSaved)
+    assert (saved.of, saved.count, saved.track) == ("count", 3, None)
+
+
+def test_the_pictures_written_at_the_end_still_reach_the_log(tmp_path: Path) -> None:
+    """The bus closes the snapshots first: what their close publishes is logged."""
+    from device.bus import EventBus
+    from device.outputs.sinks import JsonlSink
+    from live.clock import FakeClock
+
+    bus = EventBus(FakeClock())
+    log = tmp_path / "events.jsonl"
+    bus.subscribe(JsonlSink(log))  # subscribed before them, as in a run
+    (tmp_path / "pics").mkdir()
+    out = snapshots(tmp_path / "pics", bus.publish)
+    bus.subscribe(out, closes_first=True)
+    bus.publish(crossing(3.0))
+    out.on_percept(make_percept([[10, 10, 50, 90]], t=3.0, seq=3))
+    bus.close()  # no event loop here: only the close can publish the picture
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["type"] for e in logged] == ["crossing", "snapshot"]
+    assert (tmp_path / "pics" / logged[1]["file"]).is_file()

@@ -25,6 +25,8 @@ __all__ = ["DEFAULT_API_KEY", "DEFAULT_API_VERSION", "LiveEndpoint", "client_for
 
 DEFAULT_API_VERSION = "v1beta"
 DEFAULT_API_KEY = "fake-live-api-key"
+VERTEX_API_VERSION = "v1beta1"
+VERTEX_TOKEN = "fake-vertex-access-token"
 
 # Environment variables that would make the SDK ignore ours or trust more than our CA.
 _CONFLICTING_ENV = (
@@ -76,6 +78,22 @@ class LiveEndpoint:
         """A real ``genai.Client`` pointed at the fake (Gemini API mode, never Vertex)."""
         return genai.Client(
             vertexai=False, api_key=api_key, http_options=self.http_options(api_version)
+        )
+
+    def vertex_client(
+        self, *, project: str = "fake-project", location: str = "us-central1"
+    ) -> genai.Client:
+        """A real Vertex AI ``genai.Client`` pointed at the fake: a project and a location (else
+        the SDK takes a custom base URL for a gateway and sends no auth) and a ready access
+        token (nothing is refreshed), so the SDK's Vertex paths and converters run."""
+        from google.oauth2.credentials import Credentials
+
+        return genai.Client(
+            vertexai=True,
+            project=project,
+            location=location,
+            credentials=Credentials(token=VERTEX_TOKEN),  # type: ignore[no-untyped-call]
+            http_options=self.http_options(VERTEX_API_VERSION),
         )
 
     def env(

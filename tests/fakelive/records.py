@@ -187,11 +187,20 @@ class LiveConnection:
     closed_at: float | None = None
     close_code: int | None = None
     close_reason: str | None = None
+    runs: list[str] = field(default_factory=list)
+    """Each time the model ran (its profile's rule; ``tool_response`` or ``kick``)."""
+    awaiting_kick: bool = False
+    """A tool response arrived and the profile waits for a realtime input to run."""
     _ws: ServerConnection | None = field(default=None, repr=False, compare=False)
 
     @property
     def api_key(self) -> str | None:
         return self.headers.get("x-goog-api-key")
+
+    @property
+    def vertex(self) -> bool:
+        """The client came to Vertex AI's endpoint (``…aiplatform…LlmBidiService…``)."""
+        return ".aiplatform." in self.path
 
     @property
     def closed(self) -> bool:

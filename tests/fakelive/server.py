@@ -50,6 +50,7 @@ from websockets.exceptions import ConnectionClosed
 
 from .certs import TestCerts, make_test_certs
 from .endpoint import DEFAULT_API_KEY, DEFAULT_API_VERSION, LiveEndpoint, client_for
+from .profiles import PROFILES, Profile, react, setup_hangs
 from .records import (
     ClientContent,
     ClientMessage,
@@ -72,6 +73,7 @@ __all__ = [
     "FunctionResponseRecord",
     "LiveConnection",
     "LiveEndpoint",
+    "Profile",
     "RealtimeInput",
     "SentMessage",
     "ThreadedFakeLiveServer",
@@ -91,12 +93,17 @@ AfterSetup = Sequence[Frame] | Callable[[LiveConnection], Sequence[Frame]]
 
 # Versions the SDK can be configured to use. google-genai 3.6.1 defaults to "v1" for the Gemini
 # API (GOOGLE_AI_API_DEFAULT_VERSION); the public Live docs use "v1beta"; ephemeral tokens need
-# "v1alpha". Accept all three and record which one arrived so tests can assert on it.
-DEFAULT_VERSIONS: tuple[str, ...] = ("v1", "v1alpha", "v1beta")
+# "v1alpha"; Vertex AI defaults to "v1beta1". Accept them all and record which one arrived.
+DEFAULT_VERSIONS: tuple[str, ...] = ("v1", "v1alpha", "v1beta", "v1beta1")
 
 _PATH_RE = re.compile(
     r"^/ws/google\.ai\.generativelanguage\.(?P<version>[A-Za-z0-9]+)"
     r"\.GenerativeService\.(?P<method>BidiGenerateContent(?:Constrained)?)$"
+)
+# Vertex AI's Live endpoint (the SDK with vertexai=True, a project and a location).
+_VERTEX_PATH_RE = re.compile(
+    r"^/ws/google\.cloud\.aiplatform\.(?P<version>[A-Za-z0-9]+)"
+    r"\.LlmBidiService/(?P<method>BidiGenerateContent)$"
 )
 
 # Close codes that may not be sent in a close frame (RFC 6455 §7.4.1); asking for one of them
@@ -130,6 +137,9 @@ class FakeLiveServer:
     * ``binary_frames``: send JSON in binary frames (default), as the real service does (browser
       clients get Blobs); the SDK reads both (``recv(decode=False)`` then ``json.loads``).
       ``send(str)`` always uses a text frame.
+    * ``profile``: how a model family treats the client (``tests/fakelive/profiles.py``: 1007
+      on mid-session client content, a setup left unanswered, the kick, refused fields), a
+      :class:`Profile` or a name in ``PROFILES``; the default is plain.
     """
 
     def __init__(
@@ -144,7 +154,9 @@ class FakeLiveServer:
         after_setup: AfterSetup = (),
         binary_frames: bool = True,
         max_message_size: int = 16 * 2**20,
+        profile: Profile | str = "plain",
     ) -> None:
+        self.profile = PROFILES[profile] if isinstance(profile, str) else profile
         self._certs = certs
         self._host = host
         self.versions = frozenset(versions)
@@ -262,7 +274,7 @@ class FakeLiveServer:
         # The SDK builds the URL by string concatenation; tolerate "//ws" from a base URL with a
         # trailing slash (recorded raw in .path so a test can still assert on it).
         path = re.sub(r"/{2,}", "/", raw_path.split("?", 1)[0])
-        match = _PATH_RE.match(path)
+        match = _PATH_RE.match(path) or _VERTEX_PATH_RE.match(path)
         if match is None or match["version"] not in self.versions:
             self.rejected_paths.append(raw_path)
             self._changed()
@@ -292,6 +304,8 @@ class FakeLiveServer:
                 msg = self._record(conn, raw)
                 if len(conn.messages) == 1:
                     await self._on_first_message(conn, msg)
+                else:
+                    await self._as_profiled(conn, msg)
         except ConnectionClosed:
             pass  # how it closed is recorded below
         finally:
@@ -321,6 +335,8 @@ class FakeLiveServer:
         self._changed()
         if self.setup_close_code is not None:
             await self._close(conn, self.setup_close_code, "fake live: setup refused")
+        elif setup_hangs(self.profile, conn.setup):
+            return  # the family never answers this setup; the client waits for ever
         elif self.answer_setup:
             answer = self.setup_complete
             await self._send(conn, answer if isinstance(answer, str | bytes) else dict(answer))
@@ -329,6 +345,15 @@ class FakeLiveServer:
             script = self.after_setup
             for frame in script(conn) if callable(script) else script:
                 await self._send(conn, frame)
+
+    async def _as_profiled(self, conn: LiveConnection, msg: ClientMessage) -> None:
+        """The profile's answer to one message after the setup: a close, or a model run."""
+        reaction = react(self.profile, conn, msg)
+        if reaction.run is not None:
+            conn.runs.append(reaction.run)
+            self._changed()
+        if reaction.close is not None:
+            await self._close(conn, *reaction.close)
 
     # -- scripting: what the "model" says --------------------------------------------------------
 

@@ -18,6 +18,7 @@ from .records import ClientMessage, FunctionResponseRecord, LiveConnection
 if TYPE_CHECKING:
     # FakeLiveServer is named only in ThreadedFakeLiveServer's base (a string there, as the
     # server module imports this one), which ruff does not read as a use.
+    from .profiles import Profile
     from .server import AfterSetup, FakeLiveServer, ToolCallSpec  # noqa: F401
 
 __all__ = ["ThreadedFakeLiveServer", "ThreadedServer"]
@@ -144,8 +145,10 @@ class ThreadedFakeLiveServer(ThreadedServer["FakeLiveServer"]):
         setup_close_code: int | type[_Keep] | None = _Keep,
         setup_complete: Mapping[str, Any] | str | bytes | None = None,
         after_setup: AfterSetup | None = None,
+        profile: Profile | None = None,
     ) -> None:
-        """Change setup behaviour for the next connections (on the server's loop).
+        """Change setup behaviour for the next connections (on the server's loop); a
+        ``profile`` (a model family's rules) applies at once.
 
         ``after_setup`` (a function of the connection) also runs on the server's loop.
         """
@@ -159,6 +162,8 @@ class ThreadedFakeLiveServer(ThreadedServer["FakeLiveServer"]):
                 self.server.setup_complete = setup_complete
             if after_setup is not None:
                 self.server.after_setup = after_setup
+            if profile is not None:
+                self.server.profile = profile
 
         self._sync(apply)
 

@@ -42,9 +42,12 @@ async def running_app(
     tmp_path: Path,
     environ: Mapping[str, str] | None = None,
     source: FrameSource | None = None,
+    config_path: Path | None = None,
     **flags: Any,
 ) -> AsyncIterator[RunningApp]:
-    """The sample video, the local model, a status server on a free port; stopped on exit."""
+    """The sample video, the local model, a status server on a free port; stopped on exit.
+
+    ``config_path``: a configuration file read under the flags (as ``--config``)."""
     events = tmp_path / "events.jsonl"
     settings: dict[str, Any] = {
         "source": str(data_file("vtest.avi")),
@@ -57,6 +60,7 @@ async def running_app(
     settings.update(flags)
     config = build(
         settings,
+        config_path=config_path,
         environ=dict(environ or {}),
         system_config=tmp_path / "no-system-config.toml",
     )

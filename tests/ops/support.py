@@ -26,7 +26,7 @@ from device.capture import CaptureStats
 from device.config import Config
 from device.events import CountChanged, LineCrossed, ZoneCount
 from device.feeds.runner import SourceState
-from device.outputs.view import NoLogs
+from device.outputs.view import NoLogs, SceneControl
 from device.perception import PerceptionStats
 from live.clock import FakeClock
 from live.events import Event
@@ -156,7 +156,9 @@ class FakeApp:
     logs: NoLogs = field(default_factory=NoLogs)
     looks: dict[str, int] = field(default_factory=dict)
     audio: dict[str, int] = field(default_factory=dict)
+    snapshot_counts: dict[str, int] = field(default_factory=dict)
     push_to_talk: bool = False
+    scene: SceneControl | None = None
 
     def talk(self, on: bool) -> tuple[str, bool]:
         return "no microphone (--mic)", False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 import urllib.error
@@ -42,7 +43,10 @@ def test_the_network_without_a_token_is_refused_unless_the_user_says_insecure(
     assert "reachable from the network" in line and "--http-insecure" in line
     ok = lookout(*run_args(tmp_path, "--http", f"0.0.0.0:{free_port()}", "--http-insecure"))
     assert ok.returncode == 0, ok.stderr
-    assert "WITHOUT a token" in ok.stderr  # said, loudly, once
+    # Said, loudly, once: a console line like every other, not a log line on stderr.
+    said = [line for line in ok.stdout.splitlines() if "WITHOUT a token" in line]
+    assert len(said) == 1 and re.match(r"\[\s*\d+\.\ds\] warning: status server", said[0]), said
+    assert "WITHOUT a token" not in ok.stderr
 
 
 def test_an_empty_token_is_a_configuration_error_wherever_it_comes_from(tmp_path: Path) -> None:

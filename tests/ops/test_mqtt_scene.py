@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from device.config import Config, ConfigError, LineSpec, ZoneSpec
-from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
+from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, ZoneCount
 from device.outputs.ha_discovery import value
 from device.outputs.mqtt import MqttPublisher
 from device.outputs.mqtt_settings import MqttSettings, parse_mqtt
@@ -435,3 +435,62 @@ async def test_heartbeat_republishes_totals_and_zone_counts() -> None:
         "lookout/hb/line/door/out",
     ]
     assert all(m.retain for m in sent)
+
+
+def edited(changes: list[tuple[str, str, str, str]]) -> SceneChanged:
+    """The scene event of an edit on the page: ``(kind, name, how, was)`` each."""
+    return SceneChanged(
+        lines={"entrance": [[0.5, 0.9], [0.5, 0.1]]},
+        zones={"till": {"points": [[0.1, 0.1], [0.4, 0.1], [0.4, 0.4]], "dwell": 30.0}},
+        changes=[{"kind": k, "name": n, "how": h, "was": w, "said": ""} for k, n, h, w in changes],
+        revision=1,
+    )
+
+
+async def test_an_edit_on_the_page_moves_renames_and_removes_home_assistant_entities(
+    broker: Broker,
+) -> None:
+    base = "lookout/s9"
+    watch = Subscriber(broker.port, [f"{base}/#", "homeassistant/#"])
+    pub = publisher(broker, "s9")  # door and queue
+    discovery = pub.topics.ha_discovery
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pub.serve)
+        pub.write(crossing("in", 1, 0))
+        pub.write(zone(2, 0))
+        await wait(watch, last_is(f"{base}/line/door/in", b"1"), "door: 1 in")
+        pub.write(
+            edited(
+                [
+                    ("line", "entrance", "renamed", "door"),
+                    ("zone", "queue", "removed", ""),
+                    ("zone", "till", "added", ""),
+                ]
+            )
+        )
+        gone = [
+            f"{base}/line/door/in",
+            f"{base}/line/door/out",
+            f"{base}/zone/queue/people",
+            f"{base}/zone/queue/counting",
+            *discovery.config_topics("line", "door"),
+            *discovery.config_topics("zone", "queue"),
+        ]
+        await wait(
+            watch,
+            lambda ms: (
+                all(last_is(t, b"")(ms) for t in gone)
+                and last_is(f"{base}/line/entrance/in", b"1")(ms)
+                and last_is(f"{base}/zone/till/counting", b"offline")(ms)
+            ),
+            "the old entities deleted, the renamed line's total carried, the new zone unknown",
+        )
+        new_configs = [*discovery.config_topics("line", "entrance"),
+                       *discovery.config_topics("zone", "till")]  # fmt: skip
+        held = retained(broker.port, [*gone, *new_configs], f"{base}/line/entrance/in")
+        tg.cancel_scope.cancel()
+    assert not set(gone) & set(held), held
+    assert set(new_configs) <= set(held)
+    config = json.loads(held[discovery.config_topics("line", "entrance")[0]])
+    assert "entrance" in config["name"].lower() or "entrance" in config["state_topic"]
+    watch.close()

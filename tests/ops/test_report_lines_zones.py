@@ -29,6 +29,7 @@ from device.events import (
     DwellPassed,
     LineCrossed,
     RunStarted,
+    SceneChanged,
     SourceStateEvent,
     ZoneCount,
 )
@@ -370,3 +371,35 @@ def test_a_period_that_cannot_be_read_is_refused_in_one_line(tmp_path: Path) -> 
         with pytest.raises(ReportError, match=re.escape(message)) as refused:
             make_report(path, tmp_path / "r.html", period_s=period)
         assert "\n" not in str(refused.value)
+
+
+def test_a_line_renamed_and_a_zone_removed_on_the_page_are_reported_as_edited() -> None:
+    """At 45 s the operator renamed door to entrance and removed till (a ``scene`` event):
+    door's crossings are entrance's (one line, its totals carried over on the device too),
+    and till is no longer occupied after 45 s (it was 1 from 20 s, and 3 at 50 s would be
+    a zone that no longer exists: the edit came first here)."""
+    events = [e for e in camera_run() if not (isinstance(e, ZoneCount) and e.t >= 50.0)]
+    events = [e for e in events if not (isinstance(e, DwellPassed))]
+    events = [  # after the edit the device logs the new name
+        dataclasses.replace(e, line="entrance")
+        if isinstance(e, LineCrossed) and e.line == "door" and e.t > 45.0
+        else e
+        for e in events
+    ]
+    edit = SceneChanged(
+        t=45.0,
+        lines={"entrance": [[0.5, 0.1], [0.5, 0.9]], "side": [[0, 0], [1, 1]]},
+        zones={},
+        changes=[
+            {"kind": "line", "name": "entrance", "how": "renamed", "was": "door", "said": ""},
+            {"kind": "zone", "name": "till", "how": "removed", "was": "", "said": ""},
+        ],
+        revision=1,
+    )
+    events.insert(next(i for i, e in enumerate(events) if e.t > 45.0), edit)
+    summary = summarize(dicts(events), period_s=30.0)
+    assert summary["lines"] == {"entrance": {"in": 3, "out": 2}, "side": {"in": 1, "out": 0}}
+    till = [p["zones"]["till"] for p in summary["periods"]]
+    # 0-30: (0x10 + 2x10 + 1x10)/30; 30-45: 1, then nothing is known of it.
+    assert [z["max"] for z in till] == [2, 1, None, None]
+    assert summary["zones"]["till"]["observed_s"] == 45.0

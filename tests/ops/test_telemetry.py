@@ -144,6 +144,16 @@ def test_metrics_read_the_apps_own_counters() -> None:
     assert values[("lookout_info", (("device_id", "test-cam"), ("model", "local")))] == 1
 
 
+def test_metrics_say_what_became_of_the_pictures() -> None:
+    counts = {"written": 5, "dropped": 1, "failed": 2, "pruned": 3}
+    values = metrics(Telemetry(FakeApp(snapshot_counts=counts)))
+    for outcome, n in counts.items():
+        assert values[("lookout_snapshots_total", (("outcome", outcome),))] == n
+    # Without --snapshots every outcome is there, at 0: a dashboard needs no special case.
+    values = metrics(Telemetry(FakeApp()))
+    assert values[("lookout_snapshots_total", (("outcome", "written"),))] == 0
+
+
 def test_unknown_count_is_absent_from_metrics_not_zero() -> None:
     values = metrics(Telemetry(FakeApp(session=None)))
     assert ("lookout_people", ()) not in values

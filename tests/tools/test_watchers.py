@@ -187,3 +187,19 @@ def test_the_instruction_names_the_lines_and_zones_and_the_tools_exist_only_with
     text = system_instruction(config)
     assert "door" in text and "kiosk (dwell 20 s)" in text and "watch_zone" in text
     assert [t.name for t in scene_tools(config, lambda: None)] == ["watch_line", "watch_zone"]
+
+
+async def test_a_line_removed_or_renamed_on_the_page_ends_its_watch_saying_so() -> None:
+    items: list[Percept | CountUnknown] = [
+        percept(0.0, {"post": (1, 0)}),
+        percept(1.0, {"door": (1, 0)}),  # post renamed to door on the status page
+        percept(2.0, {"door": (2, 0)}),
+    ]
+    model, call_id = await run(watchers(), LINE_TOOL, {"name": "post"}, items)
+    emitted = said(model, call_id)
+    assert emitted[0] == {"line": "post", "in": 1, "out": 0, "last": "in"}
+    assert (
+        emitted[1]["removed"] is True
+        and "renamed on the device's status page" in (emitted[1]["reason"])
+    )
+    assert len(emitted) == 2  # nothing said of a line that is no longer there

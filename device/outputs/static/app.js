@@ -368,11 +368,14 @@ function render(state) {
   renderImage(state);
   renderBanner(known ? `${state.count} ${noun}` + (state.raw !== null ? ` · ${boxes}` : "") : "count unknown", known, state);
   renderScene(state);
+  if (window.renderPictures) window.renderPictures(state); // pictures.js: --snapshots
   renderStreams(state.streams);
   renderStart(state.startable || [], state.streams);
   renderText(state.model_text);
   $("talk-box").hidden = !state.push_to_talk;
   drawChart(state);
+  // Other parts of the page (the lines and zones editor) follow the same state.
+  document.dispatchEvent(new CustomEvent("lookout-state", { detail: state }));
 }
 
 // Push-to-talk: what is said while the button is held goes to the model.
