@@ -165,6 +165,7 @@ def test_the_pixels_are_hidden_in_the_writer_thread(
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("remembered_detections")
 def test_the_variable_sets_it_and_a_run_writes_pictures_without_camera_pixels(
     tmp_path: Path,
 ) -> None:

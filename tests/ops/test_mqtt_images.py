@@ -45,6 +45,7 @@ def crossing(t: float, track: int) -> LineCrossed:
                        total_out=0)  # fmt: skip
 
 
+@pytest.mark.usefixtures("remembered_detections")
 def test_a_run_sends_the_last_crossings_picture_and_its_image_entity(
     broker: Broker, tmp_path: Path
 ) -> None:

@@ -149,6 +149,7 @@ def test_a_log_without_pictures_has_no_pictures_section(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("remembered_detections")
 def test_the_report_of_a_real_run_shows_its_crossings_pictures(tmp_path: Path) -> None:
     folder, events, report = tmp_path / "snaps", tmp_path / "events.jsonl", tmp_path / "r.html"
     ran = lookout(
