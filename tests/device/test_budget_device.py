@@ -5,12 +5,15 @@ model's usage metadata."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from device.app.cost import Projection, projected_line, projection
 from device.app.parts import session_config
 from device.app.wiring import build_app
 from device.config import build
@@ -18,8 +21,8 @@ from device.outputs.telemetry import Telemetry
 from live.events import BudgetState, Event
 from live.signal import Wakeup
 from models.gemini.model import GeminiLiveModel, GeminiOptions
-from tests.cli import lookout_in_process
-from tests.datafiles import data_file
+from tests.cli import lookout, lookout_in_process
+from tests.datafiles import REPO_ROOT, data_file
 from tests.device.test_config import one_line_refusal
 from tests.fakelive import FakeLiveServer, ToolCallSpec, client_for
 from tests.ops.test_telemetry import metrics
@@ -140,3 +143,65 @@ def test_without_a_cap_the_page_and_metrics_say_none() -> None:
     telemetry = Telemetry(FakeApp())
     assert telemetry.state()["budget"] is None
     assert not [k for k in metrics(telemetry) if k[0].startswith("lookout_model_budget")]
+
+
+def test_the_projection_counts_what_the_settings_send(tmp_path: Path) -> None:
+    gemini = {"GEMINI_API_KEY": "k"}
+    plain = projection(config(tmp_path, gemini, model="gemini-3.8-live"))
+    assert plain == Projection(frames=0, looks=4 * 60 * 214, updates=2 * 3600 * 25, audio=0)
+    everything = projection(
+        config(
+            tmp_path,
+            gemini,
+            model="gemini-3.8-live",
+            send_frames=True,
+            model_fps="0.5",
+            look_per_minute="2",
+            mic="default",
+        )
+    )
+    assert everything == Projection(
+        frames=1800 * 64, looks=2 * 60 * 214, updates=2 * 3600 * 25, audio=3600 * 32
+    )
+    private = projection(
+        config(tmp_path, gemini, model="gemini-3.8-live", send_frames=True, privacy=True)
+    )
+    assert private is not None and (private.frames, private.looks, private.audio) == (0, 0, 0)
+    assert projection(config(tmp_path)) is None  # the local model costs nothing
+    line = projected_line(config(tmp_path, gemini, model="gemini-3.8-live", budget_session="90000"))
+    assert line == (
+        "model input at these settings: up to ~51 360 tokens an hour: no frames "
+        "(--send-frames off); looks 51 360 (4 a minute x ~214); plus count updates up to "
+        "180 000 per stream (a change at every detection, 2 a second x ~25; a still scene: "
+        "almost none); plus the context each turn re-reads; cap 90 000 this run"
+    )
+
+
+@pytest.mark.slow
+def test_lookout_run_says_the_projection_at_start_and_not_for_the_local_model() -> None:
+    video = str(data_file("vtest.avi"))
+    run = ["run", "--no-http", "--source", video, "--pace", "fast", "--duration", "1"]
+    with FakeLiveServer.run_in_thread() as server:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "device.cli",
+                *run,
+                "--model",
+                "gemini-3.8-live",
+                "--send-frames",
+            ],
+            cwd=REPO_ROOT,
+            env=server.subprocess_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    first = [line for line in result.stdout.splitlines() if line.startswith("model input")]
+    assert len(first) == 1 and "frames 230 400 (1 a second x 64)" in first[0]
+    local = lookout(*run, "--model", "local")
+    assert local.returncode == 0, local.stderr
+    assert "model input" not in local.stdout
