@@ -415,6 +415,8 @@ class LiveSession:
     # ------------------------------------------------------------- the model
 
     def _setup(self) -> LiveSetup:
+        # A new connection starts a new turn: a turn cut by a drop is counted as it was.
+        self._budget.end_turn()
         return LiveSetup(
             tools=tuple(self.declarations()),
             system_instruction=self.config.system_instruction,

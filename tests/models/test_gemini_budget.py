@@ -47,12 +47,14 @@ class Run:
             types.Blob(data=b"\xff\xd8#%d#\xff\xd9" % n, mime_type="image/jpeg")
         )
 
-    async def usage(self, *totals: int, turn_complete: bool = True) -> None:
+    async def usage(
+        self, *totals: int, turn_complete: bool = True, connection: int | None = None
+    ) -> None:
         """One model turn whose usage is reported once per total given."""
         for total in totals:
-            await self.srv.send_usage_metadata({"totalTokenCount": total})
+            await self.srv.send_usage_metadata({"totalTokenCount": total}, connection=connection)
         if turn_complete:
-            await self.srv.send_turn_complete()
+            await self.srv.send_turn_complete(connection=connection)
 
     async def state(self, state: str, count: int = 1) -> BudgetState:
         def found() -> BudgetState | None:
@@ -199,3 +201,18 @@ async def test_on_a_model_that_takes_no_client_content_the_note_is_realtime_text
             for m in srv.messages
             for r in m.realtime_inputs()
         )
+
+
+async def test_a_turn_cut_by_a_drop_counts_as_reported_and_the_next_connection_starts_afresh(
+    srv: FakeLiveServer,
+) -> None:
+    async with running(srv, BudgetLimits(per_session=10_000)) as run:
+        await run.usage(500, 600, turn_complete=False)
+        await run.log.wait(lambda _events: run.session.budget.meter.session == 600)
+        await srv.drop_connection()
+        await srv.wait_connection(2)
+        with anyio.fail_after(10):
+            await run.session.wait_model_connected()
+        await run.usage(300, 400, connection=1)  # the second connection (0-based)
+        await run.log.wait(lambda _events: run.session.budget.meter.session == 1000)
+        assert [e.state for e in run.log.of(BudgetState)] == []
