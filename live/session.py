@@ -71,6 +71,7 @@ class SessionStats:
     frames_in: int = 0
     frames_to_model: int = 0
     frames_model_lane_dropped: int = 0
+    frames_budget_held: int = 0  # frames the spending cap kept from the model (past 80 %)
     audio_in: int = 0  # microphone chunks into the session
     audio_to_model: int = 0
     audio_lost: int = 0  # chunks no model could take (away, or privacy mode)
@@ -266,6 +267,7 @@ class LiveSession:
         stats.frames_model_lane_dropped = (
             self._fanout.frames_model_lane_dropped + self._outbox.stats.frames_dropped
         )
+        stats.frames_budget_held = self._fanout.frames_budget_held
         stats.emissions_coalesced = self._outbox.stats.coalesced
         stats.outbox_dropped = self._outbox.stats.dropped
         stats.reconnects = self._link.reconnects

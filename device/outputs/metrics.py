@@ -131,6 +131,8 @@ class AppCollector(Collector):
         )
         reasons = dict.fromkeys(DROP_REASONS, 0) | dict(capture.dropped)
         reasons["model_lane"] = stats.frames_model_lane_dropped
+        if stats.frames_budget_held:
+            reasons["budget"] = stats.frames_budget_held  # the spending cap (past 80 %)
         for reason, value in sorted(reasons.items()):
             dropped.add_metric([reason], value)
         yield dropped

@@ -149,6 +149,7 @@ async def test_the_cap_steps_down_at_80_and_100_percent_and_back_when_the_hour_f
             run.frame(n)
         await run.settled()
         assert run.session.stats.frames_to_model == 1
+        assert run.session.stats.frames_budget_held == 3
         await run.people.send(2)
         await srv.wait_for(lambda: run.people_sent(call_id) == [1, 2])
         assert run.videos() == 1
