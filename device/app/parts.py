@@ -295,9 +295,12 @@ def model_family(config: Config) -> str | None:
 
 
 def build_model(config: Config) -> LiveModel:
+    """The configured live model: local, or Gemini Live on the Gemini API (the key) or on
+    Vertex AI (its variables and application default credentials; none: ConfigError)."""
     if not config.uses_gemini:
         return LocalModel()
     from models.gemini.model import GeminiLiveModel, GeminiOptions
+    from models.gemini.vertex import VertexError
 
     options = GeminiOptions(
         model=config.model_name(),
@@ -306,7 +309,16 @@ def build_model(config: Config) -> LiveModel:
         push_to_talk=config.audio.push_to_talk,
         family=model_family(config),
     )
-    return GeminiLiveModel(options, api_key=config.model.api_key)
+    vertex = config.model.vertex
+    try:
+        return GeminiLiveModel(
+            options,
+            # On Vertex AI a key is not used (the SDK would take it for express mode).
+            api_key=None if vertex is not None else config.model.api_key,
+            vertex=vertex,
+        )
+    except VertexError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def emit_mode(config: Config) -> EmitMode:
@@ -316,9 +328,10 @@ def emit_mode(config: Config) -> EmitMode:
         return EmitMode(config.model.emit)
     if not config.uses_gemini:
         return EmitMode.FUNCTION_RESPONSE
-    from models.gemini.families import capabilities
+    from models.gemini.families import Backend, capabilities
 
-    family = capabilities(config.model_name(), family=model_family(config))
+    backend = Backend.VERTEX if config.model.vertex is not None else Backend.GEMINI_API
+    family = capabilities(config.model_name(), backend, family=model_family(config))
     return EmitMode.FUNCTION_RESPONSE if family.streams_as_responses else EmitMode.TEXT
 
 

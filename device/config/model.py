@@ -47,7 +47,7 @@ SECTION_OF: dict[str, str] = {
     name: key for key, section in SECTIONS.items() for name in section.model_fields
 }
 # Secrets: from the environment only, never a flag, a key or a LOOKOUT_ variable.
-ENV_ONLY = frozenset({"api_key"})
+ENV_ONLY = frozenset({"api_key", "vertex"})
 SETTINGS: tuple[str, ...] = tuple(name for name in FIELDS if name not in ENV_ONLY)
 
 
@@ -144,11 +144,16 @@ class Config(BaseModel):
     def model_name(self) -> str:
         if self.model.model:
             return self.model.model
-        return DEFAULT_GEMINI_MODEL if self.model.api_key else "local"
+        return DEFAULT_GEMINI_MODEL if self.has_gemini_access else "local"
 
     @property
     def uses_gemini(self) -> bool:
         return self.model_name() != "local"
+
+    @property
+    def has_gemini_access(self) -> bool:
+        """An API key, or Vertex AI, is set in the environment."""
+        return bool(self.model.api_key) or self.model.vertex is not None
 
     def secrets(self) -> tuple[str, ...]:
         """What is scrubbed from everything served or sent to a model, wherever it turns

@@ -235,6 +235,17 @@ class SceneSettings(Section):
     )
 
 
+class VertexPlace(BaseModel):
+    """Where Gemini runs on Vertex AI (from the SDK's environment variables only:
+    ``models/gemini/vertex.py`` reads them); None in ``ModelSettings.vertex``: the Gemini API."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    project: str
+    location: str
+    base_url: str | None = None
+
+
 class ModelSettings(Section):
     """The live model: which, what it is sent, how it is told, how hard to insist on it."""
 
@@ -298,6 +309,9 @@ class ModelSettings(Section):
     # Not settable from files, flags or LOOKOUT_ variables, never dumped or shown: the key
     # comes from GEMINI_API_KEY or GOOGLE_API_KEY only.
     api_key: str | None = Field(default=None, repr=False, exclude=True)
+    # Not settable either: GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_CLOUD_PROJECT,
+    # GOOGLE_CLOUD_LOCATION (and GOOGLE_VERTEX_BASE_URL) only.
+    vertex: VertexPlace | None = Field(default=None, exclude=True)
 
 
 class AudioSettings(Section):

@@ -58,6 +58,7 @@ from models.gemini.failures import AUTH_STATUS, close_code, connect_error, descr
 from models.gemini.families import Backend, Capabilities, capabilities
 from models.gemini.options import DEFAULT_MODEL, GeminiOptions, default_modalities
 from models.gemini.unreadable import frame_problem, tap
+from models.gemini.vertex import VertexTarget
 from models.gemini.wire_form import KICK, AnsweredCalls, response_text, tool_responses
 
 log = logging.getLogger("lookout.gemini")
@@ -276,7 +277,8 @@ class GeminiConnection:
 
 class GeminiLiveModel:
     """``live.model.LiveModel`` for Gemini Live: the Developer API (API key), or Vertex AI
-    through a given Vertex client (its family's Vertex forms: models/gemini/families.py)."""
+    through a given Vertex client or ``vertex`` settings (its family's Vertex forms:
+    models/gemini/families.py)."""
 
     def __init__(
         self,
@@ -285,10 +287,11 @@ class GeminiLiveModel:
         api_key: str | None = None,
         client: genai.Client | None = None,
         http_options: types.HttpOptions | None = None,
+        vertex: VertexTarget | None = None,
     ) -> None:
         options = options or GeminiOptions()
         self._client, self._secrets = given_or_new_client(
-            client, api_key, http_options, options.api_version, websocket_logger=True
+            client, api_key, http_options, options.api_version, websocket_logger=True, vertex=vertex
         )
         # The client says where the model runs, and so which fields its family takes there.
         backend = Backend.VERTEX if self._client.vertexai else Backend.GEMINI_API
@@ -304,6 +307,11 @@ class GeminiLiveModel:
     @property
     def client(self) -> genai.Client:
         return self._client
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The key or access token the client uses: keep them out of what is shown."""
+        return self._secrets
 
     def connect_config(self, setup: LiveSetup) -> types.LiveConnectConfig:
         config = self.options.connect_config(setup)
