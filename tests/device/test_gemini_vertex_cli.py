@@ -160,3 +160,26 @@ def test_vertex_without_application_default_credentials_is_refused_in_one_line(
     (line,) = result.stderr.strip().splitlines()
     assert "Vertex AI needs application default credentials" in line
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_lookout_ask_on_vertex_ai_asks_the_vertex_model_resource(tmp_path: Path) -> None:
+    from tests.fakelive import FakeGenerateServer, text_response
+
+    with FakeGenerateServer.run_in_thread() as srv:
+        srv.queue(text_response("Three people."))
+        env = srv.endpoint.vertex_subprocess_env(write_vertex_credentials(tmp_path / "adc.json"))
+        result = subprocess.run(
+            [sys.executable, "-m", "device.cli", "ask", "How many people?", "--model", "gemini-x",
+             "--source", str(data_file("vtest.avi"))],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=90, check=False,
+        )  # fmt: skip
+        requests = srv.requests
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Three people." in result.stdout
+    (request,) = requests
+    where = f"/v1beta1/projects/{VERTEX_PROJECT}/locations/{VERTEX_LOCATION}/publishers/google"
+    assert request.path == f"{where}/models/gemini-x:generateContent"
+    assert request.headers["authorization"] == f"Bearer {VERTEX_TOKEN}"
+    assert request.api_key is None
+    assert VERTEX_TOKEN not in result.stdout + result.stderr

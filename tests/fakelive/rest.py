@@ -61,8 +61,10 @@ __all__ = [
 
 T = TypeVar("T")
 
+# The Gemini API's path, or Vertex AI's (the model as a resource of a project and location).
 _PATH_RE = re.compile(
-    r"^/(?P<version>[A-Za-z0-9]+)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$"
+    r"^/(?P<version>[A-Za-z0-9]+)/(?:projects/[^/]+/locations/[^/]+/publishers/google/)?"
+    r"models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$"
 )
 
 # google.rpc.Code names of the HTTP statuses the Gemini API answers with.
@@ -344,7 +346,7 @@ class FakeGenerateServer:
         responses: Iterable[Answer] = (),
         certs: TestCerts | None = None,
         host: str = "127.0.0.1",
-        versions: Iterable[str] = ("v1", "v1alpha", "v1beta"),
+        versions: Iterable[str] = ("v1", "v1alpha", "v1beta", "v1beta1"),
     ) -> None:
         self.responder = responder
         self.versions = frozenset(versions)
