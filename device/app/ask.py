@@ -73,7 +73,9 @@ def model_name(config: Config) -> str:
 
     if config.model.model:
         return config.model.model
-    return DEFAULT_TURN_MODEL if config.has_gemini_access else "local"
+    # Ephemeral tokens open Live sessions only: ask's requests need a key or Vertex AI.
+    access = config.model.api_key or config.model.vertex is not None
+    return DEFAULT_TURN_MODEL if access else "local"
 
 
 def build_turn_model(config: Config, say: Callable[[str], None] = print) -> TurnModel:

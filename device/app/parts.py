@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from google.genai import types
 
@@ -40,6 +41,9 @@ from models.local.model import LocalModel
 from tools import FunctionTool
 from tools.look import Look
 from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
+
+if TYPE_CHECKING:
+    from models.gemini.tokens import TokenSource
 
 SPARE_STREAMS = 16  # streams the model may run at once beyond one per line and zone
 
@@ -310,15 +314,29 @@ def build_model(config: Config) -> LiveModel:
         family=model_family(config),
     )
     vertex = config.model.vertex
+    tokens = token_source(config)
     try:
         return GeminiLiveModel(
             options,
-            # On Vertex AI a key is not used (the SDK would take it for express mode).
-            api_key=None if vertex is not None else config.model.api_key,
+            # On Vertex AI a key is not used (the SDK would take it for express mode), nor
+            # with ephemeral tokens (the device holds no key).
+            api_key=None if vertex is not None or tokens is not None else config.model.api_key,
             vertex=vertex,
+            tokens=tokens,
         )
     except VertexError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def token_source(config: Config) -> TokenSource | None:
+    """Where the live model gets its ephemeral tokens (--token-file, --token-url), if any."""
+    from models.gemini.tokens import TokenFile, TokenUrl
+
+    if config.model.token_file is not None:
+        return TokenFile(config.model.token_file)
+    if config.model.token_url is not None:
+        return TokenUrl(config.model.token_url)
+    return None
 
 
 def emit_mode(config: Config) -> EmitMode:
@@ -375,6 +393,7 @@ __all__ = [
     "scene_tools",
     "session_config",
     "system_instruction",
+    "token_source",
     "unlinked_lines",
     "unrelated_photos",
 ]

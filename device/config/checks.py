@@ -45,12 +45,30 @@ def validate(config: Config) -> Config:
             f"lines and zones need more than {1 / TrackerConfig.max_lost_s:g} detections a "
             f"second to follow people (--detect-fps is {config.detection_fps():g})"
         )
+    check_tokens(config)
     if config.uses_gemini and not config.has_gemini_access:
         raise ConfigError(
             f"model {config.model_name()} needs an API key: set GEMINI_API_KEY "
             "(or GOOGLE_GENAI_USE_VERTEXAI with a project and a location, or use --model local)"
         )
     return config
+
+
+def check_tokens(config: Config) -> None:
+    """Ephemeral tokens: from one place, a file that is there or an http(s) URL, and not
+    for Vertex AI (tokens are a Gemini API feature)."""
+    model = config.model
+    if model.token_file is not None and model.token_url is not None:
+        raise ConfigError("give --token-file or --token-url, not both")
+    if config.uses_tokens and model.vertex is not None:
+        raise ConfigError(
+            "ephemeral tokens (--token-file, --token-url) are for the Gemini API, not Vertex "
+            "AI: unset GOOGLE_GENAI_USE_VERTEXAI or drop the token option"
+        )
+    if model.token_file is not None and not model.token_file.is_file():
+        raise ConfigError(f"--token-file {model.token_file}: no such file")
+    if model.token_url is not None and not model.token_url.startswith(("https://", "http://")):
+        raise ConfigError("--token-url must be an http:// or https:// URL")
 
 
 def read_token(path: Path) -> str:

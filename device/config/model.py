@@ -152,8 +152,13 @@ class Config(BaseModel):
 
     @property
     def has_gemini_access(self) -> bool:
-        """An API key, or Vertex AI, is set in the environment."""
-        return bool(self.model.api_key) or self.model.vertex is not None
+        """An API key or Vertex AI is set in the environment, or ephemeral tokens are given."""
+        return bool(self.model.api_key) or self.model.vertex is not None or self.uses_tokens
+
+    @property
+    def uses_tokens(self) -> bool:
+        """The live model connects with ephemeral tokens (--token-file, --token-url)."""
+        return self.model.token_file is not None or self.model.token_url is not None
 
     def secrets(self) -> tuple[str, ...]:
         """What is scrubbed from everything served or sent to a model, wherever it turns
@@ -163,7 +168,11 @@ class Config(BaseModel):
         from live.redact import url_secrets
 
         found = (self.model.api_key, self.outputs.http_token, self.mqtt_password())
-        urls = (*url_secrets(self.source.source), *url_secrets(self.outputs.mqtt))
+        urls = (
+            *url_secrets(self.source.source),
+            *url_secrets(self.outputs.mqtt),
+            *url_secrets(self.model.token_url),
+        )
         return tuple(s for s in (*found, *urls) if s)
 
     def mqtt_password(self) -> str | None:

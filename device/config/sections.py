@@ -306,6 +306,18 @@ class ModelSettings(Section):
         description="seconds without a connected model after which the console says "
         "the count changes itself",
     )
+    token_file: FilePath | None = Field(
+        default=None,
+        description="connect with ephemeral tokens (lookout token) read from this file, "
+        "re-read at every connection, instead of an API key on the device",
+        json_schema_extra=_unset("none"),
+    )
+    token_url: str | None = Field(
+        default=None,
+        description="connect with ephemeral tokens fetched from this URL (GET), a fresh one "
+        "for every connection, instead of an API key on the device",
+        json_schema_extra=_unset("none"),
+    )
     # Not settable from files, flags or LOOKOUT_ variables, never dumped or shown: the key
     # comes from GEMINI_API_KEY or GOOGLE_API_KEY only.
     api_key: str | None = Field(default=None, repr=False, exclude=True)

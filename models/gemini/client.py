@@ -160,6 +160,16 @@ def new_client(
     return genai.Client(vertexai=False, api_key=key, http_options=options), (key,)
 
 
+def token_client(
+    token: str, http_options: types.HttpOptions | None = None
+) -> tuple[genai.Client, tuple[str, ...]]:
+    """A client for one ephemeral token (``models/gemini/tokens.py``): the token as its key,
+    ``v1alpha`` (the only version tokens work on), so the SDK connects to
+    ``…BidiGenerateContentConstrained`` with ``Authorization: Token …``."""
+    options = _with_version_and_logger(http_options, "v1alpha", "v1alpha", [token], True)
+    return genai.Client(vertexai=False, api_key=token, http_options=options), (token,)
+
+
 def _vertex_client(
     vertex: VertexTarget,
     http_options: types.HttpOptions | None,
@@ -217,4 +227,5 @@ __all__ = [
     "new_client",
     "one_line",
     "resolve_api_version",
+    "token_client",
 ]

@@ -52,11 +52,19 @@ from models.gemini.client import (
     new_client,
     one_line,
     resolve_api_version,
+    token_client,
 )
 from models.gemini.events import model_events, parse_duration
-from models.gemini.failures import AUTH_STATUS, close_code, connect_error, describe
+from models.gemini.failures import (
+    AUTH_STATUS,
+    close_code,
+    connect_error,
+    describe,
+    refuses_credentials,
+)
 from models.gemini.families import Backend, Capabilities, capabilities
 from models.gemini.options import DEFAULT_MODEL, GeminiOptions, default_modalities
+from models.gemini.tokens import TOKEN_PREFIX, TokenRefused, TokenSource, with_fresh_token
 from models.gemini.unreadable import frame_problem, tap
 from models.gemini.vertex import VertexTarget
 from models.gemini.wire_form import KICK, AnsweredCalls, response_text, tool_responses
@@ -288,8 +296,17 @@ class GeminiLiveModel:
         client: genai.Client | None = None,
         http_options: types.HttpOptions | None = None,
         vertex: VertexTarget | None = None,
+        tokens: TokenSource | None = None,
     ) -> None:
         options = options or GeminiOptions()
+        self._tokens = tokens
+        self._http_options = http_options
+        if tokens is not None:
+            if client is not None or api_key or vertex is not None:
+                raise ValueError("ephemeral tokens replace the API key, the client and Vertex AI")
+            # A client per connection, for the token it is given (token_client); this one
+            # only says which backend, and is never connected with.
+            client, _ = token_client(TOKEN_PREFIX + "none", http_options)
         self._client, self._secrets = given_or_new_client(
             client, api_key, http_options, options.api_version, websocket_logger=True, vertex=vertex
         )
@@ -320,20 +337,38 @@ class GeminiLiveModel:
         return config
 
     async def connect(self, setup: LiveSetup) -> GeminiConnection:
+        if self._tokens is None:
+            return await self._open(self._client, self._secrets, setup)
+        return await with_fresh_token(
+            self._tokens,
+            lambda token: self._open(*token_client(token, self._http_options), setup, token=True),
+        )
+
+    async def _open(
+        self,
+        client: genai.Client,
+        secrets: Sequence[str],
+        setup: LiveSetup,
+        *,
+        token: bool = False,
+    ) -> GeminiConnection:
         config = self.connect_config(setup)
         stack = contextlib.AsyncExitStack()
         try:
             # The SDK waits for the setup answer without a timeout; the session's own
             # deadline cancels us here, and the SDK's context manager then closes the socket.
             session = await stack.enter_async_context(
-                self._client.aio.live.connect(model=self.options.model, config=config)
+                client.aio.live.connect(model=self.options.model, config=config)
             )
         except Exception as exc:
-            raise connect_error(exc, self._secrets) from None
+            failure = connect_error(exc, secrets)
+            if token and isinstance(failure, ModelSetupError) and refuses_credentials(exc):
+                raise TokenRefused(f"the ephemeral token was refused: {failure}") from None
+            raise failure from None
         conn = GeminiConnection(
             stack,
             session,
-            self._secrets,
+            secrets,
             text_as_realtime=self.options.text_as_realtime,
             image_parts=self.options.image_parts,
             family=self.options.capabilities,
