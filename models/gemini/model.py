@@ -317,8 +317,9 @@ class GeminiLiveModel:
         self.options = dataclasses.replace(options, backend=backend)
         self.name = self.options.model
         self._session_http_options: types.HttpOptions | None = None
-        if client is not None and self.options.api_version:
-            # A given client keeps its own settings; only an explicit version overrides.
+        if client is not None and self.options.api_version and tokens is None:
+            # A given client keeps its own settings; only an explicit version overrides
+            # (never a token's: tokens work on v1alpha only).
             self._session_http_options = types.HttpOptions(api_version=self.options.api_version)
 
     @property

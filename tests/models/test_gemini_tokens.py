@@ -88,3 +88,15 @@ def test_token_settings_that_cannot_work_are_refused_in_one_line(
     assert result.returncode == 2, result.stdout + result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert said in line
+
+
+def test_a_model_on_tokens_takes_no_key_and_keeps_v1alpha(tmp_path: Path) -> None:
+    from live.model import LiveSetup
+    from models.gemini.model import GeminiLiveModel, GeminiOptions
+
+    source = TokenFile(tmp_path / "token")
+    with pytest.raises(ValueError, match="replace the API key"):
+        GeminiLiveModel(GeminiOptions(), api_key="a-key", tokens=source)
+    model = GeminiLiveModel(GeminiOptions(api_version="v1beta"), tokens=source)
+    # No per-connection version over the token client's v1alpha.
+    assert model.connect_config(LiveSetup()).http_options is None
