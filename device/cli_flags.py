@@ -42,7 +42,9 @@ PERCEPTION_SETTINGS = (
 )  # fmt: skip
 ASK_SETTINGS = ("source", "model", "pace", "loop", "events", "db", *PERCEPTION_SETTINGS)
 COUNT_SETTINGS = PERCEPTION_SETTINGS
-DOCTOR_SETTINGS = ("source", "model", "detector", "precision", "mic", "speaker")
+DOCTOR_SETTINGS = (
+    "source", "model", "detector", "precision", "mic", "speaker", "token_file", "token_url",
+)  # fmt: skip
 
 
 class AskFlags(BaseModel):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from device.config import COMMAND_LINE, Config, ConfigError, apply, value_of
 
 if TYPE_CHECKING:
+    from models.gemini.tokens import TokenSource
     from models.gemini.vertex import VertexTarget
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
@@ -142,7 +143,8 @@ def _check_runtime() -> str:
     return OK
 
 
-def _check_model(model: str | None) -> str:
+def _check_model(model: str | None, config: Config) -> str:
+    from device.app.parts import token_source
     from device.config.checks import api_key_from_env
     from device.config.model import DEFAULT_GEMINI_MODEL
     from models.gemini.vertex import VertexError, vertex_from_env
@@ -151,6 +153,10 @@ def _check_model(model: str | None) -> str:
     if model == "local":
         _line(OK, "model", "local (offline)")
         return OK
+    tokens = token_source(config)
+    if tokens is not None:
+        # What run would do: a token from the file or the URL, no key (one use is spent).
+        return _check_gemini(model or DEFAULT_GEMINI_MODEL, None, tokens=tokens)
     try:
         vertex = vertex_from_env()
     except VertexError as exc:
@@ -168,7 +174,12 @@ def _check_model(model: str | None) -> str:
 
 
 def _check_gemini(
-    model: str, key: str | None, timeout_s: float = 10.0, *, vertex: VertexTarget | None = None
+    model: str,
+    key: str | None,
+    timeout_s: float = 10.0,
+    *,
+    vertex: VertexTarget | None = None,
+    tokens: TokenSource | None = None,
 ) -> str:
     """One short setup handshake with the Live service (the Gemini API with ``key``, or
     Vertex AI): what it answered, not "all good"."""
@@ -182,7 +193,9 @@ def _check_gemini(
     secrets = [key] if key else []
 
     async def handshake() -> str:
-        live = GeminiLiveModel(GeminiOptions(model=model), api_key=key, vertex=vertex)
+        live = GeminiLiveModel(
+            GeminiOptions(model=model), api_key=key, vertex=vertex, tokens=tokens
+        )
         secrets.extend(live.secrets)
         with anyio.fail_after(timeout_s):
             conn = await live.connect(LiveSetup())
@@ -206,7 +219,9 @@ def _check_gemini(
     except Exception as exc:  # a doctor reports what it found, whatever it was
         _line(FAIL, "model", redact(f"{model}: {type(exc).__name__}: {exc}", secrets))
         return FAIL
-    if vertex is not None:
+    if tokens is not None:
+        where = f"an ephemeral token from {tokens.describe()}, one use spent"
+    elif vertex is not None:
         where = f"Vertex AI, project {vertex.project}, location {vertex.location}"
     else:
         where = f"API key of {len(key or '')} characters"
@@ -287,7 +302,7 @@ def doctor(args: argparse.Namespace, flags: dict[str, object] | None = None) -> 
     results.append(_check_source(setting("source")))
     results.append(_check_detector(setting("detector"), setting("precision")))
     results.append(_check_runtime())
-    results.append(_check_model(setting("model")))
+    results.append(_check_model(setting("model"), config))
     results.extend(_check_audio(setting("mic"), setting("speaker")))
     results.extend(check_outputs(config, _line))
     failed = results.count(FAIL)

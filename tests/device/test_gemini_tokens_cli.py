@@ -246,3 +246,23 @@ def test_a_token_url_gives_a_fresh_token_per_connection_and_a_refused_one_is_fet
     assert states[: states.index("connected")] == ["connecting"]
     for token in (expired, fresh, later):
         assert token not in out + err
+
+
+def test_lookout_doctor_shakes_hands_with_a_token_as_run_would(
+    server: ThreadedFakeLiveServer, tmp_path: Path
+) -> None:
+    token_file = tmp_path / "token"
+    token = server.issue_token()
+    token_file.write_text(token)
+    result = subprocess.run(
+        [sys.executable, "-m", "device.cli", "doctor", "--source", str(data_file("vtest.avi")),
+         "--model", MODEL, "--token-file", str(token_file)],
+        cwd=REPO_ROOT, env=device_env(server), capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next(x for x in result.stdout.splitlines() if "] model" in x)
+    assert "[  ok]" in line and "setup accepted" in line and "ephemeral token" in line
+    (conn,) = server.connections()
+    assert conn.method == TOKEN_METHOD and conn.token == token
+    assert token not in result.stdout + result.stderr
