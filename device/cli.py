@@ -138,6 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # a second of loading OpenCV, onnxruntime and the Gemini SDK.
     import anyio
 
+    from device.app.cost import projected_line
     from device.app.wiring import build_app
     from device.outputs.console_log import ConsoleLogs
     from device.sources import SourceError
@@ -168,6 +169,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         if not app.perception.linked:
             print(unlinked_note(app.perception.photos, config.detection_fps()))
+        cost = projected_line(config)  # a Gemini model: what it may cost, before it does
+        if cost is not None:
+            print(cost)
     except (ConfigError, SourceError) as exc:
         console_logs.detach()  # refused: what is logged from here on is the log's
         return _fail(str(exc))

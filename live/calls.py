@@ -62,10 +62,17 @@ class Deliveries:
     to the events. Made before the streams, which hand it every emission."""
 
     def __init__(
-        self, config: SessionConfig, outbox: Outbox, *, emit: Callable[[Event], None]
+        self,
+        config: SessionConfig,
+        outbox: Outbox,
+        *,
+        emit: Callable[[Event], None],
+        hold: Callable[[OutEmission], bool] | None = None,
     ) -> None:
         self.config = config
         self.outbox = outbox
+        # The spending cap may take an emission to release later (``live/budget.py``).
+        self._hold = hold
         self.stats = EmissionStats()
         self._emit = emit
         self._emission_seq = itertools.count(1)
@@ -87,15 +94,11 @@ class Deliveries:
         """One emission of a stream: to the model if the model called it; always to the log."""
         to_model = handle.by == MODEL and handle.call_id not in self.forgotten
         if to_model:
-            self.outbox.post_emission(
-                OutEmission(
-                    handle.call_id,
-                    handle.name,
-                    payload,
-                    final,
-                    scheduling or self.config.scheduling,
-                )
+            emission = OutEmission(
+                handle.call_id, handle.name, payload, final, scheduling or self.config.scheduling
             )
+            if self._hold is None or not self._hold(emission):
+                self.outbox.post_emission(emission)
         self.stats.emissions += 1
         self._emit(
             Emission(

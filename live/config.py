@@ -73,6 +73,34 @@ class ReconnectPolicy:
 
 
 @dataclass(frozen=True)
+class BudgetLimits:
+    """A spending cap on the model's tokens (``live/budget.py``); ``None``: no cap.
+
+    ``per_hour`` counts a rolling hour (``window_s``), ``per_session`` the whole session.
+    At ``saving_at`` of either, frames and looks stop and the model is told; at the limit,
+    emissions reach the model at most once per ``capped_interval_s`` (the newest wins).
+    """
+
+    per_hour: int | None = None
+    per_session: int | None = None
+    saving_at: float = 0.8
+    window_s: float = 3600.0
+    capped_interval_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("per_hour", "per_session"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1 token")
+        if not 0 < self.saving_at <= 1:
+            raise ValueError("saving_at must be in (0, 1]")
+
+    @property
+    def enabled(self) -> bool:
+        return self.per_hour is not None or self.per_session is not None
+
+
+@dataclass(frozen=True)
 class SessionConfig:
     emit_mode: EmitMode = EmitMode.FUNCTION_RESPONSE
     scheduling: types.FunctionResponseScheduling = types.FunctionResponseScheduling.WHEN_IDLE
@@ -102,6 +130,8 @@ class SessionConfig:
     # At teardown, how long queued answers may take to reach a live connection.
     flush_timeout_s: float = 1.0
     reconnect: ReconnectPolicy = field(default_factory=ReconnectPolicy)
+    # A spending cap on the model's tokens (none by default).
+    budget: BudgetLimits = field(default_factory=BudgetLimits)
     # Values never to appear in errors, logs or events (API keys).
     secrets: tuple[str, ...] = ()
 

@@ -179,6 +179,25 @@ class Usage(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class BudgetState(Event):
+    """The spending cap's state changed (``live/budget.py``).
+
+    ``state``: ``normal``, ``saving`` (past 80 % of a limit: no frames, no looks) or
+    ``capped`` (at a limit: emissions to the model at most one a minute); ``limit``
+    says which limit (``hour``, ``session``; empty when normal).
+    """
+
+    type: ClassVar[str] = "budget"
+    state: str
+    limit: str = ""
+    hour_used: int = 0
+    hour_limit: int | None = None
+    session_used: int = 0
+    session_limit: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ErrorEvent(Event):
     type: ClassVar[str] = "error"
     message: str

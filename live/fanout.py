@@ -14,6 +14,7 @@ the model produce ever comes back in here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -39,8 +40,13 @@ class Fanout:
         registry: StreamRegistry,
         outbox: Outbox,
         link: ModelLink,
+        *,
+        frames_allowed: Callable[[], bool] = lambda: True,
     ) -> None:
         self.queue = queue
+        # The spending cap stops frames first (``live/budget.py``).
+        self.frames_allowed = frames_allowed
+        self.frames_budget_held = 0  # frames the cap kept from the model
         self.config = config
         self.clock = clock
         self.registry = registry
@@ -76,7 +82,10 @@ class Fanout:
             for stream in self.registry.input_streams().values():
                 stream.offer(request)
             if self.config.sends_frames and request.has_media:
-                self._model_lane.put(request)
+                if self.frames_allowed():
+                    self._model_lane.put(request)
+                else:
+                    self.frames_budget_held += 1
         elif request.kind is RequestKind.CONTENT and request.content is not None:
             self.outbox.post(SendContent(request.content, request.turn_complete))
         elif request.kind is RequestKind.ACTIVITY_START:
@@ -108,6 +117,9 @@ class Fanout:
             assert request is not None
             if not self.link.connected:
                 self._model_lane_lost += 1
+                continue
+            if not self.frames_allowed():
+                self.frames_budget_held += 1  # the cap stopped frames while it waited
                 continue
             if request.given_blob is not None:
                 blob: types.Blob | None = request.given_blob

@@ -37,6 +37,7 @@ from google.genai import types
 
 from live import dispatch
 from live.backoff import milestone
+from live.budget import SpendingCap
 from live.calls import Calls, Deliveries, DeviceCall
 from live.clock import Clock, MonotonicClock
 from live.config import EmitMode, SessionConfig
@@ -49,9 +50,12 @@ from live.model import (
     LiveModel,
     LiveSetup,
     ModelEvent,
+    ModelInterrupted,
     ModelToolCall,
     ModelToolCancellation,
+    ModelTurnComplete,
     ModelUsage,
+    SendContent,
 )
 from live.outbox import Outbox, OutItem, describe, render_emission
 from live.requests import LiveRequestQueue
@@ -67,6 +71,7 @@ class SessionStats:
     frames_in: int = 0
     frames_to_model: int = 0
     frames_model_lane_dropped: int = 0
+    frames_budget_held: int = 0  # frames the spending cap kept from the model (past 80 %)
     audio_in: int = 0  # microphone chunks into the session
     audio_to_model: int = 0
     audio_lost: int = 0  # chunks no model could take (away, or privacy mode)
@@ -159,7 +164,20 @@ class LiveSession:
             max_items=self.config.outbox_max,
             on_drop=self._outbox_dropped,
         )
-        self._deliveries = Deliveries(self.config, self._outbox, emit=self._emit)
+        self._budget = SpendingCap(
+            self.config.budget,
+            self.clock,
+            emit=self._emit,
+            note=self._note,
+            release=self._outbox.post_emission,
+            coalesce=coalesce_by_tool(self._tools),
+        )
+        self._deliveries = Deliveries(
+            self.config,
+            self._outbox,
+            emit=self._emit,
+            hold=self._budget.hold if self._budget.enabled else None,
+        )
         self._streams = StreamRegistry(
             self.config,
             self.clock,
@@ -188,10 +206,16 @@ class LiveSession:
             setup=self._setup,
             on_event=self._on_model_event,
             emit=self._emit,
-            on_fresh_session=self._calls.forget_model_calls,
+            on_fresh_session=self._fresh_model_session,
         )
         self._fanout = Fanout(
-            queue, self.config, self.clock, self._streams, self._outbox, self._link
+            queue,
+            self.config,
+            self.clock,
+            self._streams,
+            self._outbox,
+            self._link,
+            frames_allowed=self._budget.frames_allowed,
         )
 
     @contextlib.asynccontextmanager
@@ -243,6 +267,7 @@ class LiveSession:
         stats.frames_model_lane_dropped = (
             self._fanout.frames_model_lane_dropped + self._outbox.stats.frames_dropped
         )
+        stats.frames_budget_held = self._fanout.frames_budget_held
         stats.emissions_coalesced = self._outbox.stats.coalesced
         stats.outbox_dropped = self._outbox.stats.dropped
         stats.reconnects = self._link.reconnects
@@ -272,6 +297,11 @@ class LiveSession:
     @property
     def failure(self) -> str | None:
         return self._link.failure
+
+    @property
+    def budget(self) -> SpendingCap:
+        """The spending cap (``enabled`` False: no limit set, it only counts)."""
+        return self._budget
 
     @property
     def outbox_depth(self) -> int:
@@ -344,6 +374,8 @@ class LiveSession:
             tg.start_soon(self._pump_then_end)
             if self.config.sends_frames:
                 tg.start_soon(self._fanout.model_lane)
+            if self._budget.enabled:
+                tg.start_soon(self._budget.run)
             task_status.started()
 
     def _cancel_tasks(self) -> None:
@@ -385,6 +417,8 @@ class LiveSession:
     # ------------------------------------------------------------- the model
 
     def _setup(self) -> LiveSetup:
+        # A new connection starts a new turn: a turn cut by a drop is counted as it was.
+        self._budget.end_turn()
         return LiveSetup(
             tools=tuple(self.declarations()),
             system_instruction=self.config.system_instruction,
@@ -400,9 +434,22 @@ class LiveSession:
         else:
             if isinstance(event, ModelUsage):
                 self._stats.add_usage(event)
+                self._budget.on_usage(event.total_tokens)
+            elif isinstance(event, ModelTurnComplete | ModelInterrupted):
+                self._budget.end_turn()
             said = from_model(event)
             if said is not None:
                 self._emit(said)
+
+    def _fresh_model_session(self) -> None:
+        self._budget.forget()
+        self._calls.forget_model_calls()
+
+    def _note(self, text: str) -> None:
+        """A short note from the device to the model (as user text that completes no turn;
+        the adapter sends it as realtime text where its family needs that)."""
+        content = types.Content(role="user", parts=[types.Part(text=text)])
+        self._outbox.post(SendContent(content, turn_complete=False))
 
     def _spawn(self, func: Any, *args: Any) -> None:
         assert self._tg is not None

@@ -43,6 +43,8 @@ EXAMPLES: dict[str, Any] = {
     "db": "/var/lib/lookout/events.sqlite",
     "detector": "/opt/models/yolo11n.onnx",
     "emit": "text",
+    "budget_tokens": 200000,
+    "budget_session": 2000000,
     "system_instruction": "You watch the shop entrance.",
     "device_id": "entrance",
     "http_token": "put-a-long-random-token-here",

@@ -12,9 +12,11 @@ sees are one moment.
 
 Never an old picture as current: with no frame yet, or the count unknown (the
 camera is down or stale: perception's ``current()`` is None then) the answer
-says so and no image goes. Bounded: ``per_minute`` looks in any 60 s (on the
-call's clock); past it the call is refused with when it may look again. In
-privacy mode it is refused, always, and nothing is rendered.
+says so and no image goes. Past 80 % of a token budget (``--budget-tokens``,
+``--budget-session``) it is refused with the reason. Bounded: ``per_minute``
+looks in any 60 s (on the call's clock); past it the call is refused with when
+it may look again. In privacy mode it is refused, always, and nothing is
+rendered.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ MAX_SIDE = 768  # px, the longest side of what the model is shown
 WINDOW_S = 60.0
 SENT = "sent as realtime video just before this answer"
 PRIVACY = "privacy mode: no image leaves the device"
-OUTCOMES = ("sent", "not_sent", "refused_rate", "refused_privacy", "unknown")
+OUTCOMES = ("sent", "not_sent", "refused_rate", "refused_privacy", "refused_budget", "unknown")
 
 
 def _no_percept() -> Percept | None:
@@ -49,6 +51,10 @@ def _no_percept() -> Percept | None:
 
 def _no_reason() -> str:
     return "no current frame (no frame yet)"
+
+
+def _no_cap() -> str | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,8 @@ class Look:
     geometry: SceneGeometry | None = None
     max_side: int = MAX_SIDE
     quality: int = 80
+    # Why the spending cap stops looks now (None: it does not; ``live/budget.py``).
+    budget: Callable[[], str | None] = field(default=_no_cap)
     # How each call ended (OUTCOMES), for /metrics.
     outcomes: Counter[str] = field(default_factory=Counter)
     _looks: deque[float] = field(default_factory=deque, init=False, repr=False)
@@ -149,6 +157,9 @@ class Look:
         asked = {"question": question} if question else {}
         if self.privacy:
             return self._refused("refused_privacy", PRIVACY, asked)
+        spent = self.budget()
+        if spent is not None:
+            return self._refused("refused_budget", spent, asked)
         now = context.clock.now()
         while self._looks and self._looks[0] <= now - WINDOW_S:
             self._looks.popleft()

@@ -33,6 +33,7 @@ from device.sources import (
 )
 from live import EmitMode, ReconnectPolicy, SessionConfig
 from live.clock import Clock
+from live.config import BudgetLimits
 from live.events import Event
 from live.model import LiveModel
 from live.tool import Tool
@@ -369,6 +370,9 @@ def session_config(config: Config) -> SessionConfig:
         # Room for a watch of every line and zone, and a few counts besides.
         max_streams=SPARE_STREAMS + len(config.scene.lines) + len(config.scene.zones),
         secrets=config.secrets(),
+        budget=BudgetLimits(
+            per_hour=config.model.budget_tokens, per_session=config.model.budget_session
+        ),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from device.app.logs import EventLogs
 from device.app.scene_editor import SceneEditor
@@ -44,6 +45,12 @@ class DeviceState:
     def session(self) -> LiveSession | None:
         """The live session once it runs (None: starting)."""
         return self.live_session if self.live_session.started else None
+
+    @property
+    def budget(self) -> Mapping[str, Any] | None:
+        """The spending cap's state (None: no cap set)."""
+        cap = self.live_session.budget
+        return cap.snapshot() if cap.enabled else None
 
     @property
     def source_fps(self) -> float | None:

@@ -162,6 +162,8 @@ def build_app(
         epoch=bus.epoch,
     )
     session = runner.session(queue)
+    if session.budget.enabled:
+        look.budget = session.budget.look_refusal  # past 80 % of the budget: no looks
     voice = build_voice(
         config,
         queue,

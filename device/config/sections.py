@@ -272,6 +272,23 @@ class ModelSettings(Section):
         description="how many times a minute the model may look at the scene (its look tool; "
         "0: never)",
     )
+    budget_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=10**12,
+        description="a spending cap: tokens per rolling hour (from the model's usage "
+        "reports); at 80 % frames and looks stop, at 100 % updates reach the model at most "
+        "once a minute",
+        json_schema_extra=_unset("no cap"),
+    )
+    budget_session: int | None = Field(
+        default=None,
+        ge=1,
+        le=10**12,
+        description="a spending cap: tokens for the whole run (as --budget-tokens, but it "
+        "never frees room)",
+        json_schema_extra=_unset("no cap"),
+    )
     emit: EmitMode | None = Field(
         default=None,
         description="how tool results reach the model (text: for models with synchronous "

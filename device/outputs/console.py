@@ -34,6 +34,7 @@ from device.events import (
 )
 from device.outputs.transcripts import TranscriptLines, label
 from live.events import (
+    BudgetState,
     ConnectionState,
     Emission,
     ErrorEvent,
@@ -212,6 +213,8 @@ class ConsoleSink:
                 self._count_known = False
                 text += f" — {self._stopped(count=True)}"
             return text
+        if isinstance(event, BudgetState):
+            return f"budget: {event.message}"
         if isinstance(event, ErrorEvent):
             where = f" [{event.where}]" if event.where else ""
             return f"error{where}: {event.message}"

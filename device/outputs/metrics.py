@@ -9,14 +9,15 @@ stay while the source is down (nothing is counted then, nothing is lost).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from device.feeds.runner import SourceState
 from device.outputs.snapshots import OUTCOMES as SNAPSHOT_OUTCOMES
+from live.budget import LEVELS as BUDGET_LEVELS
 from live.session import SessionStats
 from tools.look import OUTCOMES as LOOK_OUTCOMES
 
@@ -44,6 +45,40 @@ def _one_hot(name: str, documentation: str, states: Iterable[str], current: str)
     for state in states:
         family.add_metric([state], 1.0 if state == current else 0.0)
     return family
+
+
+def _budget(budget: Mapping[str, Any] | None) -> Iterable[Metric]:
+    """The spending cap, when one is set: tokens used and the limits, its state."""
+    if budget is None:
+        return
+    used = GaugeMetricFamily(
+        "lookout_model_budget_tokens",
+        "Tokens counted against the spending cap: the rolling hour, the session",
+        labels=["window"],
+    )
+    limit = GaugeMetricFamily(
+        "lookout_model_budget_limit_tokens",
+        "The spending cap's limits (--budget-tokens an hour, --budget-session)",
+        labels=["window"],
+    )
+    for window in ("hour", "session"):
+        used.add_metric([window], budget[window]["used"])
+        if budget[window]["limit"] is not None:
+            limit.add_metric([window], budget[window]["limit"])
+    yield used
+    yield limit
+    yield _one_hot(
+        "lookout_model_budget_state",
+        "The spending cap: normal, saving (80 %: no frames, no looks), capped (100 %: "
+        "updates to the model at most one a minute)",
+        BUDGET_LEVELS,
+        budget["state"],
+    )
+    yield CounterMetricFamily(
+        "lookout_model_budget_thinned",
+        "Emissions merged into a later one because the spending cap was reached",
+        value=budget["thinned"],
+    )
 
 
 class AppCollector(Collector):
@@ -96,6 +131,8 @@ class AppCollector(Collector):
         )
         reasons = dict.fromkeys(DROP_REASONS, 0) | dict(capture.dropped)
         reasons["model_lane"] = stats.frames_model_lane_dropped
+        if stats.frames_budget_held:
+            reasons["budget"] = stats.frames_budget_held  # the spending cap (past 80 %)
         for reason, value in sorted(reasons.items()):
             dropped.add_metric([reason], value)
         yield dropped
@@ -114,6 +151,7 @@ class AppCollector(Collector):
         for modality, value in sorted(stats.usage_prompt_by_modality.items()):
             by_modality.add_metric([modality], value)
         yield by_modality
+        yield from _budget(device.budget)
         looks = CounterMetricFamily(
             "lookout_looks",
             "The model's looks at the scene (its look tool), by outcome",

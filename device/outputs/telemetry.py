@@ -428,6 +428,8 @@ class Telemetry:
             "tracks": [track_json(t) for t in self.tracks] if self.count is not None else [],
             "pictures": {"on": self.pictures_on, "latest": self.pictures.json()},
             "health": {"ok": health.ok, "status": health.status, "reason": health.reason},
+            # The spending cap (--budget-tokens, --budget-session): None when there is none.
+            "budget": self.device.budget,
         }
         if self.mqtt is not None:
             data["mqtt"] = {"connected": self.mqtt.connected, "queued": self.mqtt.queued}

@@ -133,6 +133,11 @@ class DeviceView(Protocol):
         ...
 
     @property
+    def budget(self) -> Mapping[str, Any] | None:
+        """The spending cap's state (``live/budget.py:SpendingCap.snapshot``); None: no cap."""
+        ...
+
+    @property
     def capture(self) -> CaptureView: ...
 
     @property

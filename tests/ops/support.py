@@ -155,6 +155,7 @@ class FakeApp:
     decode_ms: float | None = None
     logs: NoLogs = field(default_factory=NoLogs)
     looks: dict[str, int] = field(default_factory=dict)
+    budget: dict[str, Any] | None = None  # the spending cap's snapshot (None: no cap)
     audio: dict[str, int] = field(default_factory=dict)
     snapshot_counts: dict[str, int] = field(default_factory=dict)
     push_to_talk: bool = False

@@ -278,3 +278,33 @@ async def test_the_page_says_when_the_motion_gate_holds_a_still_scene_and_what_i
             camera.frames = moving  # people walk again
         await page.wait_for_function(PAGE_SAYS_MOTION, timeout=20_000)
         assert "detector " in (await page.text_content("#perception-detail") or "")
+
+
+async def test_the_page_shows_the_spending_cap_only_when_there_is_one(chromium: Path) -> None:
+    app = FakeApp()
+    server = StatusServer(Telemetry(app), HttpAddress("127.0.0.1", 0))
+    server.listen()
+    badge = "document.getElementById('budget-state')"
+    async with browser_page(chromium) as page, anyio.create_task_group() as tg:
+        await tg.start(server.run)
+        await page.goto(f"http://127.0.0.1:{server.port}/")
+        # Rendered (the health badge says something), and without a cap no budget badge.
+        await page.wait_for_function(
+            "() => document.getElementById('health').textContent !== '…'", timeout=5_000
+        )
+        assert await page.evaluate(f"() => {badge}.hidden")
+        app.budget = {
+            "state": "saving",
+            "limit": "hour",
+            "hour": {"used": 850, "limit": 1000},
+            "session": {"used": 850, "limit": None},
+            "frames": False,
+            "looks": False,
+            "thinned": 0,
+        }
+        await page.wait_for_function(
+            f"() => !{badge}.hidden && {badge}.textContent === 'budget: saving'", timeout=10_000
+        )
+        title = await page.get_attribute("#budget-state", "title")
+        assert title == "850 of 1000 tokens an hour · no frames, no looks"
+        tg.cancel_scope.cancel()

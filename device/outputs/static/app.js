@@ -21,6 +21,22 @@ function levelOf(state) {
   return "warn";
 }
 
+function renderBudget(budget) {
+  // The spending cap (--budget-tokens, --budget-session): shown only when one is set.
+  const badge = $("budget-state");
+  badge.hidden = !budget;
+  if (!budget) return;
+  const used = [];
+  for (const [window, name] of [["hour", "an hour"], ["session", "this run"]]) {
+    const b = budget[window];
+    if (b && b.limit !== null) used.push(`${b.used} of ${b.limit} tokens ${name}`);
+  }
+  setBadge(badge, `budget: ${budget.state}`, { normal: "ok", saving: "warn" }[budget.state] || "bad");
+  const held = budget.state === "normal" ? "" : budget.state === "saving"
+    ? " · no frames, no looks" : " · updates to the model at most one a minute";
+  badge.title = used.join(" · ") + held;
+}
+
 function clockTime(iso) {
   // "2026-12-01T12:03:10" -> "12:03:10" (the device's local time, as it said it).
   return iso ? iso.slice(11, 19) : "";
@@ -361,6 +377,7 @@ function render(state) {
   const since = model.since ? ` since ${clockTime(model.since)}` : "";
   setBadge($("connection-state"), `model: ${model.state}${model.connected ? "" : since}`, levelOf(model.state));
   $("connection-state").title = model.reason || "live model connection";
+  renderBudget(state.budget);
   const status = state.health.status || (state.health.ok ? "ok" : "unhealthy");
   const healthText = { ok: "healthy", degraded: "degraded", unhealthy: "unhealthy" }[status] || status;
   setBadge($("health"), healthText, { ok: "ok", degraded: "warn" }[status] || "bad");
