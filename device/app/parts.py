@@ -14,7 +14,6 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from google.genai import types
 
@@ -42,9 +41,6 @@ from models.local.model import LocalModel
 from tools import FunctionTool
 from tools.look import Look
 from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
-
-if TYPE_CHECKING:
-    from models.gemini.tokens import TokenSource
 
 SPARE_STREAMS = 16  # streams the model may run at once beyond one per line and zone
 
@@ -305,6 +301,7 @@ def build_model(config: Config) -> LiveModel:
     if not config.uses_gemini:
         return LocalModel()
     from models.gemini.model import GeminiLiveModel, GeminiOptions
+    from models.gemini.tokens import token_source
     from models.gemini.vertex import VertexError
 
     options = GeminiOptions(
@@ -315,7 +312,7 @@ def build_model(config: Config) -> LiveModel:
         family=model_family(config),
     )
     vertex = config.model.vertex
-    tokens = token_source(config)
+    tokens = token_source(config.model.token_file, config.model.token_url)
     try:
         return GeminiLiveModel(
             options,
@@ -327,17 +324,6 @@ def build_model(config: Config) -> LiveModel:
         )
     except VertexError as exc:
         raise ConfigError(str(exc)) from None
-
-
-def token_source(config: Config) -> TokenSource | None:
-    """Where the live model gets its ephemeral tokens (--token-file, --token-url), if any."""
-    from models.gemini.tokens import TokenFile, TokenUrl
-
-    if config.model.token_file is not None:
-        return TokenFile(config.model.token_file)
-    if config.model.token_url is not None:
-        return TokenUrl(config.model.token_url)
-    return None
 
 
 def emit_mode(config: Config) -> EmitMode:
@@ -397,7 +383,6 @@ __all__ = [
     "scene_tools",
     "session_config",
     "system_instruction",
-    "token_source",
     "unlinked_lines",
     "unrelated_photos",
 ]

@@ -137,6 +137,15 @@ class TokenUrl:
         return await anyio.to_thread.run_sync(self._get)
 
 
+def token_source(file: Path | None, url: str | None) -> TokenSource | None:
+    """Where a device gets its tokens (``--token-file``, else ``--token-url``), if anywhere."""
+    if file is not None:
+        return TokenFile(file)
+    if url is not None:
+        return TokenUrl(url)
+    return None
+
+
 async def _fetch(source: TokenSource) -> str:
     try:
         return await source.token()
@@ -174,5 +183,6 @@ __all__ = [
     "TokenUnavailable",
     "TokenUrl",
     "token_from_text",
+    "token_source",
     "with_fresh_token",
 ]
