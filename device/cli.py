@@ -76,8 +76,10 @@ def _set_up_logging(
     from live.redact import SafeFormatter
 
     for handler in logging.getLogger().handlers:
-        handler.addFilter(RepeatFilter())
         if type(handler) is logging.StreamHandler:  # ours, not a test's capturing one
+            # Not on a capturing handler (pytest reuses its own for every test): a filter
+            # left on it would hold back the next test's records.
+            handler.addFilter(RepeatFilter())
             handler.setFormatter(SafeFormatter(LOG_FORMAT))
             if console is not None:
                 # After the repeat filter: what it holds back is not said either.
