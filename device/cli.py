@@ -76,8 +76,10 @@ def _set_up_logging(
     from live.redact import SafeFormatter
 
     for handler in logging.getLogger().handlers:
-        handler.addFilter(RepeatFilter())
         if type(handler) is logging.StreamHandler:  # ours, not a test's capturing one
+            # Not on a capturing handler (pytest reuses its own for every test): a filter
+            # left on it would hold back the next test's records.
+            handler.addFilter(RepeatFilter())
             handler.setFormatter(SafeFormatter(LOG_FORMAT))
             if console is not None:
                 # After the repeat filter: what it holds back is not said either.
@@ -300,6 +302,27 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return doctor(args, given)
 
 
+def cmd_token(args: argparse.Namespace) -> int:
+    from device.app.token import TokenRequest, TokenRequestError, mint, parse_duration
+    from models.gemini.client import MissingApiKey
+
+    try:
+        request = TokenRequest(
+            model=args.model,
+            uses=args.uses,
+            expire_s=parse_duration(args.expire, "--expire"),
+            new_session_expire_s=parse_duration(args.new_session_expire, "--new-session-expire"),
+            lock_config=args.lock_config,
+        )
+        name = mint(request)
+    except (TokenRequestError, MissingApiKey) as exc:
+        return _fail(str(exc))
+    except RuntimeError as exc:
+        return _fail(str(exc), EXIT_FAILURE)
+    print(name)
+    return EXIT_OK
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from device.app.report import ReportError, make_report
     from live.plural import counted
@@ -358,6 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "count": cmd_count,
         "ask": cmd_ask,
         "doctor": cmd_doctor,
+        "token": cmd_token,
         "report": cmd_report,
     }
     return commands[args.command](args)

@@ -17,6 +17,7 @@ from pydantic.fields import FieldInfo
 
 from device.config import FIELDS, SECTION_OF, SETTINGS, SYSTEM_CONFIG, flag_name
 from device.config.explain import base_type, choices, value_range
+from device.config.model import DEFAULT_GEMINI_MODEL
 from device.config.values import MAX_FPS
 
 EXIT_USAGE = 2  # what the user typed cannot be run: one line, never a traceback
@@ -41,7 +42,9 @@ PERCEPTION_SETTINGS = (
 )  # fmt: skip
 ASK_SETTINGS = ("source", "model", "pace", "loop", "events", "db", *PERCEPTION_SETTINGS)
 COUNT_SETTINGS = PERCEPTION_SETTINGS
-DOCTOR_SETTINGS = ("source", "model", "detector", "precision", "mic", "speaker")
+DOCTOR_SETTINGS = (
+    "source", "model", "detector", "precision", "mic", "speaker", "token_file", "token_url",
+)  # fmt: skip
 
 
 class AskFlags(BaseModel):
@@ -180,6 +183,25 @@ def _add_doctor(sub: Any) -> None:
     _add_config(p)
 
 
+def _add_token(sub: Any) -> None:
+    p = sub.add_parser(
+        "token",
+        help="mint an ephemeral Gemini token with the API key here, for a device without it "
+        "(lookout run --token-file/--token-url); prints only the token's name",
+    )
+    p.add_argument("--model", default=DEFAULT_GEMINI_MODEL, help="the Live model it is for "
+                   f"(default {DEFAULT_GEMINI_MODEL})")  # fmt: skip
+    p.add_argument("--uses", type=int, default=1, metavar="N",
+                   help="new sessions it may open (default 1; resuming is not a use)")  # fmt: skip
+    p.add_argument("--expire", default="30m", metavar="DURATION",
+                   help="how long it lasts: 90s, 30m, 2h (default 30m, at most 20h)")  # fmt: skip
+    p.add_argument("--new-session-expire", default="60s", metavar="DURATION",
+                   help="how long it may open new sessions (default 60s)")  # fmt: skip
+    p.add_argument("--lock-config", action="store_true",
+                   help="also lock Lookout's session settings (modalities, media resolution, "
+                   "compression), not only the model")  # fmt: skip
+
+
 def _add_report(sub: Any) -> None:
     p = sub.add_parser("report", help="chart and figures of a recorded run")
     p.add_argument("input", type=Path, help="events file: JSON lines (--events) or SQLite (--db)")
@@ -219,5 +241,6 @@ def parser() -> argparse.ArgumentParser:
     _add_count(sub)
     _add_ask(sub)
     _add_doctor(sub)
+    _add_token(sub)
     _add_report(sub)
     return root

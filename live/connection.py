@@ -13,7 +13,9 @@ A connection that ends before ``stable_after_s`` counts as a failed attempt,
 so a model that drops us (or says GoAway) right after every setup is retried
 with back-off. A run of failures in a row is said once, then again at the
 10th, 100th, 1000th... with the count, and its end once (``connected``, after
-how many): a flapping model costs a few lines a day, not one per attempt.
+how many): a flapping model costs a few lines a day, not one per attempt. A GoAway
+on a connection that lasted is met by opening the resumed connection beside it and
+switching over once it is set up (``live/handover.py``).
 
 Kept whole: one class, the state machine of one connection and how its
 failures are said; its states and its sayings change together.
@@ -27,11 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
+from anyio.abc import TaskGroup
 
 from live.backoff import FailureRun, milestone, span
 from live.clock import Clock
 from live.config import SessionConfig
 from live.events import ConnectionState, ErrorEvent, Event
+from live.handover import open_resumed, why_not
 from live.model import (
     ConnectionLost,
     LiveConnection,
@@ -80,6 +84,12 @@ class ModelLink:
         self.state = "connecting"
         self.since = clock.now()
         self.resumption_handle: str | None = None
+        self._newest_resumable = False  # the newest resumption update was resumable
+        self._switched_to: LiveConnection | None = None  # a GoAway's resumed connection
+        self._handing_over = False
+        # Held for each send and for a switch-over: no send is in flight on the old
+        # connection when the outbox moves to the new one.
+        self._send_lock = anyio.Lock()
         self.failure: str | None = None
         self.reconnects = 0
         self.closing = False
@@ -169,7 +179,17 @@ class ModelLink:
                 state = "refused" if outcome.refused else "unreachable"
                 self._say_failure(state, outcome.reason, attempt=attempt, retry_in_s=delay)
                 continue
-            lost, lasted_s = await self._serve(outcome, attempt)
+            conn: LiveConnection = outcome
+            while True:
+                lost, lasted_s = await self._serve(conn, attempt)
+                switched, self._switched_to = self._switched_to, None
+                if switched is None:
+                    break
+                if self.closing:
+                    await self._close_quietly(switched)
+                    return
+                conn = switched  # resumed before the cut: serve it, no outage
+                self.reconnects += 1
             if self.closing:
                 return
             after_loss = True
@@ -300,6 +320,7 @@ class ModelLink:
     async def _serve(self, conn: LiveConnection, attempt: int) -> tuple[ConnectionLost, float]:
         """Receive until the connection is lost: how it ended, and how long it lasted."""
         self._send_failure = None
+        self._handing_over = False
         self._set_conn(conn)
         started = self.clock.now()
         self._stable = False
@@ -313,33 +334,85 @@ class ModelLink:
             self._recv_scope = scope
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_stable, attempt)
-                lost = await self._receive(conn)
+                lost = await self._receive(conn, tg)
                 tg.cancel_scope.cancel()
         if scope.cancelled_caught:
             lost = self._send_failure or ConnectionLost("send failed")
         lasted_s = self.clock.now() - started
         self._recv_scope = None
-        self._clear_conn()
+        if self.conn is conn:
+            self._clear_conn()
+        await self._close_quietly(conn)
+        if not self.closing and self._switched_to is None:
+            self.outbox.drop_frames()
+        return lost, lasted_s
+
+    async def _close_quietly(self, conn: LiveConnection) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
             try:
                 await conn.close()
             except Exception as exc:
                 log.warning("closing the model connection: %s", short_error(exc))
-        if not self.closing:
-            self.outbox.drop_frames()
-        return lost, lasted_s
 
-    async def _receive(self, conn: LiveConnection) -> ConnectionLost:
-        """Hand the connection's events on until it ends; how it ended (never raises)."""
+    async def _hand_over(self, old: LiveConnection, time_left_s: float | None) -> None:
+        """Open the resumed connection beside ``old``; once set up, move the outbox to it.
+
+        If it cannot be opened before the cut, ``old`` ends now and the link reconnects
+        as it always did.
+        """
+        within = self.policy.connect_timeout_s
+        if time_left_s is not None:
+            within = min(within, time_left_s)
+        new = await open_resumed(self.model, self._setup(), self.clock, within)
+        with anyio.CancelScope(shield=True):
+            if new is None:
+                lost = ConnectionLost("server sent GoAway; the resumed connection did not open")
+                if self.conn is old and self._recv_scope is not None:
+                    self._send_failure = lost
+                    self._recv_scope.cancel()
+                return
+            async with self._send_lock:
+                if self.closing:
+                    await self._close_quietly(new)
+                    return
+                # No send is in flight on ``old``: everything after this goes to ``new``.
+                self._switched_to = new
+                self._set_conn(new)
+            if self._recv_scope is not None:
+                self._recv_scope.cancel()
+
+    async def _receive(self, conn: LiveConnection, tg: TaskGroup) -> ConnectionLost:
+        """Hand the connection's events on until it ends; how it ended (never raises).
+
+        A GoAway that can be met by a switch-over starts one and reading goes on.
+        """
         try:
             async with contextlib.aclosing(conn.receive()) as events:  # type: ignore[type-var]
                 async for event in events:
                     if isinstance(event, ModelGoAway):
+                        if self._handing_over:
+                            continue
                         self._set_state(
                             "go_away", reason=f"time left {event.time_left_s}", say=self._announced
                         )
+                        why = why_not(
+                            event,
+                            stable=self._stable,
+                            handle=self.resumption_handle,
+                            newest_resumable=self._newest_resumable,
+                        )
+                        if why is None:
+                            self._handing_over = True
+                            tg.start_soon(self._hand_over, conn, event.time_left_s)
+                            continue
+                        log.log(
+                            logging.INFO if self._stable else logging.DEBUG,
+                            "GoAway: reconnecting now (%s)",
+                            why,
+                        )
                         return ConnectionLost("server sent GoAway")
                     if isinstance(event, ModelResumptionUpdate):
+                        self._newest_resumable = bool(event.resumable and event.handle)
                         if event.resumable and event.handle:
                             self.resumption_handle = event.handle
                         continue
@@ -381,28 +454,36 @@ class ModelLink:
         """Send the outbox, in order, to whichever connection is up."""
         while True:
             await self.outbox.wait_nonempty()
-            conn = await self.wait_connected()
-            item = self.outbox.pop()
-            if item is None:
-                continue
-            try:
-                await conn.send(self.outbox.wire(item))
-            except ConnectionLost as exc:
-                self.outbox.push_front(item)
-                if conn is self.conn:
-                    self._send_failure = exc
-                    self._clear_conn()
-                    if self._recv_scope is not None:
-                        self._recv_scope.cancel()
-                continue
-            except Exception as exc:
-                # A message the connection cannot encode is a bug to report, not a reason
-                # to retry it forever and block everything behind it.
-                self._emit(ErrorEvent(message=short_error(exc, self.config.secrets), where="send"))
-                log.exception("dropping a message the model connection refused")
-                self.outbox.mark_dropped()
-                continue
-            self.outbox.mark_sent()
+            await self.wait_connected()
+            async with self._send_lock:
+                await self._send_one()
+
+    async def _send_one(self) -> None:
+        """Send the outbox's next message to the connection up now (under the send lock)."""
+        conn = self.conn
+        if conn is None:
+            return
+        item = self.outbox.pop()
+        if item is None:
+            return
+        try:
+            await conn.send(self.outbox.wire(item))
+        except ConnectionLost as exc:
+            self.outbox.push_front(item)
+            if conn is self.conn:
+                self._send_failure = exc
+                self._clear_conn()
+                if self._recv_scope is not None:
+                    self._recv_scope.cancel()
+            return
+        except Exception as exc:
+            # A message the connection cannot encode is a bug to report, not a reason
+            # to retry it forever and block everything behind it.
+            self._emit(ErrorEvent(message=short_error(exc, self.config.secrets), where="send"))
+            log.exception("dropping a message the model connection refused")
+            self.outbox.mark_dropped()
+            return
+        self.outbox.mark_sent()
 
     async def close(self) -> None:
         """Stop receiving and close the connection (queued answers were given their chance)."""

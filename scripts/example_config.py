@@ -49,6 +49,8 @@ EXAMPLES: dict[str, Any] = {
     "device_id": "entrance",
     "http_token": "put-a-long-random-token-here",
     "http_token_file": "/etc/lookout/http-token",
+    "token_file": "/run/lookout/gemini-token",
+    "token_url": "https://provisioner.example/lookout/token",
     "http_hosts": "entrance.example.com",
     "mqtt": "mqtt://broker.local:1883",
 }

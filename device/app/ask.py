@@ -36,7 +36,7 @@ from device.app.parts import (
     preflight,
 )
 from device.capture import prepared
-from device.config import Config
+from device.config import Config, ConfigError
 from device.config.paths import check_writable_file, open_output
 from device.events import SourceStateEvent
 from device.feeds.runner import SourceRunner, StateChange
@@ -73,7 +73,9 @@ def model_name(config: Config) -> str:
 
     if config.model.model:
         return config.model.model
-    return DEFAULT_TURN_MODEL if config.model.api_key else "local"
+    # Ephemeral tokens open Live sessions only: ask's requests need a key or Vertex AI.
+    access = config.model.api_key or config.model.vertex is not None
+    return DEFAULT_TURN_MODEL if access else "local"
 
 
 def build_turn_model(config: Config, say: Callable[[str], None] = print) -> TurnModel:
@@ -86,8 +88,15 @@ def build_turn_model(config: Config, say: Callable[[str], None] = print) -> Turn
         return LocalTurnModel()
     from device.app.ask_fallback import FallbackTurnModel
     from models.gemini.turns import GeminiTurnModel
+    from models.gemini.vertex import VertexError
 
-    gemini = GeminiTurnModel(name, api_key=config.model.api_key)
+    vertex = config.model.vertex
+    try:
+        gemini = GeminiTurnModel(
+            name, api_key=None if vertex is not None else config.model.api_key, vertex=vertex
+        )
+    except VertexError as exc:
+        raise ConfigError(str(exc)) from None
     return FallbackTurnModel(gemini, LocalTurnModel(), say)
 
 

@@ -7,8 +7,13 @@ import functools
 import re
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from device.config import COMMAND_LINE, Config, ConfigError, apply, value_of
+
+if TYPE_CHECKING:
+    from models.gemini.tokens import TokenSource
+    from models.gemini.vertex import VertexTarget
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 DOCTOR_TIMED_RUNS = 3  # after one warm-up; the median is reported
@@ -138,14 +143,27 @@ def _check_runtime() -> str:
     return OK
 
 
-def _check_model(model: str | None) -> str:
+def _check_model(model: str | None, config: Config) -> str:
     from device.config.checks import api_key_from_env
     from device.config.model import DEFAULT_GEMINI_MODEL
+    from models.gemini.tokens import token_source
+    from models.gemini.vertex import VertexError, vertex_from_env
 
     key = api_key_from_env()
     if model == "local":
         _line(OK, "model", "local (offline)")
         return OK
+    tokens = token_source(config.model.token_file, config.model.token_url)
+    if tokens is not None:
+        # What run would do: a token from the file or the URL, no key (one use is spent).
+        return _check_gemini(model or DEFAULT_GEMINI_MODEL, None, tokens=tokens)
+    try:
+        vertex = vertex_from_env()
+    except VertexError as exc:
+        _line(FAIL, "model", str(exc))
+        return FAIL
+    if vertex is not None:
+        return _check_gemini(model or DEFAULT_GEMINI_MODEL, None, vertex=vertex)
     if key:
         return _check_gemini(model or DEFAULT_GEMINI_MODEL, key)
     if model:
@@ -155,16 +173,30 @@ def _check_model(model: str | None) -> str:
     return WARN
 
 
-def _check_gemini(model: str, key: str, timeout_s: float = 10.0) -> str:
-    """One short setup handshake with the Live service: what it answered, not "all good"."""
+def _check_gemini(
+    model: str,
+    key: str | None,
+    timeout_s: float = 10.0,
+    *,
+    vertex: VertexTarget | None = None,
+    tokens: TokenSource | None = None,
+) -> str:
+    """One short setup handshake with the Live service (the Gemini API with ``key``, or
+    Vertex AI): what it answered, not "all good"."""
     import anyio
 
     from live.model import ConnectionLost, LiveSetup, ModelSetupError
     from live.redact import redact
     from models.gemini.model import GeminiLiveModel, GeminiOptions
+    from models.gemini.vertex import VertexError
+
+    secrets = [key] if key else []
 
     async def handshake() -> str:
-        live = GeminiLiveModel(GeminiOptions(model=model), api_key=key)
+        live = GeminiLiveModel(
+            GeminiOptions(model=model), api_key=key, vertex=vertex, tokens=tokens
+        )
+        secrets.extend(live.secrets)
         with anyio.fail_after(timeout_s):
             conn = await live.connect(LiveSetup())
         await conn.close()
@@ -172,19 +204,28 @@ def _check_gemini(model: str, key: str, timeout_s: float = 10.0) -> str:
 
     try:
         answer = anyio.run(handshake)
+    except VertexError as exc:
+        _line(FAIL, "model", f"{model}: {exc}")
+        return FAIL
     except TimeoutError:
         _line(FAIL, "model", f"{model}: no answer to the setup within {timeout_s:g} s")
         return FAIL
     except ModelSetupError as exc:
-        _line(FAIL, "model", redact(f"{model}: refused: {exc}", [key]))
+        _line(FAIL, "model", redact(f"{model}: refused: {exc}", secrets))
         return FAIL
     except ConnectionLost as exc:
-        _line(FAIL, "model", redact(f"{model}: unreachable: {exc.reason}", [key]))
+        _line(FAIL, "model", redact(f"{model}: unreachable: {exc.reason}", secrets))
         return FAIL
     except Exception as exc:  # a doctor reports what it found, whatever it was
-        _line(FAIL, "model", redact(f"{model}: {type(exc).__name__}: {exc}", [key]))
+        _line(FAIL, "model", redact(f"{model}: {type(exc).__name__}: {exc}", secrets))
         return FAIL
-    _line(OK, "model", f"{model}: {answer} (API key of {len(key)} characters)")
+    if tokens is not None:
+        where = f"an ephemeral token from {tokens.describe()}, one use spent"
+    elif vertex is not None:
+        where = f"Vertex AI, project {vertex.project}, location {vertex.location}"
+    else:
+        where = f"API key of {len(key or '')} characters"
+    _line(OK, "model", f"{model}: {answer} ({where})")
     return OK
 
 
@@ -261,7 +302,7 @@ def doctor(args: argparse.Namespace, flags: dict[str, object] | None = None) -> 
     results.append(_check_source(setting("source")))
     results.append(_check_detector(setting("detector"), setting("precision")))
     results.append(_check_runtime())
-    results.append(_check_model(setting("model")))
+    results.append(_check_model(setting("model"), config))
     results.extend(_check_audio(setting("mic"), setting("speaker")))
     results.extend(check_outputs(config, _line))
     failed = results.count(FAIL)

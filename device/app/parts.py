@@ -296,9 +296,13 @@ def model_family(config: Config) -> str | None:
 
 
 def build_model(config: Config) -> LiveModel:
+    """The configured live model: local, or Gemini Live on the Gemini API (the key) or on
+    Vertex AI (its variables and application default credentials; none: ConfigError)."""
     if not config.uses_gemini:
         return LocalModel()
     from models.gemini.model import GeminiLiveModel, GeminiOptions
+    from models.gemini.tokens import token_source
+    from models.gemini.vertex import VertexError
 
     options = GeminiOptions(
         model=config.model_name(),
@@ -307,7 +311,19 @@ def build_model(config: Config) -> LiveModel:
         push_to_talk=config.audio.push_to_talk,
         family=model_family(config),
     )
-    return GeminiLiveModel(options, api_key=config.model.api_key)
+    vertex = config.model.vertex
+    tokens = token_source(config.model.token_file, config.model.token_url)
+    try:
+        return GeminiLiveModel(
+            options,
+            # On Vertex AI a key is not used (the SDK would take it for express mode), nor
+            # with ephemeral tokens (the device holds no key).
+            api_key=None if vertex is not None or tokens is not None else config.model.api_key,
+            vertex=vertex,
+            tokens=tokens,
+        )
+    except VertexError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def emit_mode(config: Config) -> EmitMode:
@@ -317,9 +333,10 @@ def emit_mode(config: Config) -> EmitMode:
         return EmitMode(config.model.emit)
     if not config.uses_gemini:
         return EmitMode.FUNCTION_RESPONSE
-    from models.gemini.families import capabilities
+    from models.gemini.families import Backend, capabilities
 
-    family = capabilities(config.model_name(), family=model_family(config))
+    backend = Backend.VERTEX if config.model.vertex is not None else Backend.GEMINI_API
+    family = capabilities(config.model_name(), backend, family=model_family(config))
     return EmitMode.FUNCTION_RESPONSE if family.streams_as_responses else EmitMode.TEXT
 
 

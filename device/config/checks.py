@@ -14,6 +14,7 @@ from pathlib import Path
 from device.config.errors import ConfigError
 from device.config.model import Config
 from device.config.paths import check_writable_file
+from device.config.sections import VertexPlace
 from device.config.values import no_empty_token
 
 
@@ -44,12 +45,30 @@ def validate(config: Config) -> Config:
             f"lines and zones need more than {1 / TrackerConfig.max_lost_s:g} detections a "
             f"second to follow people (--detect-fps is {config.detection_fps():g})"
         )
-    if config.uses_gemini and not config.model.api_key:
+    check_tokens(config)
+    if config.uses_gemini and not config.has_gemini_access:
         raise ConfigError(
             f"model {config.model_name()} needs an API key: set GEMINI_API_KEY "
-            "(or use --model local)"
+            "(or GOOGLE_GENAI_USE_VERTEXAI with a project and a location, or use --model local)"
         )
     return config
+
+
+def check_tokens(config: Config) -> None:
+    """Ephemeral tokens: from one place, a file that is there or an http(s) URL, and not
+    for Vertex AI (tokens are a Gemini API feature)."""
+    model = config.model
+    if model.token_file is not None and model.token_url is not None:
+        raise ConfigError("give --token-file or --token-url, not both")
+    if config.uses_tokens and model.vertex is not None:
+        raise ConfigError(
+            "ephemeral tokens (--token-file, --token-url) are for the Gemini API, not Vertex "
+            "AI: unset GOOGLE_GENAI_USE_VERTEXAI or drop the token option"
+        )
+    if model.token_file is not None and not model.token_file.is_file():
+        raise ConfigError(f"--token-file {model.token_file}: no such file")
+    if model.token_url is not None and not model.token_url.startswith(("https://", "http://")):
+        raise ConfigError("--token-url must be an http:// or https:// URL")
 
 
 def read_token(path: Path) -> str:
@@ -79,6 +98,21 @@ def token_from_env(environ: Mapping[str, str]) -> str | None:
         raise ConfigError(f"LOOKOUT_HTTP_TOKEN {exc}") from None
 
 
+def vertex_from_env(environ: Mapping[str, str] = os.environ) -> VertexPlace | None:
+    """Vertex AI as the SDK's variables ask for it (``models/gemini/vertex.py``), or None;
+    asked for without a project or a location: a ConfigError of one line."""
+    from models.gemini.vertex import VertexError
+    from models.gemini.vertex import vertex_from_env as read
+
+    try:
+        found = read(environ)
+    except VertexError as exc:
+        raise ConfigError(str(exc)) from None
+    if found is None:
+        return None
+    return VertexPlace(project=found.project, location=found.location, base_url=found.base_url)
+
+
 def api_key_from_env(environ: Mapping[str, str] = os.environ) -> str | None:
     # The SDK prefers GOOGLE_API_KEY when both are set; do the same so we never
     # report one key while the client uses the other.
@@ -89,4 +123,4 @@ def api_key_from_env(environ: Mapping[str, str] = os.environ) -> str | None:
     return None
 
 
-__all__ = ["api_key_from_env", "read_token", "token_from_env", "validate"]
+__all__ = ["api_key_from_env", "read_token", "token_from_env", "validate", "vertex_from_env"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from device.config.checks import api_key_from_env, token_from_env, validate
+from device.config.checks import api_key_from_env, token_from_env, validate, vertex_from_env
 from device.config.errors import COMMAND_LINE, ENVIRONMENT, ConfigError
 from device.config.model import (
     ENV_ONLY,
@@ -128,7 +128,12 @@ def _take(given: Given, raw: str, value: Any, section: tuple[str, str] | None = 
     if name in ENV_ONLY:
         raise ConfigError(
             f"{origin}: {name} does not belong in a config file or on the command line; "
-            "set GEMINI_API_KEY in the environment"
+            + (
+                "set GEMINI_API_KEY in the environment"
+                if name == "api_key"
+                else "set GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_CLOUD_PROJECT and "
+                "GOOGLE_CLOUD_LOCATION in the environment"
+            )
         )
     if section is not None and name in SECTION_OF and SECTION_OF[name] != section[0]:
         raise ConfigError(
@@ -271,7 +276,10 @@ def build(
     config, layers = stacked(
         flags, config_path=config_path, environ=environ, system_config=system_config
     )
-    update: dict[str, Any] = {"api_key": api_key_from_env(environ)}
+    update: dict[str, Any] = {
+        "api_key": api_key_from_env(environ),
+        "vertex": vertex_from_env(environ),
+    }
     if config.outputs.http_token is None and config.outputs.http_token_file is None:
         update["http_token"] = token_from_env(environ)  # out of ps and shell history
     config = validate(config.model_copy(update=update))

@@ -47,7 +47,7 @@ SECTION_OF: dict[str, str] = {
     name: key for key, section in SECTIONS.items() for name in section.model_fields
 }
 # Secrets: from the environment only, never a flag, a key or a LOOKOUT_ variable.
-ENV_ONLY = frozenset({"api_key"})
+ENV_ONLY = frozenset({"api_key", "vertex"})
 SETTINGS: tuple[str, ...] = tuple(name for name in FIELDS if name not in ENV_ONLY)
 
 
@@ -144,11 +144,21 @@ class Config(BaseModel):
     def model_name(self) -> str:
         if self.model.model:
             return self.model.model
-        return DEFAULT_GEMINI_MODEL if self.model.api_key else "local"
+        return DEFAULT_GEMINI_MODEL if self.has_gemini_access else "local"
 
     @property
     def uses_gemini(self) -> bool:
         return self.model_name() != "local"
+
+    @property
+    def has_gemini_access(self) -> bool:
+        """An API key or Vertex AI is set in the environment, or ephemeral tokens are given."""
+        return bool(self.model.api_key) or self.model.vertex is not None or self.uses_tokens
+
+    @property
+    def uses_tokens(self) -> bool:
+        """The live model connects with ephemeral tokens (--token-file, --token-url)."""
+        return self.model.token_file is not None or self.model.token_url is not None
 
     def secrets(self) -> tuple[str, ...]:
         """What is scrubbed from everything served or sent to a model, wherever it turns
@@ -158,7 +168,11 @@ class Config(BaseModel):
         from live.redact import url_secrets
 
         found = (self.model.api_key, self.outputs.http_token, self.mqtt_password())
-        urls = (*url_secrets(self.source.source), *url_secrets(self.outputs.mqtt))
+        urls = (
+            *url_secrets(self.source.source),
+            *url_secrets(self.outputs.mqtt),
+            *url_secrets(self.model.token_url),
+        )
         return tuple(s for s in (*found, *urls) if s)
 
     def mqtt_password(self) -> str | None:

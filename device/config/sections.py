@@ -235,6 +235,17 @@ class SceneSettings(Section):
     )
 
 
+class VertexPlace(BaseModel):
+    """Where Gemini runs on Vertex AI (from the SDK's environment variables only:
+    ``models/gemini/vertex.py`` reads them); None in ``ModelSettings.vertex``: the Gemini API."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    project: str
+    location: str
+    base_url: str | None = None
+
+
 class ModelSettings(Section):
     """The live model: which, what it is sent, how it is told, how hard to insist on it."""
 
@@ -312,9 +323,24 @@ class ModelSettings(Section):
         description="seconds without a connected model after which the console says "
         "the count changes itself",
     )
+    token_file: FilePath | None = Field(
+        default=None,
+        description="connect with ephemeral tokens (lookout token) read from this file, "
+        "re-read at every connection, instead of an API key on the device",
+        json_schema_extra=_unset("none"),
+    )
+    token_url: str | None = Field(
+        default=None,
+        description="connect with ephemeral tokens fetched from this URL (GET), a fresh one "
+        "for every connection, instead of an API key on the device",
+        json_schema_extra=_unset("none"),
+    )
     # Not settable from files, flags or LOOKOUT_ variables, never dumped or shown: the key
     # comes from GEMINI_API_KEY or GOOGLE_API_KEY only.
     api_key: str | None = Field(default=None, repr=False, exclude=True)
+    # Not settable either: GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_CLOUD_PROJECT,
+    # GOOGLE_CLOUD_LOCATION (and GOOGLE_VERTEX_BASE_URL) only.
+    vertex: VertexPlace | None = Field(default=None, exclude=True)
 
 
 class AudioSettings(Section):

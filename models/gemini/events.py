@@ -88,6 +88,30 @@ def by_modality(details: list[types.ModalityTokenCount] | None) -> tuple[tuple[s
     return tuple(totals.items())
 
 
+def response_tokens(usage: types.UsageMetadata) -> int:
+    """The response's tokens, whichever spelling the server used.
+
+    The SDK keeps ``responseTokenCount`` on the Gemini API and drops ``candidatesTokenCount``;
+    on Vertex AI it reads ``candidatesTokenCount`` (into ``response_token_count``) and drops
+    ``responseTokenCount``. When the spelling sent was dropped, the total says it: the total
+    is the prompt, the response, the tool-use prompt and the thoughts (a total alone, without
+    the prompt's count, says nothing about the response: 0).
+    """
+    if usage.response_token_count is not None:
+        return usage.response_token_count
+    candidates = getattr(usage, "candidates_token_count", None)  # a later SDK's field
+    if isinstance(candidates, int):
+        return candidates
+    if not usage.total_token_count or usage.prompt_token_count is None:
+        return 0  # no breakdown to take the response's share from
+    rest = (
+        usage.prompt_token_count
+        + (usage.tool_use_prompt_token_count or 0)
+        + (usage.thoughts_token_count or 0)
+    )
+    return max(0, usage.total_token_count - rest)
+
+
 def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
     """Every model event in one server message, GoAway last.
 
@@ -139,7 +163,7 @@ def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
         events.append(
             ModelUsage(
                 prompt_tokens=usage.prompt_token_count or 0,
-                response_tokens=usage.response_token_count or 0,
+                response_tokens=response_tokens(usage),
                 total_tokens=usage.total_token_count or 0,
                 prompt_by_modality=by_modality(usage.prompt_tokens_details),
             )
@@ -149,4 +173,11 @@ def model_events(message: types.LiveServerMessage) -> list[ModelEvent]:
     return events
 
 
-__all__ = ["by_modality", "model_events", "parse_duration", "valid_text", "valid_value"]
+__all__ = [
+    "by_modality",
+    "model_events",
+    "parse_duration",
+    "response_tokens",
+    "valid_text",
+    "valid_value",
+]

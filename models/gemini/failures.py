@@ -44,6 +44,16 @@ def describe(exc: BaseException, secrets: Sequence[str]) -> str:
     return f"{name}: {text}" if text else name
 
 
+def refuses_credentials(exc: BaseException) -> bool:
+    """The service refused who we are (a key or token): 401/403 on the upgrade, or a close
+    with 1008 (policy) or an auth status during setup."""
+    if isinstance(exc, errors.APIError):
+        return exc.code == 1008 or exc.code in AUTH_STATUS
+    if isinstance(exc, InvalidStatus):
+        return exc.response.status_code in AUTH_STATUS
+    return False
+
+
 def connect_error(exc: Exception, secrets: Sequence[str]) -> ConnectionLost | ModelSetupError:
     """``ModelSetupError`` when a retry would be refused the same way, else ConnectionLost.
 
@@ -84,4 +94,5 @@ __all__ = [
     "close_code",
     "connect_error",
     "describe",
+    "refuses_credentials",
 ]

@@ -52,12 +52,21 @@ from models.gemini.client import (
     new_client,
     one_line,
     resolve_api_version,
+    token_client,
 )
 from models.gemini.events import model_events, parse_duration
-from models.gemini.failures import AUTH_STATUS, close_code, connect_error, describe
+from models.gemini.failures import (
+    AUTH_STATUS,
+    close_code,
+    connect_error,
+    describe,
+    refuses_credentials,
+)
 from models.gemini.families import Backend, Capabilities, capabilities
 from models.gemini.options import DEFAULT_MODEL, GeminiOptions, default_modalities
+from models.gemini.tokens import TOKEN_PREFIX, TokenRefused, TokenSource, with_fresh_token
 from models.gemini.unreadable import frame_problem, tap
+from models.gemini.vertex import VertexTarget
 from models.gemini.wire_form import KICK, AnsweredCalls, response_text, tool_responses
 
 log = logging.getLogger("lookout.gemini")
@@ -276,7 +285,8 @@ class GeminiConnection:
 
 class GeminiLiveModel:
     """``live.model.LiveModel`` for Gemini Live: the Developer API (API key), or Vertex AI
-    through a given Vertex client (its family's Vertex forms: models/gemini/families.py)."""
+    through a given Vertex client or ``vertex`` settings (its family's Vertex forms:
+    models/gemini/families.py)."""
 
     def __init__(
         self,
@@ -285,10 +295,20 @@ class GeminiLiveModel:
         api_key: str | None = None,
         client: genai.Client | None = None,
         http_options: types.HttpOptions | None = None,
+        vertex: VertexTarget | None = None,
+        tokens: TokenSource | None = None,
     ) -> None:
         options = options or GeminiOptions()
+        self._tokens = tokens
+        self._http_options = http_options
+        if tokens is not None:
+            if client is not None or api_key or vertex is not None:
+                raise ValueError("ephemeral tokens replace the API key, the client and Vertex AI")
+            # A client per connection, for the token it is given (token_client); this one
+            # only says which backend, and is never connected with.
+            client, _ = token_client(TOKEN_PREFIX + "none", http_options)
         self._client, self._secrets = given_or_new_client(
-            client, api_key, http_options, options.api_version, websocket_logger=True
+            client, api_key, http_options, options.api_version, websocket_logger=True, vertex=vertex
         )
         # The client says where the model runs, and so which fields its family takes there.
         backend = Backend.VERTEX if self._client.vertexai else Backend.GEMINI_API
@@ -297,13 +317,19 @@ class GeminiLiveModel:
         self.options = dataclasses.replace(options, backend=backend)
         self.name = self.options.model
         self._session_http_options: types.HttpOptions | None = None
-        if client is not None and self.options.api_version:
-            # A given client keeps its own settings; only an explicit version overrides.
+        if client is not None and self.options.api_version and tokens is None:
+            # A given client keeps its own settings; only an explicit version overrides
+            # (never a token's: tokens work on v1alpha only).
             self._session_http_options = types.HttpOptions(api_version=self.options.api_version)
 
     @property
     def client(self) -> genai.Client:
         return self._client
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The key or access token the client uses: keep them out of what is shown."""
+        return self._secrets
 
     def connect_config(self, setup: LiveSetup) -> types.LiveConnectConfig:
         config = self.options.connect_config(setup)
@@ -312,20 +338,38 @@ class GeminiLiveModel:
         return config
 
     async def connect(self, setup: LiveSetup) -> GeminiConnection:
+        if self._tokens is None:
+            return await self._open(self._client, self._secrets, setup)
+        return await with_fresh_token(
+            self._tokens,
+            lambda token: self._open(*token_client(token, self._http_options), setup, token=True),
+        )
+
+    async def _open(
+        self,
+        client: genai.Client,
+        secrets: Sequence[str],
+        setup: LiveSetup,
+        *,
+        token: bool = False,
+    ) -> GeminiConnection:
         config = self.connect_config(setup)
         stack = contextlib.AsyncExitStack()
         try:
             # The SDK waits for the setup answer without a timeout; the session's own
             # deadline cancels us here, and the SDK's context manager then closes the socket.
             session = await stack.enter_async_context(
-                self._client.aio.live.connect(model=self.options.model, config=config)
+                client.aio.live.connect(model=self.options.model, config=config)
             )
         except Exception as exc:
-            raise connect_error(exc, self._secrets) from None
+            failure = connect_error(exc, secrets)
+            if token and isinstance(failure, ModelSetupError) and refuses_credentials(exc):
+                raise TokenRefused(f"the ephemeral token was refused: {failure}") from None
+            raise failure from None
         conn = GeminiConnection(
             stack,
             session,
-            self._secrets,
+            secrets,
             text_as_realtime=self.options.text_as_realtime,
             image_parts=self.options.image_parts,
             family=self.options.capabilities,

@@ -35,6 +35,7 @@ from live.model import FunctionCallRequest, ModelUsage
 from live.turn_model import TurnModelError, TurnReply, TurnRequest
 from models.gemini.client import given_or_new_client, one_line
 from models.gemini.events import by_modality
+from models.gemini.vertex import VertexTarget
 
 DEFAULT_TURN_MODEL = "gemini-3.8-flash"
 DEFAULT_TIMEOUT_S = 60.0
@@ -117,7 +118,8 @@ def reply_from_response(response: types.GenerateContentResponse) -> TurnReply:
 
 
 class GeminiTurnModel:
-    """``live.turn_model.TurnModel`` for the Gemini Developer API (API key; not Vertex)."""
+    """``live.turn_model.TurnModel`` for the Gemini Developer API (API key), or Vertex AI
+    (``vertex`` settings, application default credentials)."""
 
     def __init__(
         self,
@@ -128,6 +130,7 @@ class GeminiTurnModel:
         http_options: types.HttpOptions | None = None,
         api_version: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        vertex: VertexTarget | None = None,
     ) -> None:
         if not model.strip():
             raise ValueError("model name is empty")
@@ -139,7 +142,7 @@ class GeminiTurnModel:
         self._request_options = types.HttpOptions(retry_options=types.HttpRetryOptions(attempts=1))
         self._owns_client = client is None
         self._client, self._secrets = given_or_new_client(
-            client, api_key, http_options, api_version
+            client, api_key, http_options, api_version, vertex=vertex
         )
         if client is not None and api_version:
             self._request_options.api_version = api_version

@@ -6,6 +6,7 @@ loopback with the throwaway CA of ``certs.py``.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,12 +22,21 @@ if TYPE_CHECKING:
     from .server import FakeLiveServer
     from .threaded import ThreadedFakeLiveServer
 
-__all__ = ["DEFAULT_API_KEY", "DEFAULT_API_VERSION", "LiveEndpoint", "client_for"]
+__all__ = [
+    "DEFAULT_API_KEY",
+    "DEFAULT_API_VERSION",
+    "VERTEX_TOKEN",
+    "LiveEndpoint",
+    "client_for",
+    "write_vertex_credentials",
+]
 
 DEFAULT_API_VERSION = "v1beta"
 DEFAULT_API_KEY = "fake-live-api-key"
 VERTEX_API_VERSION = "v1beta1"
 VERTEX_TOKEN = "fake-vertex-access-token"
+VERTEX_PROJECT = "fake-project"
+VERTEX_LOCATION = "us-central1"
 
 # Environment variables that would make the SDK ignore ours or trust more than our CA.
 _CONFLICTING_ENV = (
@@ -81,7 +91,7 @@ class LiveEndpoint:
         )
 
     def vertex_client(
-        self, *, project: str = "fake-project", location: str = "us-central1"
+        self, *, project: str = VERTEX_PROJECT, location: str = VERTEX_LOCATION
     ) -> genai.Client:
         """A real Vertex AI ``genai.Client`` pointed at the fake: a project and a location (else
         the SDK takes a custom base URL for a gateway and sends no auth) and a ready access
@@ -112,6 +122,39 @@ class LiveEndpoint:
             "no_proxy": no_proxy,
         }
 
+    def vertex_env(
+        self,
+        credentials: Path,
+        *,
+        project: str = VERTEX_PROJECT,
+        location: str = VERTEX_LOCATION,
+    ) -> dict[str, str]:
+        """The variables a user sets for Vertex AI, pointed at the fake: the SDK's own
+        (``GOOGLE_GENAI_USE_VERTEXAI``, project, location, ``GOOGLE_VERTEX_BASE_URL``) and
+        application default credentials from ``credentials`` (``write_vertex_credentials``)."""
+        no_proxy = "127.0.0.1,localhost,::1"
+        return {
+            "GOOGLE_GENAI_USE_VERTEXAI": "true",
+            "GOOGLE_CLOUD_PROJECT": project,
+            "GOOGLE_CLOUD_LOCATION": location,
+            "GOOGLE_VERTEX_BASE_URL": self.base_url,
+            "GOOGLE_APPLICATION_CREDENTIALS": str(credentials),
+            "SSL_CERT_FILE": str(self.ca_path),
+            "NO_PROXY": no_proxy,
+            "no_proxy": no_proxy,
+        }
+
+    def vertex_subprocess_env(
+        self, credentials: Path, base: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """:meth:`subprocess_env` for Vertex AI: the Gemini API's variables dropped but the
+        key, which Vertex must not use, plus :meth:`vertex_env`."""
+        out = self.subprocess_env(base)
+        for name in ("GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_API_VERSION"):
+            out.pop(name, None)
+        out.update(self.vertex_env(credentials))
+        return out
+
     def subprocess_env(
         self,
         base: Mapping[str, str] | None = None,
@@ -130,6 +173,22 @@ class LiveEndpoint:
                 del out[name]
         out.update(self.env(api_version=api_version, api_key=api_key))
         return out
+
+
+def write_vertex_credentials(path: Path, token: str = VERTEX_TOKEN) -> Path:
+    """Application default credentials that work offline: an ``authorized_user`` file with a
+    ready access token valid for years (google-auth refreshes only an expired token, which
+    would need the network). Point ``GOOGLE_APPLICATION_CREDENTIALS`` at it."""
+    info = {
+        "type": "authorized_user",
+        "client_id": "fake-client-id",
+        "client_secret": "fake-client-secret",
+        "refresh_token": "fake-refresh-token",
+        "token": token,
+        "expiry": "2099-01-01T00:00:00Z",
+    }
+    path.write_text(json.dumps(info), encoding="utf-8")
+    return path
 
 
 def client_for(

@@ -12,6 +12,7 @@ from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 
+from .tokens import token_of
 from .wire import b64decode_any, get_field, get_path, snake_case
 
 __all__ = [
@@ -196,6 +197,11 @@ class LiveConnection:
     @property
     def api_key(self) -> str | None:
         return self.headers.get("x-goog-api-key")
+
+    @property
+    def token(self) -> str | None:
+        """The ephemeral token of ``Authorization: Token …``, if any."""
+        return token_of(self.headers)
 
     @property
     def vertex(self) -> bool:

@@ -41,6 +41,7 @@ from google import genai
 from .certs import TestCerts, make_test_certs
 from .endpoint import DEFAULT_API_KEY, DEFAULT_API_VERSION, LiveEndpoint
 from .threaded import ThreadedServer
+from .tokens import TOKEN_VERSION
 from .wire import get_field
 
 __all__ = [
@@ -61,9 +62,14 @@ __all__ = [
 
 T = TypeVar("T")
 
+# The Gemini API's path, or Vertex AI's (the model as a resource of a project and location).
 _PATH_RE = re.compile(
-    r"^/(?P<version>[A-Za-z0-9]+)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$"
+    r"^/(?P<version>[A-Za-z0-9]+)/(?:projects/[^/]+/locations/[^/]+/publishers/google/)?"
+    r"models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$"
 )
+
+# Ephemeral tokens are minted on the Gemini API's v1alpha only.
+_TOKENS_RE = re.compile(rf"^/{TOKEN_VERSION}/auth_tokens$")
 
 # google.rpc.Code names of the HTTP statuses the Gemini API answers with.
 _STATUS_NAMES = {
@@ -344,7 +350,7 @@ class FakeGenerateServer:
         responses: Iterable[Answer] = (),
         certs: TestCerts | None = None,
         host: str = "127.0.0.1",
-        versions: Iterable[str] = ("v1", "v1alpha", "v1beta"),
+        versions: Iterable[str] = ("v1", "v1alpha", "v1beta", "v1beta1"),
     ) -> None:
         self.responder = responder
         self.versions = frozenset(versions)
@@ -486,6 +492,8 @@ class FakeGenerateServer:
     # -- request handling --------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if request.method == "POST" and _TOKENS_RE.match(re.sub(r"/{2,}", "/", request.path)):
+            return await self._mint(request)
         match = _PATH_RE.match(re.sub(r"/{2,}", "/", request.path))
         if (
             request.method != "POST"
@@ -528,6 +536,24 @@ class FakeGenerateServer:
         if isinstance(answer, FakeHttpError):
             return self._error(answer)
         return web.json_response(dict(answer))
+
+    async def _mint(self, request: web.Request) -> web.StreamResponse:
+        """``auth_tokens.create``: recorded (model ``auth_tokens``) and answered with a new
+        token's name, as the service answers (an ``AuthToken``)."""
+        raw = await request.read()
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        record = GenerateRequest(
+            index=len(self.requests), t=time.monotonic(), method=request.method,
+            path=request.path_qs, version=TOKEN_VERSION, model="auth_tokens",
+            api_key=headers.get("x-goog-api-key"), headers=headers, body=body, raw_body=raw,
+        )  # fmt: skip
+        self.requests.append(record)
+        self._changed()
+        return web.json_response({"name": f"auth_tokens/fake-minted-{record.index}"})
 
     async def _answer(self, record: GenerateRequest) -> Answer:
         if self._queued:

@@ -60,6 +60,7 @@ from .records import (
     SentMessage,
 )
 from .threaded import ThreadedFakeLiveServer, ThreadedServer
+from .tokens import TOKEN_REFUSED_CODE, EphemeralToken, new_token, refusal
 from .wire import b64decode_any, get_field, get_path
 
 __all__ = [
@@ -170,6 +171,8 @@ class FakeLiveServer:
         self._max_message_size = max_message_size
         self.connections: list[LiveConnection] = []
         self.rejected_paths: list[str] = []
+        # Ephemeral tokens issued (tests/fakelive/tokens.py), by name.
+        self.tokens: dict[str, EphemeralToken] = {}
         self._seq = itertools.count()
         self._call_ids = itertools.count(1)
         self._server: Server | None = None
@@ -333,6 +336,14 @@ class FakeLiveServer:
             return
         conn.setup = dict(msg.body)
         self._changed()
+        refused = refusal(
+            self.tokens, conn.method, conn.version, conn.token, conn.resumption_handle is not None
+        )
+        if refused is not None:
+            await self._close(conn, TOKEN_REFUSED_CODE, f"fake live: {refused}")
+            return
+        if conn.token is not None and conn.resumption_handle is None:
+            self.tokens[conn.token].used += 1  # a new session spends a use; resuming does not
         if self.setup_close_code is not None:
             await self._close(conn, self.setup_close_code, "fake live: setup refused")
         elif setup_hangs(self.profile, conn.setup):
@@ -354,6 +365,19 @@ class FakeLiveServer:
             self._changed()
         if reaction.close is not None:
             await self._close(conn, *reaction.close)
+
+    # -- ephemeral tokens ------------------------------------------------------------------------
+
+    def issue_token(self, *, ttl_s: float = 1800.0, uses: int = 1) -> str:
+        """A new ephemeral token this fake accepts for ``ttl_s`` seconds and ``uses`` new
+        sessions (a resumed session spends none)."""
+        token = new_token(ttl_s=ttl_s, uses=uses)
+        self.tokens[token.name] = token
+        return token.name
+
+    def expire_token(self, name: str) -> None:
+        """Make a token expired from now on."""
+        self.tokens[name].expires_at = time.monotonic()
 
     # -- scripting: what the "model" says --------------------------------------------------------
 

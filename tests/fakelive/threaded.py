@@ -167,6 +167,12 @@ class ThreadedFakeLiveServer(ThreadedServer["FakeLiveServer"]):
 
         self._sync(apply)
 
+    def issue_token(self, *, ttl_s: float = 1800.0, uses: int = 1) -> str:
+        return self._sync(lambda: self.server.issue_token(ttl_s=ttl_s, uses=uses))
+
+    def expire_token(self, name: str) -> None:
+        self._sync(lambda: self.server.expire_token(name))
+
     def connections(self) -> list[LiveConnection]:
         """A shallow copy of the connection list, taken on the server's loop."""
         return self._sync(lambda: list(self.server.connections))

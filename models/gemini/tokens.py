@@ -1,0 +1,188 @@
+"""Ephemeral tokens: how a device connects to Gemini Live without holding the API key.
+
+Where the key lives, ``lookout token`` mints a short-lived token (``client.auth_tokens.create``,
+Gemini API ``v1alpha``). The device is given a way to fetch one (``--token-file``: a file some
+provisioning process keeps fresh, re-read at each connection; ``--token-url``: GET, a fresh
+token per new session and reconnect) and a ``genai.Client(api_key=<token name>,
+http_options=HttpOptions(api_version="v1alpha"))`` per connection: the SDK then connects to
+``…BidiGenerateContentConstrained`` with ``Authorization: Token auth_tokens/…``.
+
+A token is never logged or shown: every message here names where it came from, never what
+was read.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+import warnings
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import anyio
+from google.genai import errors
+
+from live.model import ConnectionLost
+from live.redact import safe_url
+
+TOKEN_PREFIX = "auth_tokens/"
+TOKEN_API_VERSION = "v1alpha"
+_URL_TIMEOUT_S = 10.0
+_MAX_BODY = 64 * 1024
+
+# The SDK warns at every token connection that its token support is experimental; the
+# device uses it on purpose, and a warning per reconnect would fill the console.
+warnings.filterwarnings(
+    "ignore", message=r"The SDK's ephemeral token support", category=errors.ExperimentalWarning
+)
+
+
+class TokenUnavailable(Exception):
+    """No usable token could be fetched now (said in one line, never with the token)."""
+
+
+class TokenRefused(Exception):
+    """The service refused a connection's token (expired, used up, unknown)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+T = TypeVar("T")
+
+
+class TokenSource(Protocol):
+    """Where a device gets an ephemeral token, once per connection."""
+
+    def describe(self) -> str: ...
+
+    async def token(self) -> str: ...
+
+
+def token_from_text(text: str, where: str) -> str:
+    """The token in what a file or a URL gave: its first line, or a JSON ``AuthToken``'s
+    ``name``. It must be an ephemeral token: an API key put there by mistake would
+    otherwise be sent as a key."""
+    text = text.lstrip("\ufeff").strip()
+    if text.startswith("{"):
+        try:
+            value = json.loads(text).get("name", "")
+        except (ValueError, AttributeError):
+            raise TokenUnavailable(f"{where}: not JSON with a token name") from None
+        token = value.strip() if isinstance(value, str) else ""
+    else:
+        token = text.splitlines()[0].strip() if text else ""
+    if not token:
+        raise TokenUnavailable(f"{where}: no token in it")
+    if not token.startswith(TOKEN_PREFIX) or any(c.isspace() for c in token):
+        raise TokenUnavailable(
+            f"{where}: not an ephemeral token (one starts with {TOKEN_PREFIX}; an API key "
+            "does not belong on the device)"
+        )
+    return token
+
+
+class TokenFile:
+    """A file holding the current token (its first line), re-read at every connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def describe(self) -> str:
+        return f"--token-file {self.path}"
+
+    def _read(self) -> str:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+            raise TokenUnavailable(f"{self.describe()}: {reason}") from None
+        return token_from_text(text, self.describe())
+
+    async def token(self) -> str:
+        return await anyio.to_thread.run_sync(self._read)
+
+
+class TokenUrl:
+    """A URL answering GET with a fresh token (plain text, or a JSON ``AuthToken``)."""
+
+    def __init__(self, url: str, timeout_s: float = _URL_TIMEOUT_S) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+
+    def describe(self) -> str:
+        return f"--token-url {safe_url(self.url)}"
+
+    def _get(self) -> str:
+        accept = {"Accept": "text/plain, application/json"}
+        request = urllib.request.Request(self.url, headers=accept)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
+                body = answer.read(_MAX_BODY)
+        except urllib.error.HTTPError as exc:
+            raise TokenUnavailable(f"{self.describe()}: HTTP {exc.code}") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or type(exc).__name__
+            raise TokenUnavailable(f"{self.describe()}: {reason}") from None
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise TokenUnavailable(f"{self.describe()}: not UTF-8 text") from None
+        return token_from_text(text, self.describe())
+
+    async def token(self) -> str:
+        return await anyio.to_thread.run_sync(self._get)
+
+
+def token_source(file: Path | None, url: str | None) -> TokenSource | None:
+    """Where a device gets its tokens (``--token-file``, else ``--token-url``), if anywhere."""
+    if file is not None:
+        return TokenFile(file)
+    if url is not None:
+        return TokenUrl(url)
+    return None
+
+
+async def _fetch(source: TokenSource) -> str:
+    try:
+        return await source.token()
+    except TokenUnavailable as exc:
+        raise ConnectionLost(f"no ephemeral token: {exc}") from None
+
+
+async def with_fresh_token(source: TokenSource, open_with: Callable[[str], Awaitable[T]]) -> T:
+    """``open_with(token)`` with a token fetched now (a new session or a resumed one).
+
+    A token refused (``TokenRefused``: expired, used up) is fetched again at once; the same
+    token again, or a fresh one refused too, is a retryable ``ConnectionLost``: the
+    provisioning side may not have renewed it yet. So is a token that cannot be fetched.
+    """
+    token = await _fetch(source)
+    try:
+        return await open_with(token)
+    except TokenRefused as exc:
+        refused = exc.reason
+    fresh = await _fetch(source)
+    if fresh == token:
+        raise ConnectionLost(f"{refused}; {source.describe()} has no new token yet")
+    try:
+        return await open_with(fresh)
+    except TokenRefused as exc:
+        raise ConnectionLost(f"{exc.reason} (a fresh one too)") from None
+
+
+__all__ = [
+    "TOKEN_API_VERSION",
+    "TOKEN_PREFIX",
+    "TokenFile",
+    "TokenRefused",
+    "TokenSource",
+    "TokenUnavailable",
+    "TokenUrl",
+    "token_from_text",
+    "token_source",
+    "with_fresh_token",
+]

@@ -1,0 +1,102 @@
+"""Ephemeral token sources (models/gemini/tokens.py) and the settings that name them: what
+counts as a token, and the one-line refusals of a setting that cannot work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from live.model import ConnectionLost
+from models.gemini.tokens import (
+    TokenFile,
+    TokenRefused,
+    TokenUnavailable,
+    token_from_text,
+    with_fresh_token,
+)
+from tests.cli import lookout_in_process
+from tests.datafiles import REPO_ROOT
+
+TOKEN = "auth_tokens/abc123"
+README = REPO_ROOT / "README.md"
+
+
+def test_a_token_is_the_first_line_or_a_json_auth_tokens_name() -> None:
+    assert token_from_text(f"\ufeff{TOKEN}\nrest\n", "f") == TOKEN
+    assert token_from_text(f'{{"name": "{TOKEN}", "expireTime": "x"}}', "f") == TOKEN
+    for text, said in (
+        ("", "no token in it"),
+        ("{not json", "not JSON with a token name"),
+        ("AIzaSyA-not-a-token-0123456789abcdef", "not an ephemeral token"),
+    ):
+        with pytest.raises(TokenUnavailable, match=said) as caught:
+            token_from_text(text, "--token-file t")
+        assert "AIza" not in str(caught.value)  # what was read is never said
+
+
+def test_a_refused_token_is_fetched_again_once_and_the_same_one_is_a_retryable_loss(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "token"
+    path.write_text(TOKEN)
+    tried: list[str] = []
+
+    async def refuse(token: str) -> str:
+        tried.append(token)
+        raise TokenRefused("the ephemeral token was refused")
+
+    with pytest.raises(ConnectionLost) as caught:
+        anyio.run(with_fresh_token, TokenFile(path), refuse)
+    assert tried == [TOKEN] and caught.value.retryable
+    assert "has no new token yet" in caught.value.reason and TOKEN not in caught.value.reason
+
+    async def renew_then_accept(token: str) -> str:
+        tried.append(token)
+        if token == TOKEN:
+            path.write_text("auth_tokens/renewed")
+            raise TokenRefused("expired")
+        return token
+
+    tried.clear()
+    assert anyio.run(with_fresh_token, TokenFile(path), renew_then_accept) == "auth_tokens/renewed"
+    assert tried == [TOKEN, "auth_tokens/renewed"]
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "said"),
+    [
+        (("--token-file", "/nonexistent/token"), {}, "--token-file /nonexistent/token: no such"),
+        (("--token-file", str(README), "--token-url", "https://x/t"), {}, "not both"),
+        (("--token-url", "ftp://x/t"), {}, "--token-url must be an http:// or https:// URL"),
+        (
+            ("--token-url", "https://x/t"),
+            {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p",
+             "GOOGLE_CLOUD_LOCATION": "us-central1"},
+            "ephemeral tokens (--token-file, --token-url) are for the Gemini API",
+        ),
+    ],
+)  # fmt: skip
+def test_token_settings_that_cannot_work_are_refused_in_one_line(
+    args: tuple[str, ...], env: dict[str, str], said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = lookout_in_process("run", "--no-http", "--model", "gemini-3.8-live", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert said in line
+
+
+def test_a_model_on_tokens_takes_no_key_and_keeps_v1alpha(tmp_path: Path) -> None:
+    from live.model import LiveSetup
+    from models.gemini.model import GeminiLiveModel, GeminiOptions
+
+    source = TokenFile(tmp_path / "token")
+    with pytest.raises(ValueError, match="replace the API key"):
+        GeminiLiveModel(GeminiOptions(), api_key="a-key", tokens=source)
+    model = GeminiLiveModel(GeminiOptions(api_version="v1beta"), tokens=source)
+    # No per-connection version over the token client's v1alpha.
+    assert model.connect_config(LiveSetup()).http_options is None
