@@ -103,6 +103,7 @@ class Snapshots:
         quality: int = 80,
         privacy: SnapshotPrivacy = "none",
         now: Callable[[], float] = time.time,
+        close_wait_s: float = CLOSE_WAIT_S,
     ) -> None:
         self.folder = folder
         self.run_id = run_id
@@ -113,6 +114,9 @@ class Snapshots:
         self.quiet_s = quiet_s
         self.quality = quality
         self.privacy: SnapshotPrivacy = privacy
+        # At the end of a run the device has 2 s for everything (SIGTERM); a test on a busy
+        # machine waits longer for what it queued.
+        self.close_wait_s = close_wait_s
         self._now = now
         self._pending: deque[_Pending] = deque(maxlen=PENDING_MAX)
         self._last_change: float | None = None  # t_media of the count's last change
@@ -256,11 +260,11 @@ class Snapshots:
         )
 
     def close(self) -> None:
-        """Bus subscriber: write what is queued (for at most ``CLOSE_WAIT_S``), publish
+        """Bus subscriber: write what is queued (for at most ``close_wait_s``), publish
         what was written, then stop."""
         with contextlib.suppress(queue.Full):
-            self._jobs.put(None, timeout=CLOSE_WAIT_S)
-        self._thread.join(CLOSE_WAIT_S)
+            self._jobs.put(None, timeout=self.close_wait_s)
+        self._thread.join(self.close_wait_s)
         self._drain()
         self._closed = True
 

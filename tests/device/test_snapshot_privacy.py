@@ -70,6 +70,7 @@ def snapshot(folder: Path, percept: Percept, privacy: Any) -> np.ndarray:
     out = Snapshots(
         folder, run_id="0123456789ab", publish=said.append, geometry=SceneGeometry(),
         max_bytes=10_000_000, max_age_s=86_400.0, quiet_s=10.0, privacy=privacy,
+        close_wait_s=30.0,  # what was queued is written, however busy the machine
     )  # fmt: skip
     out.write(
         LineCrossed(

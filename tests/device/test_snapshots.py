@@ -162,6 +162,7 @@ def snapshots(folder: Path, publish: Callable[[Event], None], **kw: Any) -> Snap
     settings: dict[str, Any] = dict(
         run_id="0123456789ab", publish=publish, geometry=SceneGeometry(),
         max_bytes=10_000_000, max_age_s=86_400.0, quiet_s=10.0,
+        close_wait_s=30.0,  # what was queued is written, however busy the machine
     )  # fmt: skip
     settings.update(kw)
     return Snapshots(folder, **settings)
