@@ -4,10 +4,8 @@ An event (``LineCrossed``, ``DwellPassed``, a ``CountChanged`` after the count s
 for ``--snapshots-quiet`` s) is published by perception before the percept of its frame;
 the event is kept pending and drawn on the percept whose frame it belongs to (the same
 ``t_media``), with the boxes and ids (``device/outputs/render.py``). Each picture gets its
-file name at once; once it is on disk it is published as a ``snapshot`` event naming it
-and the event it belongs to (a separate event, so perception's events stay what
-perception knows and a consumer that does not care about pictures never sees a field it
-must skip).
+file name at once; once on disk it is published as a ``snapshot`` event naming it and the
+event it belongs to (a separate event: perception's events stay what perception knows).
 
 Why only once written: the page, MQTT and the report link to the file the event names,
 and a link to a file that is not there yet (or never will be: the disk is full) is a
@@ -114,9 +112,7 @@ class Snapshots:
         self.quiet_s = quiet_s
         self.quality = quality
         self.privacy: SnapshotPrivacy = privacy
-        # At the end of a run the device has 2 s for everything (SIGTERM); a test on a busy
-        # machine waits longer for what it queued.
-        self.close_wait_s = close_wait_s
+        self.close_wait_s = close_wait_s  # a run ends within 2 s (SIGTERM); a test may wait
         self._now = now
         self._pending: deque[_Pending] = deque(maxlen=PENDING_MAX)
         self._last_change: float | None = None  # t_media of the count's last change

@@ -160,11 +160,8 @@ def test_a_token_file_is_read_again_at_each_connection(
         assert c.api_key == c.token
     refused = [c for c in server.connections() if c.token == expired]
     assert refused and all(c.close_code == TOKEN_REFUSED_CODE for c in refused)
-    # The same expired token read again is a failed attempt, retried; said without the token.
-    failed = [
-        e for e in read_jsonl(events) if e["type"] == "connection" and e["state"] == "unreachable"
-    ]
-    assert any("has no new token yet" in e["reason"] for e in failed), failed
+    # Whether the device read the expired token again before the new one was written (a
+    # failed attempt, "has no new token yet") depends on timing; either way no token is said.
     for token in (first, second, expired, third):
         assert token not in out + err + events.read_text()
 

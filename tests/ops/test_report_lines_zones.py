@@ -317,8 +317,9 @@ def zone_figures(events: list[dict[str, Any]], name: str) -> tuple[float, int, i
     return weighted / observed, top, dwells
 
 
+# Not on remembered detections: a replay that fast moves the report's zone mean by ~0.002
+# (the 'source ended' event has no media time and is placed by wall time; known, open).
 @pytest.mark.slow
-@pytest.mark.usefixtures("remembered_detections")
 def test_report_of_a_real_run_with_a_line_and_a_zone(tmp_path: Path) -> None:
     jsonl, db = tmp_path / "run.jsonl", tmp_path / "run.db"
     (tmp_path / "empty.toml").write_text("")
