@@ -27,7 +27,6 @@ import dataclasses
 import itertools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -59,40 +58,12 @@ from live.model import (
 )
 from live.outbox import Outbox, OutItem, describe, render_emission
 from live.requests import LiveRequestQueue
+from live.stats import SessionStats
 from live.stop_streaming import STOP_STREAMING, StopStreamingTool
 from live.streams import DEVICE, StreamRegistry
 from live.tool import Tool, ToolContext, check_unique_names, coalesce_by_tool
 
 log = logging.getLogger("lookout.session")
-
-
-@dataclass
-class SessionStats:
-    frames_in: int = 0
-    frames_to_model: int = 0
-    frames_model_lane_dropped: int = 0
-    frames_budget_held: int = 0  # frames the spending cap kept from the model (past 80 %)
-    audio_in: int = 0  # microphone chunks into the session
-    audio_to_model: int = 0
-    audio_lost: int = 0  # chunks no model could take (away, or privacy mode)
-    emissions: int = 0
-    emissions_coalesced: int = 0
-    outbox_dropped: int = 0  # messages for the model dropped past ``outbox_max``
-    tool_calls: int = 0
-    reconnects: int = 0
-    events_dropped: int = 0
-    usage_prompt_tokens: int = 0
-    usage_response_tokens: int = 0
-    usage_total_tokens: int = 0
-    usage_prompt_by_modality: dict[str, int] = dataclasses.field(default_factory=dict)
-
-    def add_usage(self, usage: ModelUsage) -> None:
-        self.usage_prompt_tokens += usage.prompt_tokens
-        self.usage_response_tokens += usage.response_tokens
-        self.usage_total_tokens += usage.total_tokens
-        for modality, tokens in usage.prompt_by_modality:
-            by = self.usage_prompt_by_modality
-            by[modality] = by.get(modality, 0) + tokens
 
 
 class Runner:
@@ -419,6 +390,7 @@ class LiveSession:
     def _setup(self) -> LiveSetup:
         # A new connection starts a new turn: a turn cut by a drop is counted as it was.
         self._budget.end_turn()
+        self._stats.end_turn()
         return LiveSetup(
             tools=tuple(self.declarations()),
             system_instruction=self.config.system_instruction,
@@ -437,6 +409,7 @@ class LiveSession:
                 self._budget.on_usage(event.total_tokens)
             elif isinstance(event, ModelTurnComplete | ModelInterrupted):
                 self._budget.end_turn()
+                self._stats.end_turn()
             said = from_model(event)
             if said is not None:
                 self._emit(said)
@@ -487,4 +460,4 @@ class LiveSession:
             pass
 
 
-__all__ = ["DeviceCall", "LiveSession", "Runner", "SessionStats"]
+__all__ = ["DeviceCall", "LiveSession", "Runner"]

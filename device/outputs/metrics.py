@@ -18,7 +18,7 @@ from prometheus_client.registry import Collector
 from device.feeds.runner import SourceState
 from device.outputs.snapshots import OUTCOMES as SNAPSHOT_OUTCOMES
 from live.budget import LEVELS as BUDGET_LEVELS
-from live.session import SessionStats
+from live.stats import SessionStats
 from tools.look import OUTCOMES as LOOK_OUTCOMES
 
 if TYPE_CHECKING:

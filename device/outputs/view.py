@@ -19,7 +19,8 @@ from device.feeds.runner import SourceState
 from device.perception import PerceptionStats
 from device.tracker import TrackerStats
 from live.clock import Clock
-from live.session import DeviceCall, SessionStats
+from live.calls import DeviceCall
+from live.stats import SessionStats
 
 
 class SessionView(Protocol):

@@ -179,3 +179,23 @@ def test_the_session_limit_never_frees_room() -> None:
     assert c.level() is BudgetLevel.CAPPED and c.cap.limit == "session"
     assert c.cap.snapshot()["session"] == {"used": 100, "limit": 100}
     assert c.cap.snapshot()["hour"] == {"used": 0, "limit": 10_000}
+
+
+def test_the_sessions_token_counts_take_each_turn_once_at_its_largest_report() -> None:
+    """The end-of-run line and ``/metrics`` read these: repeated reports of one turn (each
+    the turn so far) add only what is new; a new turn starts from nothing."""
+    from live.model import ModelUsage
+    from live.stats import SessionStats
+
+    stats = SessionStats()
+    first = ModelUsage(100, 0, 100, (("TEXT", 60), ("IMAGE", 40)))
+    stats.add_usage(first)
+    stats.add_usage(first)  # the same report again
+    stats.add_usage(ModelUsage(100, 20, 120, (("TEXT", 60), ("IMAGE", 40))))  # the turn grew
+    assert (stats.usage_prompt_tokens, stats.usage_response_tokens) == (100, 20)
+    assert stats.usage_total_tokens == 120
+    stats.end_turn()
+    stats.add_usage(ModelUsage(30, 5, 35, (("TEXT", 30),)))
+    assert (stats.usage_prompt_tokens, stats.usage_response_tokens) == (130, 25)
+    assert stats.usage_total_tokens == 155
+    assert stats.usage_prompt_by_modality == {"TEXT": 90, "IMAGE": 40}

@@ -30,7 +30,8 @@ from device.outputs.view import NoLogs, SceneControl
 from device.perception import PerceptionStats
 from live.clock import FakeClock
 from live.events import Event
-from live.session import DeviceCall, SessionStats
+from live.calls import DeviceCall
+from live.stats import SessionStats
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -291,16 +291,26 @@ async def test_usage_by_modality_reaches_the_stats_and_metrics(srv: FakeLiveServ
             {"modality": "IMAGE", "tokenCount": 258},
             {"modality": "TEXT", "tokenCount": 40},
         ]
-        for _ in range(2):
-            await srv.send_usage_metadata(
-                {"promptTokenCount": 298, "totalTokenCount": 310, "promptTokensDetails": details}
-            )
+        # Two turns, the first reported twice (each report the turn so far): each turn counts
+        # once.
+        for turn in range(2):
+            for _ in range(2 - turn):
+                await srv.send_usage_metadata(
+                    {
+                        "promptTokenCount": 298,
+                        "totalTokenCount": 310,
+                        "promptTokensDetails": details,
+                    }
+                )
+            await srv.send_turn_complete()
         await srv.send_text("ok")
-        usage = await log.wait(lambda events: len([e for e in events if e.type == "usage"]) == 2)
-        assert usage
-        by = live.stats.usage_prompt_by_modality
-    assert [e.prompt_by_modality for e in log.of(Usage)] == [{"IMAGE": 258, "TEXT": 40}] * 2
+        # The text comes after both turns: the session has taken in every report by then.
+        await log.wait(lambda events: [e for e in events if e.type == "model_text"])
+        by = dict(live.stats.usage_prompt_by_modality)
+        total = live.stats.usage_total_tokens
+    assert [e.prompt_by_modality for e in log.of(Usage)] == [{"IMAGE": 258, "TEXT": 40}] * 3
     assert by == {"IMAGE": 516, "TEXT": 80}
+    assert total == 620
     app = FakeApp()
     assert app.session is not None
     app.session.stats.usage_prompt_by_modality.update(by)
