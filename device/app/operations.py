@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from anyio.abc import TaskStatus
 
@@ -23,12 +23,14 @@ from device.config import Config, ConfigError
 from device.outputs.connection_guard import GuardStats
 from device.outputs.host_check import parse_hosts
 from device.outputs.http_address import parse_http
-from device.outputs.mqtt import MqttPublisher
 from device.outputs.mqtt_settings import parse_mqtt
-from device.outputs.status_server import StatusServer
-from device.outputs.telemetry import Telemetry
 from device.outputs.view import DeviceView
 from live.clock import Clock
+
+if TYPE_CHECKING:
+    from device.outputs.mqtt import MqttPublisher
+    from device.outputs.status_server import StatusServer
+    from device.outputs.telemetry import Telemetry
 
 DEFAULT_HTTP = "127.0.0.1:8765"  # the only address that may move to a free port
 
@@ -90,6 +92,10 @@ def build_operations(
     hosts = parse_hosts(config.outputs.http_hosts) if address is not None else ()
     mqtt: MqttPublisher | None = None
     if mqtt_settings is not None:
+        # Loaded for a run that publishes or serves: aiomqtt, aiohttp and prometheus_client
+        # are a fifth of a second's start that --no-http without --mqtt does not pay.
+        from device.outputs.mqtt import MqttPublisher
+
         mqtt = MqttPublisher(
             mqtt_settings,
             device_id=config.device.device_id,
@@ -106,6 +112,9 @@ def build_operations(
     telemetry: Telemetry | None = None
     server: StatusServer | None = None
     if address is not None:
+        from device.outputs.status_server import StatusServer
+        from device.outputs.telemetry import Telemetry
+
         connections = GuardStats()  # the server counts them, /metrics shows them
         telemetry = Telemetry(device, mqtt=mqtt, http=connections)
         server = StatusServer(
