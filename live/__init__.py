@@ -3,7 +3,8 @@
 This package imports nothing else of Lookout's.
 
 Its names load on first use: importing one of its modules (``live.events``,
-``live.picture``) loads that module, not the session and google-genai.
+``live.picture``) loads that module, not the session. The runtime's values are
+its own (``live/wire.py``): nothing in it imports google-genai.
 """
 
 from __future__ import annotations

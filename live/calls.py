@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from google.genai import types
 
 from live import dispatch
 from live.clock import Clock
@@ -28,10 +27,11 @@ from live.model import FunctionCallRequest, SendRealtime, SendToolResponse
 from live.outbox import Outbox, OutEmission
 from live.streams import MODEL, StreamHandle, StreamRegistry
 from live.tool import Tool
+from live.wire import Blob, FunctionResponse, Scheduling
 
 log = logging.getLogger("lookout.session")
 
-_SILENT = types.FunctionResponseScheduling.SILENT
+_SILENT = Scheduling.SILENT
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Deliveries:
         handle: StreamHandle,
         payload: dict[str, Any],
         final: bool,
-        scheduling: types.FunctionResponseScheduling | None,
+        scheduling: Scheduling | None,
     ) -> None:
         """One emission of a stream: to the model if the model called it; always to the log."""
         to_model = handle.by == MODEL and handle.call_id not in self.forgotten
@@ -169,7 +169,7 @@ class Calls:
         self, call_id: str, name: str, response: dict[str, Any], by: str, **kw: Any
     ) -> None:
         if by == MODEL:
-            answer = types.FunctionResponse(id=call_id, name=name, response=response, **kw)
+            answer = FunctionResponse(id=call_id, name=name, response=response, **kw)
             self.outbox.post(SendToolResponse((answer,)))
         else:
             self._device_answers[call_id] = response
@@ -179,11 +179,11 @@ class Calls:
         self._emit(ErrorEvent(message=message, where="tool_call", id=call_id))
         self._respond(call_id, name, dispatch.error_response(message, self.config.secrets), by)
 
-    def _shower(self, call_id: str, by: str) -> Callable[[types.Blob], bool]:
+    def _shower(self, call_id: str, by: str) -> Callable[[Blob], bool]:
         """``ToolContext.show`` of a call: the image goes to the outbox ahead of the call's
         answer (posted later), for the model's calls only, never in privacy mode."""
 
-        def show(blob: types.Blob) -> bool:
+        def show(blob: Blob) -> bool:
             if by != MODEL or self.config.privacy or not self._model_connected():
                 return False
             self.outbox.post(SendRealtime(blob, call_id=call_id))

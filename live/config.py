@@ -5,9 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from google.genai import types
-
 from live.backoff import Backoff
+from live.wire import Scheduling
 
 
 class EmitMode(enum.Enum):
@@ -103,7 +102,7 @@ class BudgetLimits:
 @dataclass(frozen=True)
 class SessionConfig:
     emit_mode: EmitMode = EmitMode.FUNCTION_RESPONSE
-    scheduling: types.FunctionResponseScheduling = types.FunctionResponseScheduling.WHEN_IDLE
+    scheduling: Scheduling = Scheduling.WHEN_IDLE
     system_instruction: str | None = None
     # Input fan-out: which realtime input tools receive and how much each may queue.
     tool_input_accept: tuple[str, ...] = ("image/*",)

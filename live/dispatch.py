@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from google.genai import types
 
+from live import wire
 from live.clock import Clock
 from live.events import Event, JobProgress
 from live.input_stream import InputStream
@@ -64,7 +64,7 @@ def make_context(
     publish: Callable[[Event], None],
     *,
     input_stream: InputStream[Any] | None = None,
-    show: Callable[[types.Blob], bool] | None = None,
+    show: Callable[[wire.Blob], bool] | None = None,
 ) -> ToolContext:
     context = ToolContext(
         call_id=call_id,

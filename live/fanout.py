@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-from google.genai import types
 
+from live import wire
 from live.buffer import LatestWins
 from live.clock import Clock
 from live.config import SessionConfig
@@ -122,7 +122,7 @@ class Fanout:
                 self.frames_budget_held += 1  # the cap stopped frames while it waited
                 continue
             if request.given_blob is not None:
-                blob: types.Blob | None = request.given_blob
+                blob: wire.Blob | None = request.given_blob
             else:
                 # A frame's JPEG may not exist yet; encoding blocks, so not on the loop.
                 blob = await anyio.to_thread.run_sync(_blob_of, request)
@@ -156,7 +156,7 @@ class Fanout:
         self._pumped.set()
 
 
-def _blob_of(request: LiveRequest[Any]) -> types.Blob | None:
+def _blob_of(request: LiveRequest[Any]) -> wire.Blob | None:
     return request.blob
 
 

@@ -2,7 +2,8 @@
 
 Outbound messages and inbound model events are small dataclasses so that the
 session logic is the same for Gemini Live, the offline local model and the
-scripted test model; adapters translate them to and from their wire format.
+scripted test model; adapters translate them to and from their wire format
+(what they carry is ``live/wire.py``'s).
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from google.genai import types
+from live.wire import Blob, Content, FunctionDeclaration, FunctionResponse
 
 # --- what the session sends -------------------------------------------------
 
 
 @dataclass(frozen=True)
 class SendContent:
-    content: types.Content
+    content: Content
     turn_complete: bool
 
 
@@ -27,7 +28,7 @@ class SendRealtime:
     """Realtime media: a camera frame, or (``call_id`` set) an image a tool call showed the
     model (``ToolContext.show``), which belongs with that call's answer."""
 
-    blob: types.Blob
+    blob: Blob
     call_id: str | None = None
 
 
@@ -40,7 +41,7 @@ class SendText:
 
 @dataclass(frozen=True)
 class SendToolResponse:
-    responses: tuple[types.FunctionResponse, ...]
+    responses: tuple[FunctionResponse, ...]
 
     @property
     def will_continue(self) -> bool:
@@ -161,7 +162,7 @@ class ModelSetupError(Exception):
 class LiveSetup:
     """Everything a model needs to open (or resume) a session."""
 
-    tools: Sequence[types.FunctionDeclaration] = ()
+    tools: Sequence[FunctionDeclaration] = ()
     system_instruction: str | None = None
     resumption_handle: str | None = None
 

@@ -29,8 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from google.genai import types
-
+from live import wire
 from live.config import EmitMode
 from live.model import Outbound, SendActivity, SendContent, SendRealtime, SendToolResponse
 from live.signal import Wakeup
@@ -46,7 +45,7 @@ class OutEmission:
     name: str
     payload: dict[str, Any]
     final: bool
-    scheduling: types.FunctionResponseScheduling
+    scheduling: wire.Scheduling
 
 
 def render_emission(mode: EmitMode, emission: OutEmission) -> Outbound:
@@ -58,11 +57,11 @@ def render_emission(mode: EmitMode, emission: OutEmission) -> Outbound:
     if mode is EmitMode.TEXT:
         text = f"Function {emission.name} returned: {json.dumps(emission.payload, default=str)}"
         return SendContent(
-            types.Content(role="user", parts=[types.Part(text=text)]), turn_complete=False
+            wire.Content(role="user", parts=[wire.Part(text=text)]), turn_complete=False
         )
     return SendToolResponse(
         (
-            types.FunctionResponse(
+            wire.FunctionResponse(
                 id=emission.call_id,
                 name=emission.name,
                 response=emission.payload,

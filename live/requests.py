@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import anyio
-from google.genai import types
 
+from live import wire
 from live.buffer import LatestWins
 from live.picture import JPEG_MIME, Picture
 from live.signal import Wakeup, take_when_ready
@@ -42,9 +42,9 @@ class LiveRequest(Generic[P]):
     """
 
     kind: RequestKind
-    content: types.Content | None = None
+    content: wire.Content | None = None
     turn_complete: bool = False
-    given_blob: types.Blob | None = None
+    given_blob: wire.Blob | None = None
     frame: Any = None
     percept: P | None = None
     mime: str = ""
@@ -52,11 +52,11 @@ class LiveRequest(Generic[P]):
     seq: int = 0
 
     @property
-    def blob(self) -> types.Blob | None:
+    def blob(self) -> wire.Blob | None:
         if self.given_blob is not None:
             return self.given_blob
         if isinstance(self.frame, Picture):
-            return types.Blob(data=self.frame.jpeg(), mime_type=self.mime or JPEG_MIME)
+            return wire.Blob(data=self.frame.jpeg(), mime_type=self.mime or JPEG_MIME)
         return None
 
     @property
@@ -148,10 +148,10 @@ class LiveRequestQueue(Generic[P]):
         self._content.append(request)
         self._wake()
 
-    def send_content(self, content: types.Content | str, *, turn_complete: bool = True) -> None:
+    def send_content(self, content: wire.Content | str, *, turn_complete: bool = True) -> None:
         self._check_open()
         if isinstance(content, str):
-            content = types.Content(role="user", parts=[types.Part(text=content)])
+            content = wire.Content(role="user", parts=[wire.Part(text=content)])
         self._put_content(
             LiveRequest(
                 RequestKind.CONTENT,
@@ -165,7 +165,7 @@ class LiveRequestQueue(Generic[P]):
 
     def send_realtime(
         self,
-        blob: types.Blob | None = None,
+        blob: wire.Blob | None = None,
         *,
         frame: Any = None,
         percept: P | None = None,
@@ -194,7 +194,7 @@ class LiveRequestQueue(Generic[P]):
         self.stats.realtime_dropped += self._realtime.stats.dropped - before
         self._wake()
 
-    def send_audio(self, blob: types.Blob) -> None:
+    def send_audio(self, blob: wire.Blob) -> None:
         """A chunk of what is said to the device (``audio/pcm;rate=16000``), kept in order."""
         self._check_open()
         if not (blob.mime_type or "").startswith("audio/"):

@@ -32,9 +32,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
-from google.genai import types
 
-from live import dispatch
+from live import dispatch, wire
 from live.backoff import milestone
 from live.budget import SpendingCap
 from live.calls import Calls, Deliveries, DeviceCall
@@ -278,11 +277,11 @@ class LiveSession:
     def outbox_depth(self) -> int:
         return len(self._outbox)
 
-    def declarations(self) -> list[types.FunctionDeclaration]:
+    def declarations(self) -> list[wire.FunctionDeclaration]:
         declarations = [tool.declaration() for tool in self._tools.values()]
         if self.config.emit_mode is EmitMode.TEXT:
             # Models with synchronous calls only reject NON_BLOCKING declarations.
-            declarations = [d.model_copy(update={"behavior": None}) for d in declarations]
+            declarations = [dataclasses.replace(d, behavior=None) for d in declarations]
         return declarations
 
     def running_streams(self) -> list[dict[str, Any]]:
@@ -421,7 +420,7 @@ class LiveSession:
     def _note(self, text: str) -> None:
         """A short note from the device to the model (as user text that completes no turn;
         the adapter sends it as realtime text where its family needs that)."""
-        content = types.Content(role="user", parts=[types.Part(text=text)])
+        content = wire.Content(role="user", parts=[wire.Part(text=text)])
         self._outbox.post(SendContent(content, turn_complete=False))
 
     def _spawn(self, func: Any, *args: Any) -> None:

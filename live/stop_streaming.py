@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from google.genai import types
-
+from live import wire
 from live.tool import ToolArgumentError, ToolContext, coalesce_updates
 
 STOP_STREAMING = "stop_streaming"
@@ -29,21 +28,21 @@ class StopStreamingTool:
     def __init__(self, stop: StopFunction) -> None:
         self._stop = stop
 
-    def declaration(self) -> types.FunctionDeclaration:
-        return types.FunctionDeclaration(
+    def declaration(self) -> wire.FunctionDeclaration:
+        return wire.FunctionDeclaration(
             name=self.name,
             description=(
                 "Stop a running streaming function. Pass the name of the function to stop; "
                 "optionally a call id to stop only that call."
             ),
-            parameters=types.Schema(
-                type=types.Type.OBJECT,
+            parameters=wire.Schema(
+                type=wire.Type.OBJECT,
                 properties={
-                    "function_name": types.Schema(
-                        type=types.Type.STRING, description="Name of the streaming function."
+                    "function_name": wire.Schema(
+                        type=wire.Type.STRING, description="Name of the streaming function."
                     ),
-                    "call_id": types.Schema(
-                        type=types.Type.STRING, description="Only stop the call with this id."
+                    "call_id": wire.Schema(
+                        type=wire.Type.STRING, description="Only stop the call with this id."
                     ),
                 },
                 required=["function_name"],

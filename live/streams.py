@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from google.genai import types
 
+from live import wire
 from live.clock import Clock
 from live.config import SessionConfig
 from live.events import ErrorEvent, Event, StreamStarted, StreamStopped
@@ -30,7 +30,7 @@ from live.tool import Tool, ToolContext
 
 log = logging.getLogger("lookout.streams")
 
-_SILENT = types.FunctionResponseScheduling.SILENT
+_SILENT = wire.Scheduling.SILENT
 
 MODEL = "model"
 DEVICE = "device"
@@ -133,9 +133,7 @@ class Emitter:
             self.flush()
 
 
-Deliver = Callable[
-    [StreamHandle, dict[str, Any], bool, "types.FunctionResponseScheduling | None"], None
-]
+Deliver = Callable[[StreamHandle, dict[str, Any], bool, "wire.Scheduling | None"], None]
 
 
 class StreamRegistry:

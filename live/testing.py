@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from google.genai import types
 
+from live import wire
 from live.clock import Clock, MonotonicClock
 from live.model import (
     ConnectionLost,
@@ -267,11 +267,11 @@ class ScriptedModel:
 TurnScript = TurnReply | Exception | Callable[[TurnRequest], "TurnReply | Exception"]
 
 
-def function_responses(request: TurnRequest) -> list[types.FunctionResponse]:
+def function_responses(request: TurnRequest) -> list[wire.FunctionResponse]:
     return request.function_responses()
 
 
-def last_function_responses(request: TurnRequest) -> list[types.FunctionResponse]:
+def last_function_responses(request: TurnRequest) -> list[wire.FunctionResponse]:
     return request.last_function_responses()
 
 

@@ -7,8 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from google.genai import types
-
+from live import wire
 from live.clock import Clock
 from live.events import Event
 from live.input_stream import InputStream
@@ -50,7 +49,7 @@ class ToolContext:
     job_id: str | None = None
     progress: Callable[[float | None, str], None] = field(default=lambda fraction, message: None)
     milestone: Callable[[dict[str, Any]], None] = field(default=lambda payload: None)
-    show: Callable[[types.Blob], bool] = field(default=lambda blob: False)
+    show: Callable[[wire.Blob], bool] = field(default=lambda blob: False)
 
 
 class Tool(Protocol):
@@ -74,7 +73,7 @@ class Tool(Protocol):
         """Answer with a ticket at once and deliver the result when the work is done."""
         ...
 
-    def declaration(self) -> types.FunctionDeclaration: ...
+    def declaration(self) -> wire.FunctionDeclaration: ...
 
     def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """Checked and converted arguments; raises ToolArgumentError."""

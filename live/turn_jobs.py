@@ -19,9 +19,8 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
-from google.genai import types
 
-from live import dispatch
+from live import dispatch, wire
 from live.backoff import Backoff
 from live.clock import Clock
 from live.events import ErrorEvent, Event, JobUpdate, ToolResult
@@ -33,7 +32,7 @@ from live.turn_config import TurnConfig, TurnOutcome
 log = logging.getLogger("lookout.turns")
 
 Emit = Callable[[Event], None]
-Turn = Callable[[list[types.Content], Emit], Awaitable[TurnOutcome]]
+Turn = Callable[[list[wire.Content], Emit], Awaitable[TurnOutcome]]
 """The conversation's turn: add contents to the history and call the model until it answers."""
 
 
@@ -215,15 +214,15 @@ class ConversationJobs:
         self, running: _RunningJob, response: dict[str, Any], emit: Emit, *, final: bool
     ) -> None:
         job = running.job
-        part = types.Part(
-            function_response=types.FunctionResponse(
+        part = wire.Part(
+            function_response=wire.FunctionResponse(
                 id=running.wire_id, name=job.name, response=response
             )
         )
         emit(ToolResult(id=job.call_id, name=job.name, response=response))
         if final:
             self._undelivered.add(job.job_id)
-        new = [types.Content(role="user", parts=[part])]
+        new = [wire.Content(role="user", parts=[part])]
         for attempt in range(self.config.delivery_attempts):
             outcome = await self._turn(new, emit)
             new = []  # it is in the history now, whatever the model did
@@ -268,14 +267,14 @@ class ConversationJobs:
     def carry_over(self, jobs: Sequence[Job]) -> None:
         self._to_carry += [job for job in jobs if job.state.ended and not job.delivered]
 
-    def carried_part(self) -> types.Part | None:
+    def carried_part(self) -> wire.Part | None:
         """The results carried over, as text for the next message; None if there are none.
 
         They count as undelivered from now on, until a model call with them succeeds.
         """
         if not self._to_carry:
             return None
-        part = types.Part(text=_carried_text(self._to_carry))
+        part = wire.Part(text=_carried_text(self._to_carry))
         for job in self._to_carry:
             self._carried[job.job_id] = job
             self._undelivered.add(job.job_id)

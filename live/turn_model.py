@@ -1,7 +1,7 @@
 """The request-response model protocol: one request in, one reply out.
 
 Where a ``LiveModel`` holds a connection open and streams, a ``TurnModel`` is
-asked once per step of a turn: the whole conversation so far (as google-genai
+asked once per step of a turn: the whole conversation so far (as ``live/wire.py``
 ``Content``), the system instruction and the function declarations go in; the
 model's text and/or function calls come back. ``TurnRunner`` (live/turns.py)
 drives it; ``models/gemini/turns.py`` implements it over
@@ -13,27 +13,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from google.genai import types
-
+from live import wire
 from live.model import FunctionCallRequest, ModelUsage
 
 
 @dataclass(frozen=True)
 class TurnRequest:
-    contents: tuple[types.Content, ...]
-    declarations: tuple[types.FunctionDeclaration, ...] = ()
+    contents: tuple[wire.Content, ...]
+    declarations: tuple[wire.FunctionDeclaration, ...] = ()
     system_instruction: str | None = None
 
-    def function_responses(self) -> list[types.FunctionResponse]:
+    def function_responses(self) -> list[wire.FunctionResponse]:
         """Every FunctionResponse in the history, oldest first."""
         return [r for content in self.contents for r in _responses_in(content)]
 
-    def last_function_responses(self) -> list[types.FunctionResponse]:
+    def last_function_responses(self) -> list[wire.FunctionResponse]:
         """The FunctionResponses of the newest content (what the model is answering now)."""
         return _responses_in(self.contents[-1]) if self.contents else []
 
 
-def _responses_in(content: types.Content) -> list[types.FunctionResponse]:
+def _responses_in(content: wire.Content) -> list[wire.FunctionResponse]:
     return [p.function_response for p in content.parts or [] if p.function_response is not None]
 
 
@@ -51,7 +50,7 @@ class TurnReply:
     text: str = ""
     calls: tuple[FunctionCallRequest, ...] = ()
     usage: ModelUsage | None = None
-    content: types.Content | None = field(default=None, compare=False)
+    content: wire.Content | None = field(default=None, compare=False)
 
 
 class TurnModelError(Exception):

@@ -39,9 +39,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
-from google.genai import types
 
-from live import dispatch
+from live import dispatch, wire
 from live.clock import Clock, MonotonicClock
 from live.eventlog import EventLog
 from live.events import (
@@ -124,7 +123,7 @@ class Conversation:
         self.config = runner.config
         self.clock = runner.clock
         self.started_at = self.clock.now()
-        self.history: list[types.Content] = []
+        self.history: list[wire.Content] = []
         self._tg = tg
         self._lock = anyio.Lock()
         self._ids = itertools.count(1)
@@ -151,11 +150,11 @@ class Conversation:
         reading early does not leave the conversation half-way through a step.
         """
         send, recv = anyio.create_memory_object_stream[Event](math.inf)
-        parts = [types.Part(text=message)]
+        parts = [wire.Part(text=message)]
         carried = self._jobs.carried_part()
         if carried is not None:
             parts.insert(0, carried)
-        content = types.Content(role="user", parts=parts)
+        content = wire.Content(role="user", parts=parts)
 
         async def turn() -> None:
             async with send:
@@ -208,7 +207,7 @@ class Conversation:
 
     # ---------------------------------------------------------------- turns
 
-    async def _turn(self, new: list[types.Content], emit: Emit) -> TurnOutcome:
+    async def _turn(self, new: list[wire.Content], emit: Emit) -> TurnOutcome:
         """Add ``new`` to the history and call the model until it answers without calls.
 
         The history only grows: what a failed model call did not answer stays in
@@ -252,7 +251,7 @@ class Conversation:
                     emit(TurnComplete())
                     return TurnOutcome.ANSWERED
                 parts = await self._answer_calls(reply.calls, emit)
-                self.history.append(types.Content(role="user", parts=parts))
+                self.history.append(wire.Content(role="user", parts=parts))
             message = (
                 f"the model was still calling tools after {self.config.max_steps} steps; "
                 "the turn was ended"
@@ -262,7 +261,7 @@ class Conversation:
 
     async def _answer_calls(
         self, calls: Sequence[FunctionCallRequest], emit: Emit
-    ) -> list[types.Part]:
+    ) -> list[wire.Part]:
         responses: list[dict[str, Any]] = [{} for _ in calls]
 
         async def answer(index: int, call: FunctionCallRequest) -> None:
@@ -273,8 +272,8 @@ class Conversation:
             for index, call in enumerate(calls):
                 tg.start_soon(answer, index, call)
         return [
-            types.Part(
-                function_response=types.FunctionResponse(
+            wire.Part(
+                function_response=wire.FunctionResponse(
                     id=call.id or None, name=call.name, response=response
                 )
             )
@@ -347,19 +346,19 @@ class Conversation:
         self._bg_send.close()
 
 
-def _reply_content(reply: TurnReply) -> types.Content:
+def _reply_content(reply: TurnReply) -> wire.Content:
     if reply.content is not None:
         return reply.content
-    parts: list[types.Part] = []
+    parts: list[wire.Part] = []
     if reply.text:
-        parts.append(types.Part(text=reply.text))
+        parts.append(wire.Part(text=reply.text))
     for call in reply.calls:
         parts.append(
-            types.Part(
-                function_call=types.FunctionCall(id=call.id or None, name=call.name, args=call.args)
+            wire.Part(
+                function_call=wire.FunctionCall(id=call.id or None, name=call.name, args=call.args)
             )
         )
-    return types.Content(role="model", parts=parts)
+    return wire.Content(role="model", parts=parts)
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The declaration the model sees: a genai Schema from type hints and docstrings.
+"""The declaration the model sees: a Schema (``live/wire.py``) from type hints and docstrings.
 
 ``schema_for`` turns one annotation into a ``Schema`` (with the limits of any
 ``Annotated`` pydantic constraints the Schema can express); ``function_declaration``
@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from google.genai import types
 from pydantic.fields import FieldInfo
+
+from live import wire
 
 
 @dataclass(frozen=True)
@@ -117,10 +118,10 @@ def constraints(metadata: Iterable[Any]) -> tuple[str | None, dict[str, Any]]:
     return description, found
 
 
-def _apply_constraints(schema: types.Schema, found: Mapping[str, Any]) -> None:
-    """Tell the model the limits the genai Schema can express; validate enforces all of them."""
-    if schema.type in (types.Type.INTEGER, types.Type.NUMBER):
-        integer = schema.type == types.Type.INTEGER
+def _apply_constraints(schema: wire.Schema, found: Mapping[str, Any]) -> None:
+    """Tell the model the limits the Schema can express; validate enforces all of them."""
+    if schema.type in (wire.Type.INTEGER, wire.Type.NUMBER):
+        integer = schema.type == wire.Type.INTEGER
         lows = [found["ge"]] if "ge" in found else []
         highs = [found["le"]] if "le" in found else []
         # An exclusive bound is exact only for integers; for numbers it is left to validate.
@@ -132,18 +133,18 @@ def _apply_constraints(schema: types.Schema, found: Mapping[str, Any]) -> None:
             schema.minimum = float(max(lows))
         if highs:
             schema.maximum = float(min(highs))
-    elif schema.type == types.Type.STRING:
+    elif schema.type == wire.Type.STRING:
         schema.min_length = found.get("min_length", schema.min_length)
         schema.max_length = found.get("max_length", schema.max_length)
         if isinstance(found.get("pattern"), str):
             schema.pattern = found["pattern"]
-    elif schema.type == types.Type.ARRAY:
+    elif schema.type == wire.Type.ARRAY:
         schema.min_items = found.get("min_length", schema.min_items)
         schema.max_items = found.get("max_length", schema.max_items)
 
 
-def schema_for(annotation: Any, description: str | None = None) -> types.Schema:
-    """A google-genai Schema for a Python type annotation.
+def schema_for(annotation: Any, description: str | None = None) -> wire.Schema:
+    """A Schema for a Python type annotation.
 
     ``description`` is used unless the annotation carries its own
     (``Annotated[int, Field(description=...)]``): the one beside the type is
@@ -166,32 +167,32 @@ SEQUENCES: tuple[Any, ...] = (list, tuple, collections.abc.Sequence)
 MAPPINGS: tuple[Any, ...] = (dict, collections.abc.Mapping)
 
 
-def _schema_for(annotation: Any) -> types.Schema:
+def _schema_for(annotation: Any) -> wire.Schema:
     if isinstance(annotation, str):
         # A forward reference nobody could resolve: describe it as text rather than
         # refusing the whole tool.
         annotation = BUILTIN_NAMES.get(annotation.strip(), str)
     origin = get_origin(annotation)
     if annotation is bool:
-        return types.Schema(type=types.Type.BOOLEAN)
+        return wire.Schema(type=wire.Type.BOOLEAN)
     if annotation is int:
-        return types.Schema(type=types.Type.INTEGER)
+        return wire.Schema(type=wire.Type.INTEGER)
     if annotation is float:
-        return types.Schema(type=types.Type.NUMBER)
+        return wire.Schema(type=wire.Type.NUMBER)
     if annotation is str:
-        return types.Schema(type=types.Type.STRING)
+        return wire.Schema(type=wire.Type.STRING)
     if origin is Literal:
         values = get_args(annotation)
         if all(isinstance(v, str) for v in values):
-            return types.Schema(type=types.Type.STRING, enum=list(values))
+            return wire.Schema(type=wire.Type.STRING, enum=list(values))
         if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            return types.Schema(type=types.Type.INTEGER, enum=[str(v) for v in values])
+            return wire.Schema(type=wire.Type.INTEGER, enum=[str(v) for v in values])
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return types.Schema(type=types.Type.STRING, enum=[str(m.value) for m in annotation])
+        return wire.Schema(type=wire.Type.STRING, enum=[str(m.value) for m in annotation])
     if annotation in SEQUENCES or origin in SEQUENCES:
-        return types.Schema(type=types.Type.ARRAY, items=schema_for(item_type(annotation, str)))
+        return wire.Schema(type=wire.Type.ARRAY, items=schema_for(item_type(annotation, str)))
     if annotation in MAPPINGS or origin in MAPPINGS:
-        return types.Schema(type=types.Type.OBJECT)
+        return wire.Schema(type=wire.Type.OBJECT)
     raise TypeError(f"unsupported parameter type for a tool declaration: {annotation!r}")
 
 
@@ -209,13 +210,13 @@ def function_declaration(
     *,
     streaming: bool,
     long_running: bool,
-) -> types.FunctionDeclaration:
+) -> wire.FunctionDeclaration:
     """What the model is told of a tool; ``arg_docs`` describe parameters without their own."""
     properties = {p.name: schema_for(p.annotation, arg_docs.get(p.name)) for p in params}
     parameters = None
     if properties:
-        parameters = types.Schema(
-            type=types.Type.OBJECT,
+        parameters = wire.Schema(
+            type=wire.Type.OBJECT,
             properties=properties,
             required=[p.name for p in params if p.required] or None,
         )
@@ -226,11 +227,11 @@ def function_declaration(
             "arrives later as another response to this same call."
         )
         description = f"{description}\n\n{note}" if description else note
-    return types.FunctionDeclaration(
+    return wire.FunctionDeclaration(
         name=name,
         description=description or None,
         parameters=parameters,
-        behavior=types.Behavior.NON_BLOCKING if streaming or long_running else None,
+        behavior=wire.Behavior.NON_BLOCKING if streaming or long_running else None,
     )
 
 

@@ -14,12 +14,13 @@ Constraints go in the signature::
 
     def count(min_change: Annotated[int, Field(ge=1, le=10, description="...")] = 1): ...
 
-They are enforced by ``validate`` and, where the genai ``Schema`` can say so
+They are enforced by ``validate`` and, where the declared ``Schema`` can say so
 (minimum/maximum, lengths, pattern), declared to the model too.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import re
@@ -29,8 +30,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Annotated, Any, get_args, get_origin
 
 import anyio
-from google.genai import types
 
+from live import wire
 from live.input_stream import InputStream
 from live.tool import ToolContext, coalesce_updates
 from tools.arguments import Arguments, quote_names
@@ -183,8 +184,8 @@ class FunctionTool:
     def parameter_names(self) -> list[str]:
         return [p.name for p in self._params]
 
-    def declaration(self) -> types.FunctionDeclaration:
-        return self._declaration.model_copy(deep=True)
+    def declaration(self) -> wire.FunctionDeclaration:
+        return copy.deepcopy(self._declaration)
 
     def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments given, checked and converted (2.0 to 2, "blue" to Colour.BLUE).

@@ -30,12 +30,11 @@ from typing import Annotated, Any
 
 import anyio
 import numpy as np
-from google.genai import types
 from pydantic import Field
 
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.percept import CurrentPercept, Percept, Track
-from live import ToolContext
+from live import ToolContext, wire
 
 TOOL = "look"
 MAX_SIDE = 768  # px, the longest side of what the model is shown
@@ -182,7 +181,7 @@ class Look:
         shot = await anyio.to_thread.run_sync(
             picture, percept, self.geometry, self.max_side, self.quality
         )
-        sent = context.show(types.Blob(data=shot.jpeg, mime_type="image/jpeg"))
+        sent = context.show(wire.Blob(data=shot.jpeg, mime_type="image/jpeg"))
         if sent:
             self.outcomes["sent"] += 1
             image = SENT

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from google.genai import types
-
+from live import wire
 from live.tool import Tool, ToolContext
 from tools.log_questions import LogUnavailable
 
@@ -68,7 +67,7 @@ class SaysCannot:
     def is_long_running(self) -> bool:
         return self.tool.is_long_running
 
-    def declaration(self) -> types.FunctionDeclaration:
+    def declaration(self) -> wire.FunctionDeclaration:
         return self.tool.declaration()
 
     def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:

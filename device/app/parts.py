@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from google.genai import types
-
 from device.config import Config, ConfigError
 from device.feeds.runner import SourceRunner, StateChange
 from device.motion import MotionConfig
@@ -30,7 +28,7 @@ from device.sources import (
     check_decodable,
     open_source,
 )
-from live import EmitMode, ReconnectPolicy, SessionConfig
+from live import EmitMode, ReconnectPolicy, SessionConfig, wire
 from live.clock import Clock
 from live.config import BudgetLimits
 from live.events import Event
@@ -343,7 +341,7 @@ def emit_mode(config: Config) -> EmitMode:
 def session_config(config: Config) -> SessionConfig:
     return SessionConfig(
         emit_mode=emit_mode(config),
-        scheduling=types.FunctionResponseScheduling(config.model.scheduling.upper()),
+        scheduling=wire.Scheduling(config.model.scheduling.upper()),
         system_instruction=config.model.system_instruction or system_instruction(config),
         send_frames=config.model.send_frames,
         privacy=config.device.privacy,

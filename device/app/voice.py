@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from anyio.abc import TaskStatus
-from google.genai import types
 
 from device.audio.ports import MIC_MIME, AudioError, Microphone, pcm_rate
 from device.config import Config, ConfigError
+from live import wire
 from live.backoff import Backoff
 from live.buffer import LatestWins
 from live.clock import Clock
@@ -242,7 +242,7 @@ class Voice:
             if not self._talking:
                 self.stats.chunks_held += 1
                 continue
-            self.queue.send_audio(types.Blob(data=chunk, mime_type=MIC_MIME))
+            self.queue.send_audio(wire.Blob(data=chunk, mime_type=MIC_MIME))
             self.stats.chunks_sent += 1
 
     async def _speak(self) -> None:

@@ -9,10 +9,10 @@ module opens one connection per ``connect()`` and reports how it ended, as
 Wire facts this relies on are in ``docs/gemini-live-wire.md``. The parts, one job each:
 ``models/gemini/options.py`` (``GeminiOptions``, the connect config and its defaults),
 ``models/gemini/client.py`` (the client, the API key and its defaults),
-``models/gemini/events.py`` (server messages to model events),
-``models/gemini/families.py`` (what each model family takes on the wire),
-``models/gemini/wire_form.py`` (function responses in that form, and the kick) and
-``models/gemini/failures.py`` (what a failure means: retry or not, said in a line). Their
+``models/gemini/events.py`` (server messages to model events), ``families.py`` (what each
+model family takes on the wire), ``sdk_form.py`` (the runtime's messages in the SDK's types),
+``wire_form.py`` (function responses in the family's form, and the kick) and
+``failures.py`` (what a failure means: retry or not, said in a line). Their
 public names are importable from here too, where callers have always found them.
 """
 
@@ -42,6 +42,7 @@ from live.model import (
     SendText,
     SendToolResponse,
 )
+from models.gemini import sdk_form
 from models.gemini.client import (
     API_KEY_VARIABLES,
     DEFAULT_API_VERSION,
@@ -130,13 +131,13 @@ class GeminiConnection:
         session = self._session
         if isinstance(message, SendRealtime) and message.call_id and self._image_parts:
             # The family reads images in a function response: the call's answer takes it.
-            self._shown[message.call_id] = message.blob
+            self._shown[message.call_id] = sdk_form.blob(message.blob)
         elif isinstance(message, SendRealtime):
             mime = (message.blob.mime_type or "").lower()
             if mime.startswith("image/") or mime.startswith("video/"):
-                await session.send_realtime_input(video=message.blob)
+                await session.send_realtime_input(video=sdk_form.blob(message.blob))
             elif mime.startswith("audio/"):
-                await session.send_realtime_input(audio=message.blob)
+                await session.send_realtime_input(audio=sdk_form.blob(message.blob))
             else:
                 raise ValueError(f"cannot send realtime input of type {mime or 'unknown'}")
         elif isinstance(message, SendText):
@@ -149,7 +150,7 @@ class GeminiConnection:
                 await session.send_realtime_input(text=text)
         elif isinstance(message, SendContent):
             await session.send_client_content(
-                turns=message.content, turn_complete=message.turn_complete
+                turns=sdk_form.content(message.content), turn_complete=message.turn_complete
             )
         elif isinstance(message, SendToolResponse):
             first, later = self._answers.split(message.responses)

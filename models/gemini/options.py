@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from google.genai import types
 
 from live.model import LiveSetup
+from models.gemini import sdk_form
 from models.gemini.families import FAMILIES, Backend, Capabilities, capabilities
 
 DEFAULT_MODEL = "gemini-3.8-live"
@@ -143,7 +144,7 @@ class GeminiOptions:
         if setup.system_instruction:
             config.system_instruction = setup.system_instruction
         if setup.tools:
-            declarations = list(setup.tools)
+            declarations = [sdk_form.declaration(d) for d in setup.tools]
             if not self.capabilities.async_calls:
                 # A family with synchronous calls only is not offered NON_BLOCKING ones.
                 declarations = [d.model_copy(update={"behavior": None}) for d in declarations]

@@ -31,8 +31,10 @@ import anyio
 from google import genai
 from google.genai import errors, types
 
+from live import wire
 from live.model import FunctionCallRequest, ModelUsage
 from live.turn_model import TurnModelError, TurnReply, TurnRequest
+from models.gemini import sdk_form
 from models.gemini.client import given_or_new_client, one_line
 from models.gemini.events import by_modality
 from models.gemini.vertex import VertexTarget
@@ -61,8 +63,12 @@ def _enum_name(value: object) -> str:
     return str(getattr(value, "name", value))
 
 
-def rest_declaration(declaration: types.FunctionDeclaration) -> types.FunctionDeclaration:
-    """A copy of ``declaration`` without ``behavior`` (Live only), the caller's left as it is."""
+def rest_declaration(
+    declaration: wire.FunctionDeclaration | types.FunctionDeclaration,
+) -> types.FunctionDeclaration:
+    """``declaration`` in the SDK's form without ``behavior`` (Live only), the caller's left
+    as it is."""
+    declaration = sdk_form.declaration(declaration)
     if declaration.behavior is None:
         return declaration
     return declaration.model_copy(update={"behavior": None})
@@ -113,7 +119,7 @@ def reply_from_response(response: types.GenerateContentResponse) -> TurnReply:
         text="".join(texts),
         calls=tuple(calls),
         usage=usage,
-        content=content if parts else None,
+        content=sdk_form.reply_content(content) if content is not None and parts else None,
     )
 
 
@@ -174,7 +180,9 @@ class GeminiTurnModel:
         try:
             with anyio.fail_after(self.timeout_s):
                 response = await self._client.aio.models.generate_content(
-                    model=self.name, contents=list(request.contents), config=config
+                    model=self.name,
+                    contents=[sdk_form.content(c) for c in request.contents],
+                    config=config,
                 )
         except Exception as exc:
             raise self._error(exc) from None

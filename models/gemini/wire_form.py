@@ -14,6 +14,8 @@ from typing import Any
 
 from google.genai import types
 
+from live import wire
+from models.gemini import sdk_form
 from models.gemini.families import Capabilities
 
 # The realtime input that makes a 3.x model run after a tool response (it may otherwise stay
@@ -57,14 +59,16 @@ class AnsweredCalls:
         self._ids: set[str] = set()
 
     def split(
-        self, responses: Sequence[types.FunctionResponse]
+        self, responses: Sequence[wire.FunctionResponse | types.FunctionResponse]
     ) -> tuple[list[types.FunctionResponse], list[types.FunctionResponse]]:
-        """``responses`` as (first answers to send, later ones to say as text)."""
+        """``responses`` in the SDK's form, as (first answers to send, later ones to say as
+        text)."""
+        answers = [sdk_form.function_response(r) for r in responses]
         if not self._once:
-            return list(responses), []
+            return answers, []
         first: list[types.FunctionResponse] = []
         later: list[types.FunctionResponse] = []
-        for response in responses:
+        for response in answers:
             if response.id and response.id in self._ids:
                 later.append(response)
             else:

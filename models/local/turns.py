@@ -22,8 +22,8 @@ import re
 from typing import Any
 
 import anyio
-from google.genai import types
 
+from live import wire
 from live.model import FunctionCallRequest
 from live.turn_model import TurnReply, TurnRequest
 from models.local.log_text import (
@@ -183,7 +183,7 @@ class LocalTurnModel:
     def _after_tools(
         self,
         request: TurnRequest,
-        responses: list[types.FunctionResponse],
+        responses: list[wire.FunctionResponse],
         declared: set[str],
     ) -> TurnReply:
         texts: list[str] = []

@@ -7,6 +7,7 @@ import json
 import signal
 import sqlite3
 import subprocess
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ async def test_report_ticket_at_once_progress_only_for_people_result_with_the_sa
     logged = [json.loads(line) for line in events_file.read_text().splitlines()]
     assert sum(1 for e in logged if e["type"] == "job_progress") == len(progress)
     # ... and never to the model.
-    sent = json.dumps([c.model_dump(mode="json") for r in model.requests for c in r.contents])
+    sent = json.dumps([asdict(c) for r in model.requests for c in r.contents], default=str)
     for event in progress:
         assert event.message not in sent
     assert "job_progress" not in sent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import AsyncIterator
@@ -68,7 +69,7 @@ def answer_after_tools(request: TurnRequest) -> TurnReply:
 
 
 def texts_in(request: TurnRequest) -> str:
-    return json.dumps([c.model_dump(mode="json", exclude_none=True) for c in request.contents])
+    return json.dumps([dataclasses.asdict(c) for c in request.contents], default=str)
 
 
 async def test_plain_tool_answers_once_and_the_model_gets_the_result_with_the_call_id() -> None:

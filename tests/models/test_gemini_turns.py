@@ -165,8 +165,10 @@ async def test_function_call_round_trip_keeps_id_name_and_signature(
     assert reply.calls == (FunctionCallRequest("fc-1", "count_people", {"min_score": 0.5}),)
     assert reply.text == "Let me look."
     assert reply.content is not None and reply.content.role == "model"
-    assert reply.content.parts is not None
-    assert reply.content.parts[1].thought_signature == b"signature"
+    calls = [p.function_call for p in reply.content.parts if p.function_call is not None]
+    assert [c.name for c in calls] == ["count_people"]
+    # The reply as the SDK read it goes back as it came: its thought signature with it.
+    assert reply.content.sdk.parts[1].thought_signature == b"signature"
 
     answer = types.Content(
         role="user",
