@@ -216,7 +216,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     from device.app.ask import AskApp, AskOptions
     from device.sources import SourceError
-    from models.gemini.model import MissingApiKey
+    from models.gemini.keys import MissingApiKey
 
     # Errors reach the console as events already; the log would say them twice.
     _set_up_logging(

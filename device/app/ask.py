@@ -69,13 +69,14 @@ EXIT_UNANSWERED = 4  # the question cannot be answered with what ask has (said, 
 
 
 def model_name(config: Config) -> str:
-    from models.gemini.turns import DEFAULT_TURN_MODEL
-
     if config.model.model:
         return config.model.model
     # Ephemeral tokens open Live sessions only: ask's requests need a key or Vertex AI.
-    access = config.model.api_key or config.model.vertex is not None
-    return DEFAULT_TURN_MODEL if access else "local"
+    if not (config.model.api_key or config.model.vertex is not None):
+        return "local"
+    from models.gemini.turns import DEFAULT_TURN_MODEL  # google-genai, only for Gemini
+
+    return DEFAULT_TURN_MODEL
 
 
 def build_turn_model(config: Config, say: Callable[[str], None] = print) -> TurnModel:

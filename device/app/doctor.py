@@ -146,15 +146,17 @@ def _check_runtime() -> str:
 def _check_model(model: str | None, config: Config) -> str:
     from device.config.checks import api_key_from_env
     from device.config.model import DEFAULT_GEMINI_MODEL
-    from models.gemini.tokens import token_source
     from models.gemini.vertex import VertexError, vertex_from_env
 
     key = api_key_from_env()
     if model == "local":
         _line(OK, "model", "local (offline)")
         return OK
-    tokens = token_source(config.model.token_file, config.model.token_url)
-    if tokens is not None:
+    if config.model.token_file is not None or config.model.token_url is not None:
+        # Loads google-genai: only for a device given tokens.
+        from models.gemini.tokens import token_source
+
+        tokens = token_source(config.model.token_file, config.model.token_url)
         # What run would do: a token from the file or the URL, no key (one use is spent).
         return _check_gemini(model or DEFAULT_GEMINI_MODEL, None, tokens=tokens)
     try:

@@ -31,6 +31,7 @@ from google import genai
 from google.genai import types
 
 from live.redact import redact
+from models.gemini.keys import API_KEY_VARIABLES, MissingApiKey, api_key_from_env
 from models.gemini.vertex import (
     VertexTarget,
     credential_secrets,
@@ -39,28 +40,8 @@ from models.gemini.vertex import (
 )
 
 DEFAULT_API_VERSION = "v1beta"
-API_KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 
 _DETAIL_LIMIT = 200
-
-
-class MissingApiKey(Exception):
-    """No API key was given and none is set in the environment."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY, which takes "
-            "precedence) or pass an API key"
-        )
-
-
-def api_key_from_env(environ: Mapping[str, str] = os.environ) -> str | None:
-    """The API key the SDK would pick: ``GOOGLE_API_KEY``, then ``GEMINI_API_KEY``."""
-    for name in API_KEY_VARIABLES:
-        value = environ.get(name, "").strip()
-        if value:
-            return value
-    return None
 
 
 def resolve_api_version(
