@@ -1,20 +1,25 @@
-"""Perception imports numpy, OpenCV and onnxruntime only.
+"""Perception imports numpy, OpenCV and onnxruntime only; the local model, no Gemini SDK.
 
 A script or a test that wants the tracker, the line counter or the detector
 must not pay for the live session, google-genai, aiohttp or sqlite3 (seconds
 of start-up on a Pi), and perception code must not reach into the model-tool
-layer for its own values.
+layer for its own values. A command with the local model (``lookout run``,
+``ask``, ``doctor``, ``report``) must not pay for google-genai (about a second
+of every start) nor, without a status page, for aiohttp.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.arch.imports import ROOT, modules
+from tests.arch.imports import PACKAGES, ROOT, modules
+from tests.datafiles import data_file
 
 # What perception is: its values, the frame, sources and feeds, the detector, the scene.
 PERCEPTION = (
@@ -88,5 +93,78 @@ def test_the_geometry_and_tracking_need_numpy_alone(name: str) -> None:
 
 
 def test_the_probe_sees_a_heavy_import() -> None:
-    # The check can fail: the live session does load google-genai.
-    assert _heavy(_loaded(["live.session"])["live.session"])
+    # The check can fail: the Gemini adapter does load google-genai.
+    assert "google.genai" in _loaded(["models.gemini.model"])["models.gemini.model"]
+
+
+# What each command loads with the local model: device/cli.py, and the modules its commands
+# (and their parts) import inside functions on that path. A real run checks the list below.
+LOCAL_COMMANDS = {
+    "run": (
+        "device.cli", "device.app.wiring", "device.app.cost", "device.log_limit",
+        "device.outputs.telemetry", "models.gemini.vertex",
+    ),
+    "ask": ("device.app.ask", "models.gemini.keys", "models.local.turns"),
+    "doctor": (
+        "device.app.doctor", "device.app.doctor_outputs", "device.app.parts",
+        "device.audio.devices", "device.audio.open", "device.audio.tts",
+        "device.outputs.http_address", "device.outputs.host_check",
+    ),
+    "report": ("device.app.report", "live.plural"),
+}  # fmt: skip
+NOT_FOR_LOCAL = ("google.genai", "aiohttp")
+
+
+def _sdk(loaded: list[str]) -> list[str]:
+    return [m for m in loaded if any(m == h or m.startswith(h + ".") for h in NOT_FOR_LOCAL)]
+
+
+def test_the_local_commands_load_no_gemini_sdk_and_no_web_server() -> None:
+    names = list(dict.fromkeys(m for path in LOCAL_COMMANDS.values() for m in path))
+    loaded = _loaded(names)
+    assert {name: _sdk(extra) for name, extra in loaded.items() if _sdk(extra)} == {}
+
+
+RUN_AND_LIST = """
+import json, os, sys
+from device.cli import main
+
+def listed():
+    with open(sys.argv[1], "w") as out:
+        json.dump(sorted(sys.modules), out)
+
+hard_exit = os._exit
+def exit_listed(code):
+    listed()
+    hard_exit(code)
+
+os._exit = exit_listed  # a run whose threads linger ends so
+code = main(sys.argv[2:])
+listed()
+sys.exit(code)
+"""
+
+
+def test_a_real_local_run_loads_what_the_list_says_and_no_gemini_sdk(tmp_path: Path) -> None:
+    listing = tmp_path / "modules.json"
+    video = data_file("vtest.avi")
+    run = [
+        "run", "--model", "local", "--source", str(video), "--duration", "0.5",
+        "--pace", "fast", "--no-http", "--events", str(tmp_path / "events.jsonl"),
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_AND_LIST, str(listing), *run],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    modules: list[str] = json.loads(listing.read_text())
+    assert _sdk(modules) == []
+    ours = {m for m in modules if m.split(".")[0] in PACKAGES}
+    listed = {m for extra in _loaded(list(LOCAL_COMMANDS["run"])).values() for m in extra}
+    assert sorted(ours - listed) == []
