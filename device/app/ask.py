@@ -246,6 +246,8 @@ class AskApp:
         ):
             self.errors += 1
         for sink in self.sinks:
+            if said_cannot and isinstance(event, ErrorEvent) and sink is self.console:
+                continue  # a tool's "cannot" is its answer (the "<-" line), not an error
             try:
                 sink.write(event)
             except Exception:
