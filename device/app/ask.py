@@ -261,8 +261,8 @@ class AskApp:
     def offered(self) -> list[Tool]:
         """The tools of this question: the scene's only with a source to look at."""
         scene = [] if self.camera is None else self.camera.tools.tools()
-        log_tools = [SaysCannot(tool, self.log_said_cannot) for tool in self.log_tools.tools()]
-        return [*scene, self.visitors.tool(), *log_tools]
+        log_tools = [self.visitors.tool(), *self.log_tools.tools()]
+        return [*scene, *(SaysCannot(tool, self.log_said_cannot) for tool in log_tools)]
 
     async def run(self) -> int:
         runner = TurnRunner(
