@@ -17,7 +17,7 @@ from models.gemini.tokens import (
     with_fresh_token,
 )
 from tests.cli import lookout_in_process
-from tests.datafiles import REPO_ROOT
+from tests.datafiles import REPO_ROOT, data_file
 
 TOKEN = "auth_tokens/abc123"
 README = REPO_ROOT / "README.md"
@@ -100,3 +100,28 @@ def test_a_model_on_tokens_takes_no_key_and_keeps_v1alpha(tmp_path: Path) -> Non
     model = GeminiLiveModel(GeminiOptions(api_version="v1beta"), tokens=source)
     # No per-connection version over the token client's v1alpha.
     assert model.connect_config(LiveSetup()).http_options is None
+
+
+def test_ask_on_tokens_alone_says_they_cannot_ask_gemini(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ephemeral tokens open Live sessions only: ask (requests) cannot use them. Naming a
+    Gemini model is refused in one line; without a name the local model answers, and says
+    why it is the local one."""
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(name, raising=False)
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    monkeypatch.setenv("LOOKOUT_TOKEN_FILE", str(token))
+    source = str(data_file("messi5.jpg"))
+    named = lookout_in_process("ask", "how many people?", "--model", "gemini-2.5-flash",
+                               "--source", source)  # fmt: skip
+    assert named.returncode == 2
+    (line,) = named.stderr.strip().splitlines()
+    assert "ephemeral tokens (--token-file, --token-url) open Live sessions only" in line
+    assert "--model local" in line
+    unnamed = lookout_in_process("ask", "how many people?", "--source", source)
+    assert unnamed.returncode == 0, unnamed.stdout + unnamed.stderr
+    said = unnamed.stdout + unnamed.stderr
+    assert "the local model answers: ephemeral tokens open Live sessions only" in said
+    assert "people" in unnamed.stdout and TOKEN not in said
