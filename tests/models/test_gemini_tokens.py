@@ -36,6 +36,23 @@ def test_a_token_is_the_first_line_or_a_json_auth_tokens_name() -> None:
         assert "AIza" not in str(caught.value)  # what was read is never said
 
 
+def test_a_json_token_says_its_times_and_uses_where_given() -> None:
+    import datetime as dt
+
+    from models.gemini.tokens import details_from_text
+
+    text = (f'{{"name": "{TOKEN}", "expireTime": "2026-12-02T10:40:00Z", '
+            '"newSessionExpireTime": "2026-12-02T10:11:00+00:00", "uses": 3}')  # fmt: skip
+    token = details_from_text(text, "f")
+    assert token.name == TOKEN and token.uses == 3
+    assert token.expires == dt.datetime(2026, 12, 2, 10, 40, tzinfo=dt.UTC)
+    assert token.new_sessions_until == dt.datetime(2026, 12, 2, 10, 11, tzinfo=dt.UTC)
+    # Unreadable times or uses are unknown, not a refusal: the service decides.
+    odd = details_from_text(f'{{"name": "{TOKEN}", "expireTime": "soon", "uses": true}}', "f")
+    assert (odd.expires, odd.new_sessions_until, odd.uses) == (None, None, None)
+    assert details_from_text(TOKEN, "f").expires is None
+
+
 def test_a_refused_token_is_fetched_again_once_and_the_same_one_is_a_retryable_loss(
     tmp_path: Path,
 ) -> None:
