@@ -33,6 +33,8 @@ from device.config import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from device.outputs.console_log import ConsoleLogs
 
 EXIT_OK, EXIT_FAILURE = 0, 1
@@ -303,9 +305,19 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from device.app.token import TokenRequest, TokenRequestError, mint, parse_duration
+    from device.app.token import (
+        TokenRequest,
+        TokenRequestError,
+        mint,
+        parse_duration,
+        token_json,
+        write_token_file,
+    )
     from models.gemini.client import MissingApiKey
 
+    out: Path | None = args.out
+    if out is not None and not out.parent.is_dir():
+        return _fail(f"--out {out}: no such folder {out.parent}")
     try:
         request = TokenRequest(
             model=args.model,
@@ -314,12 +326,19 @@ def cmd_token(args: argparse.Namespace) -> int:
             new_session_expire_s=parse_duration(args.new_session_expire, "--new-session-expire"),
             lock_config=args.lock_config,
         )
-        name = mint(request)
+        token = mint(request)
     except (TokenRequestError, MissingApiKey) as exc:
         return _fail(str(exc))
     except RuntimeError as exc:
         return _fail(str(exc), EXIT_FAILURE)
-    print(name)
+    if out is not None:
+        try:
+            write_token_file(out, token)
+        except OSError as exc:
+            # Minted but not kept: the token expires unused, and nothing names it.
+            return _fail(f"--out {out}: {exc.strerror or exc}", EXIT_FAILURE)
+        return EXIT_OK
+    print(token_json(token) if args.json else token.name)
     return EXIT_OK
 
 

@@ -84,7 +84,19 @@ def build_turn_model(config: Config, say: Callable[[str], None] = print) -> Turn
     from models.local.turns import LocalTurnModel
 
     name = model_name(config)
+    tokens_only = config.uses_tokens and not config.model.api_key and config.model.vertex is None
+    if tokens_only and name != "local":
+        raise ConfigError(
+            f"ask --model {name}: ephemeral tokens (--token-file, --token-url) open Live "
+            "sessions only, and ask's questions are requests: set GEMINI_API_KEY or Vertex AI "
+            "here, or ask the local model (--model local)"
+        )
     if name == "local":
+        if tokens_only and not config.model.model:
+            say(
+                "the local model answers: ephemeral tokens open Live sessions only "
+                "(ask asks Gemini with GEMINI_API_KEY or Vertex AI)"
+            )
         return LocalTurnModel()
     from device.app.ask_fallback import FallbackTurnModel
     from models.gemini.turns import GeminiTurnModel
