@@ -33,8 +33,6 @@ from device.config import (
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from device.outputs.console_log import ConsoleLogs
 
 EXIT_OK, EXIT_FAILURE = 0, 1
@@ -305,19 +303,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from device.app.token import (
-        TokenRequest,
-        TokenRequestError,
-        mint,
-        parse_duration,
-        token_json,
-        write_token_file,
-    )
+    from device.app.token import TokenRequest, TokenRequestError, issue, parse_duration
     from models.gemini.client import MissingApiKey
 
-    out: Path | None = args.out
-    if out is not None and not out.parent.is_dir():
-        return _fail(f"--out {out}: no such folder {out.parent}")
     try:
         request = TokenRequest(
             model=args.model,
@@ -326,19 +314,13 @@ def cmd_token(args: argparse.Namespace) -> int:
             new_session_expire_s=parse_duration(args.new_session_expire, "--new-session-expire"),
             lock_config=args.lock_config,
         )
-        token = mint(request)
+        text = issue(request, args.out, as_json=args.json)
     except (TokenRequestError, MissingApiKey) as exc:
         return _fail(str(exc))
     except RuntimeError as exc:
         return _fail(str(exc), EXIT_FAILURE)
-    if out is not None:
-        try:
-            write_token_file(out, token)
-        except OSError as exc:
-            # Minted but not kept: the token expires unused, and nothing names it.
-            return _fail(f"--out {out}: {exc.strerror or exc}", EXIT_FAILURE)
-        return EXIT_OK
-    print(token_json(token) if args.json else token.name)
+    if text:
+        print(text)
     return EXIT_OK
 
 

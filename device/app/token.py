@@ -156,10 +156,28 @@ def write_token_file(path: Path, token: TokenDetails) -> None:
         raise
 
 
+def issue(request: TokenRequest, out: Path | None, *, as_json: bool = False) -> str:
+    """Mint a token and deliver it: the text to print (nothing when written to ``out``).
+    ``TokenRequestError`` for what the user asked wrong (exit 2), ``RuntimeError`` when
+    minting or writing failed (exit 1)."""
+    if out is not None and not out.parent.is_dir():
+        raise TokenRequestError(f"--out {out}: no such folder {out.parent}")
+    token = mint(request)
+    if out is None:
+        return token_json(token) if as_json else token.name
+    try:
+        write_token_file(out, token)
+    except OSError as exc:
+        # Minted but not kept: the token expires unused, and nothing names it.
+        raise RuntimeError(f"--out {out}: {exc.strerror or exc}") from None
+    return ""
+
+
 __all__ = [
     "MAX_EXPIRE_S",
     "TokenRequest",
     "TokenRequestError",
+    "issue",
     "mint",
     "parse_duration",
     "token_json",

@@ -91,6 +91,7 @@ def test_lookout_token_writes_a_token_file_whole_with_its_expiry(tmp_path: Path)
         (("--expire", "21h"), "--expire: at most 20h"),
         (("--uses", "0"), "--uses 0: at least 1"),
         (("--expire", "1m", "--new-session-expire", "2m"), "not after --expire"),
+        (("--out", "/nonexistent/token"), "--out /nonexistent/token: no such folder /nonexistent"),
     ],
 )
 def test_lookout_token_refuses_what_cannot_be_minted_in_one_line(
