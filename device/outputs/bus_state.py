@@ -194,18 +194,17 @@ class BusState:
         """The lines and zones were edited: a renamed one keeps what it had, a moved or
         new one starts afresh (perception's next percept says the same)."""
         self.geometry = SceneGeometry.edited(event)
-        was = {(c["kind"], c["name"]): c["was"] for c in event.changes if c["how"] == "renamed"}
-        fresh = {(c["kind"], c["name"]) for c in event.changes if c["how"] in ("moved", "added")}
         lines: dict[str, LineTotals] = {}
         for name in event.lines:
-            old = self.lines.get(was.get(("line", name), name))
-            keep = old is not None and ("line", name) not in fresh
-            lines[name] = replace(old, name=name) if keep and old else LineTotals(name)
+            was, kept = event.before("line", name)
+            old = self.lines.get(was) if kept else None
+            lines[name] = replace(old, name=name) if old else LineTotals(name)
         zones: dict[str, ZoneState] = {}
         for name, zone in event.zones.items():
-            state = self.zones.get(was.get(("zone", name), name))
+            was, kept = event.before("zone", name)
+            state = self.zones.get(was) if kept else None
             dwell = float(zone["dwell"])
-            if state is None or ("zone", name) in fresh:
+            if state is None:
                 zones[name] = ZoneState(name, None, dwell_s=dwell)
             else:
                 zones[name] = replace(state, name=name, dwell_s=dwell)

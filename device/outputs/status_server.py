@@ -109,18 +109,19 @@ class StatusServer:
         if self.port != self.address.port and self.address.port:
             self.note = f" ({self.address} was in use)"
         if not self.address.loopback:
+            bound = HttpAddress(self.address.host, self.port)  # port 0: the one it was given
             if self.token:
                 log.warning(
                     "status server listens on %s, beyond this machine; it requires the "
                     "token, but traffic is not encrypted (put it behind a TLS proxy)",
-                    self.address,
+                    bound,
                 )
             else:
                 log.warning(
                     "status server listens on %s, beyond this machine, WITHOUT a token: "
                     "anyone on the network can see the camera and stop streams "
                     "(set --http-token, or bind to 127.0.0.1)",
-                    self.address,
+                    bound,
                 )
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ PERCEPTION = (
     "device.scene",
     "device.motion",
     "device.perception",
+    "device.perceive_video",
     "device.events",
     "device.sources",
     "device.feeds",
