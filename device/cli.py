@@ -303,7 +303,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from device.app.token import TokenRequest, TokenRequestError, mint, parse_duration
+    from device.app.token import TokenRequest, TokenRequestError, issue, parse_duration
     from models.gemini.client import MissingApiKey
 
     try:
@@ -314,12 +314,13 @@ def cmd_token(args: argparse.Namespace) -> int:
             new_session_expire_s=parse_duration(args.new_session_expire, "--new-session-expire"),
             lock_config=args.lock_config,
         )
-        name = mint(request)
+        text = issue(request, args.out, as_json=args.json)
     except (TokenRequestError, MissingApiKey) as exc:
         return _fail(str(exc))
     except RuntimeError as exc:
         return _fail(str(exc), EXIT_FAILURE)
-    print(name)
+    if text:
+        print(text)
     return EXIT_OK
 
 

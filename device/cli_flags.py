@@ -180,6 +180,9 @@ def _add_ask(sub: Any) -> None:
 def _add_doctor(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check camera/source, model file, runtime, API key")
     _add_settings(p, DOCTOR_SETTINGS)
+    p.add_argument("--spend-token", action="store_true",
+                   help="with --token-file/--token-url: shake hands as run would, "
+                   "spending one use of the token (by default it is only read)")  # fmt: skip
     _add_config(p)
 
 
@@ -187,7 +190,7 @@ def _add_token(sub: Any) -> None:
     p = sub.add_parser(
         "token",
         help="mint an ephemeral Gemini token with the API key here, for a device without it "
-        "(lookout run --token-file/--token-url); prints only the token's name",
+        "(lookout run --token-file/--token-url); prints only the token",
     )
     p.add_argument("--model", default=DEFAULT_GEMINI_MODEL, help="the Live model it is for "
                    f"(default {DEFAULT_GEMINI_MODEL})")  # fmt: skip
@@ -200,6 +203,12 @@ def _add_token(sub: Any) -> None:
     p.add_argument("--lock-config", action="store_true",
                    help="also lock Lookout's session settings (modalities, media resolution, "
                    "compression), not only the model")  # fmt: skip
+    p.add_argument("--json", action="store_true",
+                   help="print the token's name, expiry and uses as JSON (what --token-file "
+                   "reads; lookout doctor then says how long it lasts)")  # fmt: skip
+    p.add_argument("--out", type=Path, metavar="FILE",
+                   help="write that JSON into FILE whole (a device re-reading it never meets "
+                   "half a token), owner-readable only; prints nothing")  # fmt: skip
 
 
 def _add_report(sub: Any) -> None:

@@ -139,6 +139,23 @@ class SceneChanged(Event):
         where = f"saved to {self.saved}" if self.saved else f"not saved: {self.not_saved}"
         return "scene: " + "; ".join(parts) + f" ({where})"
 
+    def before(self, kind: str, name: str) -> tuple[str, bool]:
+        """What the line or zone ``name`` of the edited scene was before this edit: the name
+        it had ("" when it was added) and whether it keeps what it had (a line's totals, a
+        zone's visits). A renamed one keeps it; an added or moved one starts afresh; one the
+        edit did not change (or changed only the dwell time of) is itself, kept."""
+        for change in self.changes:
+            if change.get("kind") != kind or change.get("name") != name:
+                continue
+            how, was = change.get("how"), change.get("was", "")
+            if how == "renamed" and was:
+                return was, True
+            if how == "moved":
+                return was or name, False
+            if how == "added":
+                return "", False
+        return name, True
+
 
 @dataclass(frozen=True, kw_only=True)
 class CaptureStatsEvent(Event):

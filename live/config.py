@@ -62,6 +62,10 @@ class ReconnectPolicy:
     # reconnected at once, as a GoAway asks. A minute: Live sessions last minutes, and
     # one that cannot outlive a missed keepalive (about 40 s) is not working either.
     stable_after_s: float = 60.0
+    # A session resumption handle is valid for two hours after the server gave it (Live
+    # API docs): an older one starts a fresh session at once rather than ask the service
+    # to refuse it (a lost round trip, and a refusal whose form is not documented).
+    handle_valid_s: float = 7200.0
 
     def backoff(self, attempt: int) -> float:
         """Delay before connection attempt ``attempt`` (1-based); the first is immediate."""

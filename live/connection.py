@@ -85,6 +85,7 @@ class ModelLink:
         self.since = clock.now()
         self.resumption_handle: str | None = None
         self._newest_resumable = False  # the newest resumption update was resumable
+        self._handle_at = 0.0  # when the server gave ``resumption_handle``
         self._switched_to: LiveConnection | None = None  # a GoAway's resumed connection
         self._handing_over = False
         # Held for each send and for a switch-over: no send is in flight on the old
@@ -269,6 +270,7 @@ class ModelLink:
     async def _attempt(self) -> LiveConnection | _Failed:
         """One connection attempt (a refused resumption handle is retried fresh at once)."""
         for _ in range(2):
+            self._forget_an_expired_handle()
             resuming = self.resumption_handle is not None
             setup = self._setup()
             try:
@@ -300,6 +302,18 @@ class ModelLink:
             self._connected_before = True
             return conn
         return _Failed("model refused the session")
+
+    def _forget_an_expired_handle(self) -> None:
+        if self.resumption_handle is None:
+            return
+        age = self.clock.now() - self._handle_at
+        if age >= self.policy.handle_valid_s:
+            log.info(
+                "the session handle is %s old (valid %s): starting a fresh session",
+                span(age),
+                span(self.policy.handle_valid_s),
+            )
+            self.resumption_handle = None
 
     async def _give_up(self, outcome: _Failed, attempts: int) -> None:
         self._give_up_now(outcome, attempts)
@@ -415,6 +429,7 @@ class ModelLink:
                         self._newest_resumable = bool(event.resumable and event.handle)
                         if event.resumable and event.handle:
                             self.resumption_handle = event.handle
+                            self._handle_at = self.clock.now()
                         continue
                     self._on_event(event)
         except ConnectionLost as exc:

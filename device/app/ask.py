@@ -85,7 +85,19 @@ def build_turn_model(config: Config, say: Callable[[str], None] = print) -> Turn
     from models.local.turns import LocalTurnModel
 
     name = model_name(config)
+    tokens_only = config.uses_tokens and not config.model.api_key and config.model.vertex is None
+    if tokens_only and name != "local":
+        raise ConfigError(
+            f"ask --model {name}: ephemeral tokens (--token-file, --token-url) open Live "
+            "sessions only, and ask's questions are requests: set GEMINI_API_KEY or Vertex AI "
+            "here, or ask the local model (--model local)"
+        )
     if name == "local":
+        if tokens_only and not config.model.model:
+            say(
+                "the local model answers: ephemeral tokens open Live sessions only "
+                "(ask asks Gemini with GEMINI_API_KEY or Vertex AI)"
+            )
         return LocalTurnModel()
     from device.app.ask_fallback import FallbackTurnModel
     from models.gemini.turns import GeminiTurnModel
@@ -247,6 +259,8 @@ class AskApp:
         ):
             self.errors += 1
         for sink in self.sinks:
+            if said_cannot and isinstance(event, ErrorEvent) and sink is self.console:
+                continue  # a tool's "cannot" is its answer (the "<-" line), not an error
             try:
                 sink.write(event)
             except Exception:
@@ -260,8 +274,8 @@ class AskApp:
     def offered(self) -> list[Tool]:
         """The tools of this question: the scene's only with a source to look at."""
         scene = [] if self.camera is None else self.camera.tools.tools()
-        log_tools = [SaysCannot(tool, self.log_said_cannot) for tool in self.log_tools.tools()]
-        return [*scene, self.visitors.tool(), *log_tools]
+        log_tools = [self.visitors.tool(), *self.log_tools.tools()]
+        return [*scene, *(SaysCannot(tool, self.log_said_cannot) for tool in log_tools)]
 
     async def run(self) -> int:
         runner = TurnRunner(

@@ -11,8 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from live import wire
-from live.tool import Tool, ToolContext
-from tools.log_questions import LogUnavailable
+from live.tool import Tool, ToolContext, ToolUnavailable
 
 _ABOUT_CAMERA = (
     "Use count_people_now for how many people are there now. Use "
@@ -43,9 +42,10 @@ ASK_LOG_INSTRUCTION = (
 
 
 class SaysCannot:
-    """A log tool whose "cannot" (``LogUnavailable``: no log, a range it cannot read, a zone
-    it does not have) is noted by call id: the question is then not answerable with what
-    ``ask`` has (exit 4, said by the model), not an error on the way (exit 1)."""
+    """A log tool whose "cannot" (``ToolUnavailable``: no log, a log without a run or a line,
+    a range it cannot read, a zone it does not have) is noted by call id: the question is
+    then not answerable with what ``ask`` has (exit 4, said by the model), not an error on
+    the way (exit 1)."""
 
     def __init__(self, tool: Tool, noted: set[str]) -> None:
         self.tool = tool
@@ -76,7 +76,7 @@ class SaysCannot:
     async def call(self, args: dict[str, Any], context: ToolContext) -> Any:
         try:
             return await self.tool.call(args, context)
-        except LogUnavailable:
+        except ToolUnavailable:
             self.noted.add(context.call_id)
             raise
 

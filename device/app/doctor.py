@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import functools
 import re
 import threading
@@ -143,7 +144,54 @@ def _check_runtime() -> str:
     return OK
 
 
-def _check_model(model: str | None, config: Config) -> str:
+def _check_token(model: str, tokens: TokenSource, now: dt.datetime | None = None) -> str:
+    """The token run would connect with, read but not spent: a handshake would use one of
+    its uses, and a one-use token spent here would leave ``lookout run`` refused until the
+    file is renewed. Its times, where the file gives them, are checked against this
+    device's clock (which may be wrong: said as such)."""
+    import anyio
+
+    from models.gemini.tokens import TokenUnavailable
+
+    try:
+        token = anyio.run(tokens.details)
+    except TokenUnavailable as exc:
+        _line(FAIL, "model", f"{model}: {exc}")
+        return FAIL
+    now = now or dt.datetime.now(dt.UTC)
+    where = f"{model}: a token from {tokens.describe()}"
+
+    def at(when: dt.datetime) -> str:
+        return f"{when.astimezone(dt.UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+    if token.expires is not None and token.expires <= now:
+        _line(FAIL, "model", f"{where} expired at {at(token.expires)} (by this device's clock)")
+        return FAIL
+    if token.new_sessions_until is not None and token.new_sessions_until <= now:
+        _line(
+            FAIL,
+            "model",
+            f"{where} may no longer open a session: new sessions until "
+            f"{at(token.new_sessions_until)} (by this device's clock)",
+        )
+        return FAIL
+    if token.expires is None:
+        lasts = "its expiry is not in it (lookout token --json writes it)"
+    else:
+        left = int((token.expires - now).total_seconds() // 60)
+        lasts = f"expires {at(token.expires)} (in {left} min)"
+        if token.new_sessions_until is not None:
+            lasts += f", new sessions until {at(token.new_sessions_until)}"
+    uses = "" if token.uses is None else f", {token.uses} use{'s' if token.uses != 1 else ''}"
+    _line(
+        OK,
+        "model",
+        f"{where}, {lasts}{uses}; not tried: a handshake spends a use (--spend-token tries one)",
+    )
+    return OK
+
+
+def _check_model(model: str | None, config: Config, spend_token: bool = False) -> str:
     from device.config.checks import api_key_from_env
     from device.config.model import DEFAULT_GEMINI_MODEL
     from models.gemini.vertex import VertexError, vertex_from_env
@@ -152,13 +200,17 @@ def _check_model(model: str | None, config: Config) -> str:
     if model == "local":
         _line(OK, "model", "local (offline)")
         return OK
+    tokens: TokenSource | None = None
     if config.model.token_file is not None or config.model.token_url is not None:
         # Loads google-genai: only for a device given tokens.
         from models.gemini.tokens import token_source
 
         tokens = token_source(config.model.token_file, config.model.token_url)
-        # What run would do: a token from the file or the URL, no key (one use is spent).
-        return _check_gemini(model or DEFAULT_GEMINI_MODEL, None, tokens=tokens)
+    if tokens is not None:
+        if spend_token:
+            # What run would do: a token from the file or the URL, no key (one use is spent).
+            return _check_gemini(model or DEFAULT_GEMINI_MODEL, None, tokens=tokens)
+        return _check_token(model or DEFAULT_GEMINI_MODEL, tokens)
     try:
         vertex = vertex_from_env()
     except VertexError as exc:
@@ -304,7 +356,7 @@ def doctor(args: argparse.Namespace, flags: dict[str, object] | None = None) -> 
     results.append(_check_source(setting("source")))
     results.append(_check_detector(setting("detector"), setting("precision")))
     results.append(_check_runtime())
-    results.append(_check_model(setting("model"), config))
+    results.append(_check_model(setting("model"), config, getattr(args, "spend_token", False)))
     results.extend(_check_audio(setting("mic"), setting("speaker")))
     results.extend(check_outputs(config, _line))
     failed = results.count(FAIL)

@@ -6,16 +6,25 @@ token and of new sessions, and Live constraints: the model always, and with ``--
 also Lookout's fixed session settings (response modalities, media resolution, context-window
 compression, how realtime input is read). Only the fields given are locked
 (``lock_additional_fields=[]``): the device still sends its own system instruction and tools,
-which come from its configuration. Only the token's name is printed (on stdout, for a
-script to pass on); the key is never printed.
+which come from its configuration. Only the token is printed (on stdout, for a script to
+pass on): its name, or with ``--json`` its name, expiry and uses, which ``lookout doctor``
+on the device reads to say how long the token lasts; ``--out FILE`` writes that JSON whole
+(a temporary file renamed over ``FILE``, readable by its owner only), so a device re-reading
+the file never meets half a token. The key is never printed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 import re
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from models.gemini.tokens import TokenDetails
 
 if TYPE_CHECKING:
     from google.genai import types
@@ -79,8 +88,8 @@ def auth_token_config(request: TokenRequest, now: dt.datetime) -> types.CreateAu
     )
 
 
-def mint(request: TokenRequest) -> str:
-    """A new token's name, minted with the key in the environment (``MissingApiKey``,
+def mint(request: TokenRequest) -> TokenDetails:
+    """A new token, minted with the key in the environment (``MissingApiKey``,
     ``TokenRequestError`` or a one-line ``RuntimeError`` when it cannot be)."""
     from google.genai import errors
 
@@ -93,7 +102,8 @@ def mint(request: TokenRequest) -> str:
             "GOOGLE_GENAI_USE_VERTEXAI and set GEMINI_API_KEY"
         )
     client, secrets = new_client(None, None, "v1alpha")
-    config = auth_token_config(request, dt.datetime.now(dt.UTC))
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    config = auth_token_config(request, now)
     try:
         token = client.auth_tokens.create(config=config)
     except errors.APIError as exc:
@@ -108,7 +118,68 @@ def mint(request: TokenRequest) -> str:
     name: str | None = token.name
     if not name:
         raise RuntimeError("the service answered without a token name")
-    return name
+    return TokenDetails(
+        name=name,
+        expires=now + dt.timedelta(seconds=request.expire_s),
+        new_sessions_until=now + dt.timedelta(seconds=request.new_session_expire_s),
+        uses=request.uses,
+    )
 
 
-__all__ = ["MAX_EXPIRE_S", "TokenRequest", "TokenRequestError", "mint", "parse_duration"]
+def _rfc3339(when: dt.datetime | None) -> str | None:
+    return None if when is None else when.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def token_json(token: TokenDetails) -> str:
+    """What ``--json`` prints and ``--out`` writes: the fields ``--token-file`` reads."""
+    fields = {
+        "name": token.name,
+        "expireTime": _rfc3339(token.expires),
+        "newSessionExpireTime": _rfc3339(token.new_sessions_until),
+        "uses": token.uses,
+    }
+    return json.dumps({k: v for k, v in fields.items() if v is not None})
+
+
+def write_token_file(path: Path, token: TokenDetails) -> None:
+    """``token_json`` into ``path``, whole: a temporary file beside it, renamed over it
+    (``OSError`` when the folder cannot take it; nothing half-written is left)."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(token_json(token) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def issue(request: TokenRequest, out: Path | None, *, as_json: bool = False) -> str:
+    """Mint a token and deliver it: the text to print (nothing when written to ``out``).
+    ``TokenRequestError`` for what the user asked wrong (exit 2), ``RuntimeError`` when
+    minting or writing failed (exit 1)."""
+    if out is not None and not out.parent.is_dir():
+        raise TokenRequestError(f"--out {out}: no such folder {out.parent}")
+    token = mint(request)
+    if out is None:
+        return token_json(token) if as_json else token.name
+    try:
+        write_token_file(out, token)
+    except OSError as exc:
+        # Minted but not kept: the token expires unused, and nothing names it.
+        raise RuntimeError(f"--out {out}: {exc.strerror or exc}") from None
+    return ""
+
+
+__all__ = [
+    "MAX_EXPIRE_S",
+    "TokenRequest",
+    "TokenRequestError",
+    "issue",
+    "mint",
+    "parse_duration",
+    "token_json",
+    "write_token_file",
+]

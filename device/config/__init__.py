@@ -1,7 +1,8 @@
 """Lookout's configuration, by concern.
 
-- ``sections``: every setting, one pydantic model per concern (source, perception,
-  scene, model, device, outputs): type, default, bounds and description, once.
+- ``section``, ``vision_sections``, ``model_sections``, ``output_sections``: every
+  setting, one pydantic model per concern (source, perception, scene; model, audio;
+  device, outputs): type, default, bounds and description, once.
 - ``model``: ``Config``, the sections composed; flat names routed to their section.
 - ``layers``: defaults < profile < TOML < ``LOOKOUT_`` variables < flags; ``build``.
 - ``checks``: what the values need from the world (files, token, API key).

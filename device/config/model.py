@@ -16,17 +16,11 @@ from pydantic.fields import FieldInfo
 
 from device.config.errors import ConfigError
 from device.config.explain import explain
-from device.config.sections import (
-    AudioSettings,
-    DeviceSettings,
-    ModelSettings,
-    OutputSettings,
-    PerceptionSettings,
-    SceneSettings,
-    Section,
-    SourceSettings,
-)
+from device.config.model_sections import AudioSettings, ModelSettings
+from device.config.output_sections import DeviceSettings, OutputSettings
+from device.config.section import Section
 from device.config.values import DETECT_FPS, SCENE_DETECT_FPS
+from device.config.vision_sections import PerceptionSettings, SceneSettings, SourceSettings
 
 DEFAULT_GEMINI_MODEL = "gemini-3.8-live"
 

@@ -1,7 +1,7 @@
 """The kinds of value settings take: choices, paths, tokens, limits, and how a value is shown.
 
 Each is a type (a ``Literal`` or an ``Annotated`` with its validator), so the section
-models in ``device.config.sections`` state a setting's kind once and pydantic checks it
+models in ``device.config.*_sections`` state a setting's kind once and pydantic checks it
 whichever way the value came (flag, TOML, environment).
 """
 

@@ -2,7 +2,8 @@
 (JSON in and out).
 
 What a control does to the device is its own job; the server (``status_server.py``)
-routes to it behind its guard (Host, token) and gives it its JSON answer, scrubbed.
+routes to it behind its guard (Host, token: ``request_guard.py``) and gives it its
+JSON answer, scrubbed.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
-"""Where the status server is: ``--http`` parsed once into an address, and its own URLs."""
+"""Where the status server is: ``--http`` parsed once into an address, its socket bound,
+and its own URLs."""
 
 from __future__ import annotations
 
+import errno
+import socket
 from dataclasses import dataclass
 
 from device.config import ConfigError
@@ -43,6 +46,33 @@ def parse_http(spec: str) -> HttpAddress:
     return HttpAddress(host, int(port_text))
 
 
+def bind(address: HttpAddress, *, fallback_ports: int = 0, given_as: str = "") -> socket.socket:
+    """The server's socket, bound now, so that a taken port fails before the app starts.
+
+    ``fallback_ports``: for the default address, a port in use is no reason to
+    stop a device; the next free one of that many is taken instead (and said).
+    ``given_as``: how the user gave the address (``--http``), named when it fails.
+    """
+    host = address.host
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    port = address.port
+    while True:
+        try:
+            return socket.create_server((host, port), family=family, backlog=128)
+        except OSError as exc:
+            in_use = exc.errno == errno.EADDRINUSE
+            if in_use and port < address.port + fallback_ports and port:
+                port += 1
+                continue
+            reason = exc.strerror or str(exc)
+            if in_use:
+                reason = "the address is in use by another program"
+            source = f" ({given_as})" if given_as else ""
+            raise ConfigError(
+                f"status server: cannot listen on {address}{source}: {reason}"
+            ) from None
+
+
 def same_site(path: str, query: dict[str, str]) -> str:
     """A redirect target on this site: a path, never ``//host`` or ``/\\host``."""
     from yarl import URL
@@ -51,4 +81,4 @@ def same_site(path: str, query: dict[str, str]) -> str:
     return str(URL.build(path=clean, query=query))
 
 
-__all__ = ["HttpAddress", "parse_http", "same_site"]
+__all__ = ["HttpAddress", "bind", "parse_http", "same_site"]

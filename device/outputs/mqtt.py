@@ -19,12 +19,13 @@ drops the connection so that the broker fires the will: the broker never says
 counted, said on the console, in ``/healthz`` and ``/metrics``, and make
 ``lookout run`` exit 3 (``undelivered``), as an incomplete event log does.
 
-Kept whole: one connection's life (connect, subscriptions,
-reading, the in-flight window, the farewell or the abort) shares that
-connection's client, its window and its cancel scopes; the parts with a job of
-their own are apart (topics and state ``mqtt_state.py``, the queue
-``mqtt_outbox.py``, the id check ``mqtt_presence.py``, health
-``mqtt_health.py``, settings ``mqtt_settings.py``, the event pictures ``mqtt_images.py``).
+Here: the sink, and the service that connects (the id check first) and reconnects
+with backoff. Apart: one connection's life (sending, the farewell or the abort)
+``mqtt_connection.py``, its in-flight window ``mqtt_window.py``, what the broker
+says back ``mqtt_reader.py``, topics and state ``mqtt_state.py``, the queue
+``mqtt_outbox.py``, the id check ``mqtt_presence.py``, health ``mqtt_health.py``,
+settings ``mqtt_settings.py``, the event pictures ``mqtt_images.py``, the client
+``mqtt_client.py``.
 """
 
 from __future__ import annotations
@@ -32,29 +33,30 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-import socket
 import ssl
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 
 import aiomqtt
 import anyio
 from aiomqtt.exceptions import MqttConnectError
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskStatus
 
 from device.outputs.mqtt_client import Client
+from device.outputs.mqtt_connection import Connection
 from device.outputs.mqtt_health import LinkHealth, MqttStats
 from device.outputs.mqtt_images import ImageFeed, image_removal
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
 from device.outputs.mqtt_presence import Instance, Presence, held_instance
+from device.outputs.mqtt_reader import BrokerReader
 from device.outputs.mqtt_settings import MqttSettings
 from device.outputs.mqtt_state import COUNT, Changes, MqttState
+from device.outputs.mqtt_window import Window
 from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
 from live.events import Event
 from live.signal import Wakeup
 
-log = logging.getLogger("lookout.mqtt")
 # aiomqtt's own log: answers to calls this publisher cancelled (at an exit, a lost
 # connection) logged as errors with a traceback. What matters is said by the publisher.
 client_log = logging.getLogger("lookout.mqtt.client")
@@ -114,9 +116,7 @@ class MqttPublisher:
         self.backoff_s = backoff_s
         self.shutdown_timeout_s = shutdown_timeout_s
         self.heartbeat_s = heartbeat_s
-        self.rediscover_s = rediscover_s
         self.clock: Clock = clock or MonotonicClock()
-        self.discovery_prefix = discovery_prefix
         self.topics = MqttState(
             device_id=device_id,
             model=model,
@@ -150,17 +150,16 @@ class MqttPublisher:
         self.outbox = Outbox(max_queue)
         self._wakeup = Wakeup()
         self._connected_event = Wakeup()
-        self._rediscover_wanted = False
-        self._rediscover = Wakeup()
+        self.reader = BrokerReader(
+            self.topics,
+            discovery_prefix=discovery_prefix,
+            rediscover_s=rediscover_s,
+            clock=self.clock,
+            retain=self._put_retained,
+            rediscover=self._rediscover,
+        )
         # Per connection: the window of unacknowledged messages, and what was handed over.
-        self._window = anyio.Semaphore(max_inflight)
-        self._inflight: dict[int, tuple[Entry | None, Message]] = {}
-        self._serial = 0
-        self._sent: dict[str, bytes] = {}
-        self._acked = Wakeup()
-        self._deliveries: TaskGroup | None = None
-        self._connection_scope: anyio.CancelScope | None = None
-        self._lost: list[aiomqtt.MqttError] = []
+        self.window = Window(max_inflight, self.stats)
         self.add_scene(lines=lines, zones=zones)
 
     # ---------------------------------------------------------------- sink
@@ -179,7 +178,7 @@ class MqttPublisher:
 
     @property
     def queued(self) -> int:
-        return len(self.outbox) + len(self._inflight)
+        return len(self.outbox) + len(self.window)
 
     @property
     def latest_count(self) -> Message | None:
@@ -230,21 +229,15 @@ class MqttPublisher:
         messages = self.topics.state(entry.key)
         if entry.force:
             return messages
-        return [m for m in messages if self._sent.get(m.topic) != m.payload]
+        return [m for m in messages if self.window.sent.get(m.topic) != m.payload]
 
-    async def _rediscovery(self) -> None:
-        """Home Assistant said ``online``: configs and state again, at most once per
-        ``rediscover_s`` however often it is said (anyone may publish it, in a flood)."""
-        while True:
-            while not self._rediscover_wanted:
-                await self._rediscover.wait()
-            self._rediscover_wanted = False
-            if self.stats.connected:
-                for message in self._discovery():
-                    self._put_retained(message)
-                for key in self.topics.state_keys():
-                    self._put_state(key, force=True)
-            await self.clock.sleep(self.rediscover_s)
+    def _rediscover(self) -> None:
+        """Home Assistant came back: the configs and the whole state again."""
+        if self.stats.connected:
+            for message in self._discovery():
+                self._put_retained(message)
+            for key in self.topics.state_keys():
+                self._put_state(key, force=True)
 
     def _discovery(self) -> list[Message]:
         """The discovery configs; under privacy, then the removal of any image entity and
@@ -290,7 +283,7 @@ class MqttPublisher:
         """Connect, publish, reconnect with backoff; returns only by cancellation."""
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._rediscovery)
+                tg.start_soon(self.reader.rediscovery)
                 if self.images is not None:
                     tg.start_soon(self.images.run, self._put_retained)
                 await self._reconnecting()
@@ -340,7 +333,6 @@ class MqttPublisher:
         return client
 
     async def _connection(self) -> None:
-        self._lost = []
         async with contextlib.AsyncExitStack() as stack:
             client = await stack.enter_async_context(self._client())
             self.health.made()
@@ -353,73 +345,22 @@ class MqttPublisher:
                 raise _Yielded
             self.health.up()
             self._connected_event.set()
-            self._window = anyio.Semaphore(self.max_inflight)
-            self._inflight = {}
-            self._sent = {}
-            try:
-                async with anyio.create_task_group() as outer:
-                    with anyio.CancelScope(shield=True):  # it starts at once, and must
-                        deliveries, ending = await outer.start(self._delivery_group)
-                    self._deliveries = deliveries
-                    try:
-                        async with anyio.create_task_group() as tg:
-                            self._connection_scope = tg.cancel_scope
-                            # Subscribing beside the reading: a subscribe waits for its
-                            # answer, not for the connection; the reading notices at once
-                            # that the connection dropped.
-                            tg.start_soon(self._guarded, self._subscribe, client)
-                            tg.start_soon(self._guarded, self._read, client)
-                            tg.start_soon(self._guarded, self._send, client)
-                    except anyio.get_cancelled_exc_class():
-                        # The app is ending: deliver what it can, say goodbye, and disconnect
-                        # cleanly only if the broker has the goodbye; else let it fire the will.
-                        with anyio.CancelScope(shield=True):
-                            said = await self._farewell(client)
-                            ending.cancel()
-                            if said:
-                                with anyio.move_on_after(1.0):
-                                    await stack.aclose()
-                            else:
-                                await self._abort(client)
-                        raise
-                    finally:
-                        ending.cancel()
-            finally:
-                self._deliveries = None
-                self._connection_scope = None
-                # What the broker did not acknowledge goes again after the reconnect (state
-                # groups need not: the next connect says the whole state).
-                unacked = [e for e, _ in self._inflight.values() if e is not None]
-                self._inflight = {}
-                self.health.dropped(
-                    self.outbox.put_back(e for e in unacked if e.message is not None)
-                )
-        if self._lost:
-            raise self._lost[0]
-
-    async def _delivery_group(
-        self, *, task_status: TaskStatus[tuple[TaskGroup, anyio.CancelScope]]
-    ) -> None:
-        """The task group of the deliveries: it ends when its connection says so (after the
-        goodbye), not when the app is cancelled, since their acknowledgements are what the
-        goodbye waits for."""
-        with anyio.CancelScope(shield=True) as scope:
-            async with anyio.create_task_group() as tg:
-                task_status.started((tg, scope))
-                await anyio.sleep_forever()
-
-    async def _guarded(
-        self, part: Callable[[aiomqtt.Client], Awaitable[None]], client: aiomqtt.Client
-    ) -> None:
-        try:
-            await part(client)
-        except aiomqtt.MqttError as exc:
-            self._connection_lost(exc)
-
-    def _connection_lost(self, exc: aiomqtt.MqttError) -> None:
-        self._lost.append(exc)
-        if self._connection_scope is not None:
-            self._connection_scope.cancel()
+            connection = Connection(
+                client,
+                topics=self.topics,
+                outbox=self.outbox,
+                window=self.window,
+                reader=self.reader,
+                health=self.health,
+                wakeup=self._wakeup,
+                presence=Message(self.presence_topic, self.presence.me.payload(), 1, True),
+                messages=self._messages,
+                discovery=self._discovery,
+                shutdown_timeout_s=self.shutdown_timeout_s,
+            )
+            lost = await connection.run(stack)
+        if lost is not None:
+            raise lost
 
     def _yield_to(self, other: Instance) -> None:
         self.health.clash(
@@ -427,126 +368,6 @@ class MqttPublisher:
             f"'{self.device_id}' on {self.settings}; give each device its own --device-id "
             "(device_id in the config file)"
         )
-
-    async def _subscribe(self, client: aiomqtt.Client) -> None:
-        await client.subscribe(f"{self.discovery_prefix}/status", qos=1)
-        # Every run leaves these retained for each of its lines and zones (totals
-        # stay; a zone's counting says offline), so they name what an earlier run had.
-        await client.subscribe(self.topics.line_topic("+", "in"), qos=1)
-        await client.subscribe(self.topics.zone_topic("+", "counting"), qos=1)
-
-    async def _read(self, client: aiomqtt.Client) -> None:
-        """Notices a lost connection (the iterator raises), Home Assistant restarts, and the
-        lines and zones an earlier run left behind."""
-        status = f"{self.discovery_prefix}/status"
-        async for message in client.messages:
-            payload = message.payload if isinstance(message.payload, bytes) else b""
-            if message.topic.matches(status):
-                if payload == b"online":
-                    # Home Assistant came back: it wants the discovery configs and state again.
-                    self._rediscover_wanted = True
-                    self._rediscover.set()
-                continue
-            # Our own messages come back without the retain flag; retained ones are
-            # what the broker held when we subscribed.
-            if not message.retain or not payload or message.topic.matches(self.presence_topic):
-                continue
-            kind, name = message.topic.value.split("/")[-3:-1]
-            known = self.topics.latest_lines if kind == "line" else self.topics.latest_zones
-            if name not in known:
-                log.info("MQTT: removing %s %r, which this run does not have", kind, name)
-                for item in self.topics.removal(kind, name):
-                    self._put_retained(item)
-
-    # ------------------------------------------------------------ sending
-
-    async def _hand(self, client: aiomqtt.Client, entry: Entry | None, message: Message) -> None:
-        """Give a message to the broker once the window has room; its acknowledgement is
-        awaited beside the others (several in flight: a far broker is not one per round trip).
-        Tasks start in the order they are made, so the broker gets them in this order."""
-        assert self._deliveries is not None
-        await self._window.acquire()
-        self._serial += 1
-        self._inflight[self._serial] = (entry, message)
-        self._sent[message.topic] = message.payload
-        self._deliveries.start_soon(self._deliver, client, self._serial, message)
-
-    async def _deliver(self, client: aiomqtt.Client, serial: int, message: Message) -> None:
-        try:
-            await client.publish(
-                message.topic, message.payload, qos=message.qos, retain=message.retain
-            )
-        except aiomqtt.MqttError as exc:
-            self._connection_lost(exc)
-            return
-        finally:
-            self._window.release()
-        # Removed only once acknowledged: a message in flight when the connection drops is
-        # sent again after the reconnect.
-        self._inflight.pop(serial, None)
-        self.stats.published += 1
-        if not self._inflight:
-            self._acked.set()
-
-    async def _send(self, client: aiomqtt.Client) -> None:
-        presence = Message(self.presence_topic, self.presence.me.payload(), 1, True)
-        await self._hand(client, None, presence)
-        # Before saying online: what the broker holds from before (an earlier run, a
-        # count gone unknown) must not be taken as current by whoever subscribes next.
-        self.outbox.discard(self.topics.state_keys())
-        for message in self.topics.current():
-            await self._hand(client, None, message)
-        await self._hand(client, None, Message(self.state_topic, b"online", 1, True))
-        for message in self._discovery():
-            await self._hand(client, None, message)
-        while True:
-            entry = self.outbox.take()
-            if entry is None:
-                self.health.caught_up()
-                await self._wakeup.wait()
-                continue
-            for message in self._messages(entry):
-                await self._hand(client, entry, message)
-
-    async def _all_acked(self) -> None:
-        while self._inflight:
-            await self._acked.wait()
-
-    async def _farewell(self, client: aiomqtt.Client) -> bool:
-        """The backlog for half the time allowed, then the goodbye; True once the broker has
-        acknowledged all of it (within ``shutdown_timeout_s`` in all)."""
-        start = anyio.current_time()
-        # The counts die with the process, and the goodbye says the final totals: their
-        # queued values are superseded.
-        self.outbox.discard(self.topics.state_keys())
-        with anyio.CancelScope(deadline=start + self.shutdown_timeout_s / 2):
-            while (entry := self.outbox.take()) is not None:
-                try:
-                    # Only events and single retained messages are left: one message each.
-                    for message in self._messages(entry):
-                        await self._hand(client, entry, message)
-                except anyio.get_cancelled_exc_class():
-                    self.outbox.put_back([entry])  # never handed: waiting for the window
-                    raise
-        with anyio.CancelScope(deadline=start + self.shutdown_timeout_s):
-            for message in self.topics.goodbye(self._sent):
-                await self._hand(client, None, message)
-            await self._all_acked()
-            return True
-        log.info("MQTT: the broker did not acknowledge the goodbye in time")
-        return False
-
-    async def _abort(self, client: aiomqtt.Client) -> None:
-        """Drop the connection without a DISCONNECT, so the broker fires the will (offline):
-        a goodbye it may not have must not leave it saying online."""
-        sock = client._client.socket()  # aiomqtt has no public abort; paho's socket() is public
-        if isinstance(sock, socket.socket):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        # Collect the disconnection the client now reports (else asyncio logs it as unread).
-        with anyio.move_on_after(1.0), contextlib.suppress(aiomqtt.MqttError):
-            async for _ in client.messages:
-                pass
 
     def _account_exit(self) -> None:
         """The process ends: events still waiting will never go; counted and said."""

@@ -1,4 +1,4 @@
-"""aiomqtt's client, minus two races around a connection that ends.
+"""aiomqtt's client, minus two races around a connection that ends, plus the abort it lacks.
 
 A disconnection nobody waits for any more: when the publisher gives a
 connection up (the app is leaving and the broker never acknowledged the
@@ -19,14 +19,20 @@ descriptor closed and asyncio reports ``OSError: Bad file descriptor`` with a
 traceback, or, if the number was reused by the reconnect, watches the wrong
 socket. Here the registration looks at the socket when it runs, as Home
 Assistant's MQTT client does, and skips a socket paho has closed.
+
+An abort: the connection dropped without a DISCONNECT, so that the broker fires the
+will (``abort``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 from typing import Any
 
 import aiomqtt
+import anyio
 import paho.mqtt.client as mqtt
 from aiomqtt.types import PahoSocket
 
@@ -62,4 +68,17 @@ class Client(aiomqtt.Client):
         self._loop.call_soon_threadsafe(register)
 
 
-__all__ = ["Client"]
+async def abort(client: aiomqtt.Client) -> None:
+    """Drop the connection without a DISCONNECT, so the broker fires the will (offline):
+    a goodbye it may not have must not leave it saying online."""
+    sock = client._client.socket()  # aiomqtt has no public abort; paho's socket() is public
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    # Collect the disconnection the client now reports (else asyncio logs it as unread).
+    with anyio.move_on_after(1.0), contextlib.suppress(aiomqtt.MqttError):
+        async for _ in client.messages:
+            pass
+
+
+__all__ = ["Client", "abort"]

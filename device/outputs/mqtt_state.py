@@ -213,22 +213,20 @@ class MqttState:
         reconnect, ``mqtt.py`` deletes what the broker still holds of names this run no
         longer has)."""
         for change in event.changes:
-            kind, name, how, was = change["kind"], change["name"], change["how"], change["was"]
+            kind, name, how = change["kind"], change["name"], change["how"]
             if how == "dwell":
                 continue
-            if how == "moved" and was in ("", name) and self._reset(kind, name):
-                changes.states.append((kind, name))  # same entities, counted afresh
+            if how == "removed":
+                self._forget(kind, name, changes)
                 continue
-            old = was if how in ("renamed", "moved") and was else name
-            if how != "added":
-                carried = self._forget(kind, old, changes)
-                if how == "removed":
-                    continue
-            else:
-                carried = None
+            was, kept = event.before(kind, name)
+            if was == name and not kept and self._reset(kind, name):
+                changes.states.append((kind, name))  # moved: same entities, counted afresh
+                continue
+            carried = self._forget(kind, was, changes) if was else None
             added = self.add_scene(**{f"{kind}s": [name]})
             changes.configs += added.configs
-            if how == "renamed" and carried is not None:
+            if kept and carried is not None:
                 self._carry(kind, name, carried)
             changes.states.append((kind, name))
 

@@ -7,29 +7,20 @@ Server-Sent Events (state, about 4 per second at most) and MJPEG (the annotated
 frame); nothing polls for images.
 
 Security: the server never serves configuration, and every JSON body it sends
-is scrubbed of the configured secrets. It refuses requests whose Host header
-does not name this device, /healthz included (DNS rebinding). /healthz says
-states only (no source, no error text): it is open to monitors. With a
-token, every route but /healthz needs ``Authorization: Bearer <token>`` or the
-cookie that ``/?token=<token>`` sets once (EventSource and <img> cannot send
-headers, but they do send same-origin cookies). State changes need a JSON body,
-which a cross-site form cannot send without a CORS preflight that we never answer.
-
-Kept whole: one aiohttp application; its routes share the guard (Host, token,
-cookie), the limits on viewers and the security headers, which must not drift
-apart between routes.
+is scrubbed of the configured secrets. Every route is behind one guard (the Host
+check, the token or its cookie, the security headers: ``request_guard.py``).
+State changes need a JSON body, which a cross-site form cannot send without a
+CORS preflight that we never answer (``json_body.py``). Here: binding, the routes
+and the limits on viewers.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
-import hashlib
-import hmac
 import json
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -37,32 +28,22 @@ from aiohttp import web
 from anyio.abc import TaskStatus
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from device.config import ConfigError
 from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit
 from device.outputs.controls import Controls
 from device.outputs.host_check import HostPolicy
-from device.outputs.http_address import HttpAddress, same_site
-from device.outputs.page_files import (
-    PAGE_CSP,
-    REFUSED_CSP,
-    page_with_state,
-    static_files,
-    unauthorized_page,
-)
+from device.outputs.http_address import HttpAddress, bind
+from device.outputs.page_files import PAGE_CSP, page_with_state, static_files
 from device.outputs.picture_files import read_picture, valid_name
 from device.outputs.pictures import ROUTE as PICTURES_ROUTE
 from device.outputs.push import push_frames, push_states
+from device.outputs.request_guard import RequestGuard
 from device.outputs.request_log import requests_log
 from device.outputs.telemetry import Telemetry
 from live.redact import redact
 
 CLEANUP_S = 0.3  # at the end of a run, at most this long for requests in flight
 log = logging.getLogger("lookout.status")
-
-
-COOKIE = "lookout_session"
 MJPEG_BOUNDARY = "lookout-frame-7c1d2e9a"
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class StatusServer:
@@ -92,7 +73,6 @@ class StatusServer:
         them from the same object; made here when not given)."""
         self.telemetry = telemetry
         self.address = address
-        self.hosts = HostPolicy.for_bind(address.loopback, hosts)
         self.max_connections = max_connections
         self.max_viewers = max_viewers
         self.head_timeout_s = head_timeout_s
@@ -102,6 +82,7 @@ class StatusServer:
         self.connections = connections if connections is not None else GuardStats()
         self.viewers_refused = 0
         self.token = token or None
+        self.request_guard = RequestGuard(HostPolicy.for_bind(address.loopback, hosts), token)
         self.secrets = tuple(s for s in (*secrets, token) if s)
         self.announce = announce
         self.sse_min_interval_s = sse_min_interval_s
@@ -111,13 +92,6 @@ class StatusServer:
         self.note = ""  # said with the address (a default port that was in use)
         self._sock: socket.socket | None = None
         self._static = static_files()
-        # A cookie derived from the token: it grants the same access, but a leaked
-        # cookie (browser profile, proxy log) does not reveal the token itself.
-        self._cookie = (
-            hmac.new(self.token.encode(), b"lookout status cookie", hashlib.sha256).hexdigest()
-            if self.token
-            else ""
-        )
         self._streams: set[asyncio.Task[Any]] = set()
         self._jpeg_limiter: anyio.CapacityLimiter | None = None
         self._file_limiter: anyio.CapacityLimiter | None = None
@@ -125,50 +99,29 @@ class StatusServer:
     # ------------------------------------------------------------- lifecycle
 
     def listen(self, *, fallback_ports: int = 0, given_as: str = "") -> None:
-        """Bind the socket now, so that a taken port fails before the app starts.
-
-        ``fallback_ports``: for the default address, a port in use is no reason to
-        stop a device; the next free one of that many is taken instead (and said).
-        ``given_as``: how the user gave the address (``--http``), named when it fails.
-        """
+        """Bind the socket now, so that a taken port fails before the app starts (the
+        arguments: ``http_address.bind``)."""
         if self._sock is not None:
             return
-        host = self.address.host
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        port = self.address.port
-        while True:
-            try:
-                sock = socket.create_server((host, port), family=family, backlog=128)
-                break
-            except OSError as exc:
-                in_use = exc.errno == errno.EADDRINUSE
-                if in_use and port < self.address.port + fallback_ports and port:
-                    port += 1
-                    continue
-                reason = exc.strerror or str(exc)
-                if in_use:
-                    reason = "the address is in use by another program"
-                source = f" ({given_as})" if given_as else ""
-                raise ConfigError(
-                    f"status server: cannot listen on {self.address}{source}: {reason}"
-                ) from None
+        sock = bind(self.address, fallback_ports=fallback_ports, given_as=given_as)
         self._sock = sock
         self.port = sock.getsockname()[1]
         if self.port != self.address.port and self.address.port:
             self.note = f" ({self.address} was in use)"
         if not self.address.loopback:
+            bound = HttpAddress(self.address.host, self.port)  # port 0: the one it was given
             if self.token:
                 log.warning(
                     "status server listens on %s, beyond this machine; it requires the "
                     "token, but traffic is not encrypted (put it behind a TLS proxy)",
-                    self.address,
+                    bound,
                 )
             else:
                 log.warning(
                     "status server listens on %s, beyond this machine, WITHOUT a token: "
                     "anyone on the network can see the camera and stop streams "
                     "(set --http-token, or bind to 127.0.0.1)",
-                    self.address,
+                    bound,
                 )
 
     def close(self) -> None:
@@ -234,8 +187,8 @@ class StatusServer:
             self.close()
 
     def make_app(self) -> web.Application:
-        web_app = web.Application(middlewares=[self._guard], client_max_size=64 * 1024)
-        web_app.on_response_prepare.append(self._headers)
+        web_app = web.Application(middlewares=[self.request_guard.check], client_max_size=64 * 1024)
+        web_app.on_response_prepare.append(self.request_guard.headers)
         web_app.router.add_get("/", self._index)
         web_app.router.add_get("/static/{name}", self._static_file)
         web_app.router.add_get("/healthz", self._healthz)
@@ -252,69 +205,6 @@ class StatusServer:
         web_app.router.add_get("/api/scene", controls.get_scene)
         web_app.router.add_put("/api/scene", controls.put_scene)
         return web_app
-
-    # ------------------------------------------------------------ middleware
-
-    @web.middleware
-    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not self.hosts.allows(request.host):
-            # DNS rebinding: a page on another site that made its name point here. Also
-            # /healthz: what the device is doing is no business of a page from elsewhere.
-            return web.Response(
-                status=421,
-                text="unexpected Host header (add the name with --http-hosts if it is yours)\n",
-            )
-        if request.path == "/healthz":
-            return await handler(request)  # a monitor needs no secret; it gets states only
-        if self.token and not self._authorized(request):
-            given = request.query.get("token")
-            if given is not None and request.method == "GET" and self._token_matches(given):
-                # Trade the token in the URL for a cookie, and drop it from the address bar.
-                query = {k: v for k, v in request.query.items() if k != "token"}
-                target = same_site(request.rel_url.path, query)
-                response = web.Response(status=303, headers={"Location": target})
-                response.set_cookie(
-                    COOKIE, self._cookie, httponly=True, samesite="Strict", path="/"
-                )
-                return response
-            return self._unauthorized(request, wrong_token=given is not None)
-        return await handler(request)
-
-    def _unauthorized(self, request: web.Request, *, wrong_token: bool) -> web.Response:
-        """401: a browser opening a page gets a page that says how to give the token;
-        scripts, the API and the streams get one plain line."""
-        challenge = {"WWW-Authenticate": 'Bearer realm="lookout"'}
-        if _browser_navigation(request):
-            return web.Response(
-                status=401,
-                text=unauthorized_page(wrong_token=wrong_token),
-                content_type="text/html",
-                headers=challenge | {"Content-Security-Policy": REFUSED_CSP},
-            )
-        return web.Response(
-            status=401,
-            text="unauthorized: send Authorization: Bearer <token>, "
-            "or open /?token=<token> once in a browser\n",
-            headers=challenge,
-        )
-
-    def _token_matches(self, given: str) -> bool:
-        assert self.token is not None
-        return hmac.compare_digest(given.encode(), self.token.encode())
-
-    def _authorized(self, request: web.Request) -> bool:
-        header = request.headers.get("Authorization", "")
-        scheme, _, value = header.partition(" ")
-        if scheme.lower() == "bearer" and self._token_matches(value.strip()):
-            return True
-        cookie = request.cookies.get(COOKIE, "")
-        return bool(cookie) and hmac.compare_digest(cookie.encode(), self._cookie.encode())
-
-    async def _headers(self, request: web.Request, response: web.StreamResponse) -> None:
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "no-referrer")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault("Cache-Control", "no-store")
 
     # -------------------------------------------------------------- helpers
 
@@ -455,18 +345,6 @@ class StatusServer:
         finally:
             self._streams.discard(task)
         return response
-
-
-MACHINE_ROUTES = ("/api/", "/events", "/metrics")  # answered to scripts, even in a browser
-
-
-def _browser_navigation(request: web.Request) -> bool:
-    """A browser opening a page (it asks for HTML), not a script, a stream or the API."""
-    return (
-        request.method in ("GET", "HEAD")
-        and "text/html" in request.headers.get("Accept", "")
-        and not request.path.startswith(MACHINE_ROUTES)
-    )
 
 
 __all__ = ["StatusServer"]

@@ -18,8 +18,8 @@ from device.config import Config
 from device.feeds.runner import SourceState
 from device.perception import PerceptionStats
 from device.tracker import TrackerStats
-from live.clock import Clock
 from live.calls import DeviceCall
+from live.clock import Clock
 from live.stats import SessionStats
 
 

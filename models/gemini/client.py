@@ -31,6 +31,7 @@ from google import genai
 from google.genai import types
 
 from live.redact import redact
+from models.gemini.api_version import api_version_from_env
 from models.gemini.keys import API_KEY_VARIABLES, MissingApiKey, api_key_from_env
 from models.gemini.vertex import (
     VertexTarget,
@@ -48,12 +49,7 @@ def resolve_api_version(
     api_version: str | None = None, environ: Mapping[str, str] = os.environ
 ) -> str:
     """``api_version``, else ``GOOGLE_GENAI_API_VERSION`` (``beta`` = ``v1beta``), else v1beta."""
-    if api_version:
-        return api_version
-    env = environ.get("GOOGLE_GENAI_API_VERSION", "").strip()
-    if env == "beta":
-        return "v1beta"
-    return env or DEFAULT_API_VERSION
+    return api_version_from_env(api_version, DEFAULT_API_VERSION, environ)
 
 
 def one_line(text: str, secrets: Sequence[str]) -> str:

@@ -13,11 +13,13 @@ was read.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import urllib.error
 import urllib.request
 import warnings
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -54,6 +56,17 @@ class TokenRefused(Exception):
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class TokenDetails:
+    """A token and what its file or URL says of it (``lookout token --json`` writes these;
+    a bare name says nothing of them). The times are the minter's, in UTC."""
+
+    name: str
+    expires: dt.datetime | None = None
+    new_sessions_until: dt.datetime | None = None
+    uses: int | None = None
+
+
 class TokenSource(Protocol):
     """Where a device gets an ephemeral token, once per connection."""
 
@@ -61,17 +74,37 @@ class TokenSource(Protocol):
 
     async def token(self) -> str: ...
 
+    async def details(self) -> TokenDetails: ...
 
-def token_from_text(text: str, where: str) -> str:
+
+def _when(value: object) -> dt.datetime | None:
+    """An RFC 3339 time (``2026-12-02T10:40:00Z``), or None where absent or unreadable:
+    the times only inform what is said; the service decides."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
+def details_from_text(text: str, where: str) -> TokenDetails:
     """The token in what a file or a URL gave: its first line, or a JSON ``AuthToken``'s
-    ``name``. It must be an ephemeral token: an API key put there by mistake would
-    otherwise be sent as a key."""
+    ``name`` (with ``expireTime``, ``newSessionExpireTime`` and ``uses`` where given). It
+    must be an ephemeral token: an API key put there by mistake would otherwise be sent as
+    a key."""
     text = text.lstrip("\ufeff").strip()
+    fields: dict[str, object] = {}
     if text.startswith("{"):
         try:
-            value = json.loads(text).get("name", "")
-        except (ValueError, AttributeError):
-            raise TokenUnavailable(f"{where}: not JSON with a token name") from None
+            loaded = json.loads(text)
+        except ValueError:
+            loaded = None
+        if not isinstance(loaded, dict):
+            raise TokenUnavailable(f"{where}: not JSON with a token name")
+        fields = loaded
+        value = fields.get("name", "")
         token = value.strip() if isinstance(value, str) else ""
     else:
         token = text.splitlines()[0].strip() if text else ""
@@ -82,7 +115,18 @@ def token_from_text(text: str, where: str) -> str:
             f"{where}: not an ephemeral token (one starts with {TOKEN_PREFIX}; an API key "
             "does not belong on the device)"
         )
-    return token
+    uses = fields.get("uses")
+    return TokenDetails(
+        name=token,
+        expires=_when(fields.get("expireTime")),
+        new_sessions_until=_when(fields.get("newSessionExpireTime")),
+        uses=uses if isinstance(uses, int) and not isinstance(uses, bool) else None,
+    )
+
+
+def token_from_text(text: str, where: str) -> str:
+    """The token's name in what a file or a URL gave (``details_from_text``)."""
+    return details_from_text(text, where).name
 
 
 class TokenFile:
@@ -94,16 +138,19 @@ class TokenFile:
     def describe(self) -> str:
         return f"--token-file {self.path}"
 
-    def _read(self) -> str:
+    def _read(self) -> TokenDetails:
         try:
             text = self.path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or "not UTF-8 text"
             raise TokenUnavailable(f"{self.describe()}: {reason}") from None
-        return token_from_text(text, self.describe())
+        return details_from_text(text, self.describe())
+
+    async def details(self) -> TokenDetails:
+        return await anyio.to_thread.run_sync(self._read)
 
     async def token(self) -> str:
-        return await anyio.to_thread.run_sync(self._read)
+        return (await self.details()).name
 
 
 class TokenUrl:
@@ -116,7 +163,7 @@ class TokenUrl:
     def describe(self) -> str:
         return f"--token-url {safe_url(self.url)}"
 
-    def _get(self) -> str:
+    def _get(self) -> TokenDetails:
         accept = {"Accept": "text/plain, application/json"}
         request = urllib.request.Request(self.url, headers=accept)
         try:
@@ -131,10 +178,13 @@ class TokenUrl:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             raise TokenUnavailable(f"{self.describe()}: not UTF-8 text") from None
-        return token_from_text(text, self.describe())
+        return details_from_text(text, self.describe())
+
+    async def details(self) -> TokenDetails:
+        return await anyio.to_thread.run_sync(self._get)
 
     async def token(self) -> str:
-        return await anyio.to_thread.run_sync(self._get)
+        return (await self.details()).name
 
 
 def token_source(file: Path | None, url: str | None) -> TokenSource | None:
@@ -177,11 +227,13 @@ async def with_fresh_token(source: TokenSource, open_with: Callable[[str], Await
 __all__ = [
     "TOKEN_API_VERSION",
     "TOKEN_PREFIX",
+    "TokenDetails",
     "TokenFile",
     "TokenRefused",
     "TokenSource",
     "TokenUnavailable",
     "TokenUrl",
+    "details_from_text",
     "token_from_text",
     "token_source",
     "with_fresh_token",

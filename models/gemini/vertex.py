@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from models.gemini.api_version import api_version_from_env
+
 if TYPE_CHECKING:
     from google.auth.credentials import Credentials
 
@@ -107,12 +109,7 @@ def vertex_api_version(
     api_version: str | None = None, environ: Mapping[str, str] = os.environ
 ) -> str:
     """``api_version``, else ``GOOGLE_GENAI_API_VERSION`` (``beta``: v1beta1), else v1beta1."""
-    if api_version:
-        return api_version
-    env = environ.get("GOOGLE_GENAI_API_VERSION", "").strip()
-    if env == "beta":
-        return VERTEX_API_VERSION
-    return env or VERTEX_API_VERSION
+    return api_version_from_env(api_version, VERTEX_API_VERSION, environ)
 
 
 def default_credentials() -> Credentials:

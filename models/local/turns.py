@@ -204,7 +204,7 @@ class LocalTurnModel:
         """What to say about one tool answer, and the call to make next (if any)."""
         if payload.get("status") == "error":
             reason = payload.get("error", "no reason given")
-            if name in LOG_TOOLS:  # the log cannot answer it as asked, and says what would
+            if name in (*LOG_TOOLS, VISITORS):  # the log cannot answer it, says what would
                 return f"I cannot answer that: {reason}", None
             return f"Sorry, {name} failed: {reason}", None
         if name == COUNT_NOW:

@@ -18,18 +18,15 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
-import cv2
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from machine import describe_cpu
 
 from device.app.parts import sample_video
-from device.frame import Frame
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.snapshot_privacy import private_frame
+from device.perceive_video import perceive_video
 from device.percept import Percept
 from device.perception import Perception
 from device.scene import SceneSpec
@@ -49,27 +46,9 @@ def busiest(count: int) -> list[Percept]:
         scene=SceneSpec(lines={"post": LINE}),
         on_percept=seen.append,
     )
-    frames: list[Frame] = []
     video = sample_video()
     assert video is not None, "the sample video is missing: run scripts/bootstrap.py first"
-    cap = cv2.VideoCapture(str(video))
-    index = 0
-    try:
-        while True:
-            ok, image = cap.read()
-            if not ok:
-                break
-            if index % 2 == 0:
-                frames.append(Frame(image, t_media=index / 10, index=index, source="vtest.avi"))
-            index += 1
-    finally:
-        cap.release()
-
-    async def perceive() -> None:
-        for frame in frames:
-            await perception.process(frame)
-
-    anyio.run(perceive)
+    perceive_video(perception, video, every=2)
     return sorted(seen, key=lambda p: len(p.people), reverse=True)[:count]
 
 

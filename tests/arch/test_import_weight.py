@@ -35,6 +35,7 @@ PERCEPTION = (
     "device.scene",
     "device.motion",
     "device.perception",
+    "device.perceive_video",
     "device.events",
     "device.sources",
     "device.feeds",

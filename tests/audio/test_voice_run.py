@@ -156,9 +156,13 @@ def test_a_wav_is_spoken_to_the_model_at_real_time_pace(
     assert all(r.mime_type == "audio/pcm;rate=16000" for r in chunks)
     assert {len(r.data or b"") for r in chunks[:-1]} == {MIC_CHUNK}
     assert abs(sum(len(r.data or b"") for r in chunks) - 96000) <= MIC_CHUNK
-    # Real-time pace: the chunks arrived over the WAV's own duration (within 10 %).
-    span = chunks[-1].t - chunks[0].t
-    assert 3.0 * 0.9 <= span + 0.02 <= 3.0 * 1.1, span
+    # Real-time pace, not a burst: the second half of the chunks (past whatever queued
+    # while the connection was being set up) arrived over about the audio they carry. The
+    # bounds are wide: a loaded machine delays deliveries, but a dump arrives at once.
+    later = chunks[len(chunks) // 2 :]
+    carried = sum(len(r.data or b"") for r in later[:-1]) / 32000  # s of 16 kHz PCM16
+    span = later[-1].t - later[0].t
+    assert carried * 0.8 <= span + 0.02 <= carried * 2.0, (span, carried)
 
 
 def test_what_the_model_says_is_played_exactly(

@@ -279,6 +279,21 @@ async def test_ask_answers_a_visitors_question_from_the_db(tmp_path: Path) -> No
     assert not [e for e in recorder.events if isinstance(e, ErrorEvent)]
 
 
+@pytest.mark.anyio
+async def test_a_log_without_a_line_is_not_answerable_and_says_what_would(tmp_path: Path) -> None:
+    db = write_log(tmp_path / "zones.db", [("s", [run_event("s", 0, W, live=True, lines={})])])
+    config = build({"model": "local", "db": db}, config_path=None, environ={},
+                   system_config=tmp_path / "absent.toml")  # fmt: skip
+    app = AskApp(config, AskOptions("how many visitors in the last 10 minutes?"),
+                 out=io.StringIO(), err=io.StringIO(), watch_signals=False)  # fmt: skip
+    assert await app.run() == 4
+    said = app.out.getvalue()  # type: ignore[attr-defined]
+    assert said.startswith("I cannot answer that: no counting line is configured, and ")
+    assert "run lookout run --line NAME=X1,Y1,X2,Y2 --db with this file" in said
+    shown = app.err.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert not [line for line in shown if line.startswith("error")], shown
+
+
 @pytest.mark.slow
 def test_lookout_ask_visitors_from_the_command_line(tmp_path: Path) -> None:
     db = media_log(tmp_path / "file.db")
@@ -293,10 +308,13 @@ def test_lookout_ask_visitors_from_the_command_line(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     (line,) = [x for x in bad.stderr.splitlines() if x.startswith("error")]
     assert line.endswith("visitors: minutes must be more than 0 and at most 10080, got 0.0")
+    # No log to count in: not answerable with what ask has (exit 4), said once, on stdout
+    # with what would answer it; on stderr only as the tool's answer, not as an error.
     none = lookout("ask", "how many visitors?", "--source", video)
-    assert none.returncode == 1 and "Traceback" not in none.stderr
-    assert none.stdout.startswith("Sorry, visitors failed: ")
-    assert "no event log to count visitors in: ask with --db PATH" in none.stdout
+    assert none.returncode == 4 and "Traceback" not in none.stderr
+    assert none.stdout.startswith("I cannot answer that: no event log to count visitors in: ")
+    assert "ask with --db PATH" in none.stdout and len(none.stdout.splitlines()) == 1
+    assert not [x for x in none.stderr.splitlines() if x.startswith("error")], none.stderr
 
 
 # ------------------------------------------------------------------- Gemini

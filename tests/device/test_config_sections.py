@@ -123,6 +123,12 @@ def test_every_setting_is_in_exactly_one_section_and_has_a_description() -> None
         assert field.description, name
 
 
+def test_a_setting_name_is_used_by_one_section_only() -> None:
+    # The sections live in several modules: a flat key must still name one setting.
+    names = [name for section in SECTIONS.values() for name in section.model_fields]
+    assert sorted({name for name in names if names.count(name) > 1}) == []
+
+
 def test_a_bad_value_in_a_section_names_the_key_with_its_section_and_the_file(
     tmp_path: Path,
 ) -> None:

@@ -257,6 +257,8 @@ def test_a_question_the_log_cannot_answer_exits_4_in_one_line(
     lines = result.stdout.splitlines()
     assert len(lines) == 1 and lines[0].startswith("I cannot answer that: "), result.stdout
     assert said in lines[0]
+    # The refusal is the tool's answer (its "<-" line), not also an "error [crossings]" line.
+    assert not [x for x in result.stderr.splitlines() if x.startswith("error")], result.stderr
     assert len(server.requests) == 2
     assert declared(server.requests[0]) == LOG_TOOLS
     assert_no_video_opened(db)
@@ -327,6 +329,9 @@ def test_the_local_model_says_a_time_the_log_has_not_reached_and_exits_4(db: Pat
         "I cannot answer that: 23:00 has not come yet today in the log's time (it is 09:20 there)\n"
     )
     assert "Traceback" not in asked.stderr
+    # Said once on stderr too, as the tool's answer: no "error [crossings]" line beside it.
+    assert asked.stderr.count("23:00 has not come yet") == 1, asked.stderr
+    assert not [x for x in asked.stderr.splitlines() if x.startswith("error")], asked.stderr
 
 
 @pytest.mark.anyio

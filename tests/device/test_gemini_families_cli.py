@@ -1,7 +1,9 @@
-"""`lookout run` against the fake Live server playing each model family (the real CLI, the
-real google-genai SDK, the real detector on the real video): the model calls count_people,
-the count changes reach it in the form its family takes, the connection drops and resumes,
-a misspelt stop is answered with what runs, the stop stops, a new call starts again."""
+"""`lookout run` against the fake Live server playing each model family on each backend (the
+real CLI, the real google-genai SDK, the real detector on the real video): the model calls
+count_people, the count changes reach it in the form its family takes, the connection drops
+and resumes, a misspelt stop is answered with what runs, the stop stops, a new call starts
+again. On Vertex AI (the SDK's Vertex path, application default credentials) responses carry
+no id, so the test finds an answer by the function's name and its place among them."""
 
 from __future__ import annotations
 
@@ -17,7 +19,13 @@ from typing import Any
 import pytest
 
 from tests.datafiles import REPO_ROOT, data_file
-from tests.fakelive import FakeLiveServer, LiveConnection, ThreadedFakeLiveServer
+from tests.fakelive import (
+    FakeLiveServer,
+    FunctionResponseRecord,
+    LiveConnection,
+    ThreadedFakeLiveServer,
+)
+from tests.fakelive.endpoint import write_vertex_credentials
 from tests.fakelive.profiles import PROFILES
 
 pytestmark = pytest.mark.slow
@@ -31,12 +39,20 @@ class Family:
     model: str
     # Emissions as function responses for the call id (else as realtime text after one answer).
     responses: bool
+    # The one-space realtime text after each tool response, without which the model is silent.
+    kick: bool = False
+    vertex: bool = False
 
 
+MODEL_2_5 = "gemini-2.5-flash-native-audio-preview-09-2025"
 FAMILIES = {
     "3.8": Family("3.8", "gemini-3.8-live", responses=True),
-    "3.1": Family("3.1", "gemini-3.1-flash-live-preview", responses=False),
-    "2.5": Family("2.5", "gemini-2.5-flash-native-audio-preview-09-2025", responses=True),
+    "3.1": Family("3.1", "gemini-3.1-flash-live-preview", responses=False, kick=True),
+    "2.5": Family("2.5", MODEL_2_5, responses=True),
+    "2.5-vertex": Family("2.5-vertex", MODEL_2_5, responses=False, vertex=True),
+    "3.1-vertex": Family(
+        "3.1-vertex", "gemini-3.1-flash-live-preview", responses=False, kick=True, vertex=True
+    ),
 }
 
 
@@ -70,6 +86,28 @@ def stop_call(name: str) -> dict[str, Any]:
     return {"name": "stop_streaming", "args": {"function_name": name}}
 
 
+def answer(
+    family: Family, server: ThreadedFakeLiveServer, call_id: str, name: str, nth: int
+) -> FunctionResponseRecord:
+    """The answer to a call: by its id, or on Vertex (no ids) the ``nth`` answer named ``name``."""
+    if not family.vertex:
+        return server.wait_function_response(call_id, timeout=30)
+    live = server.server
+
+    def found() -> FunctionResponseRecord | None:
+        named = [r for c in live.connections for r in c.function_responses() if r.name == name]
+        return named[nth - 1] if len(named) >= nth else None
+
+    return server.wait_for(found, timeout=30)
+
+
+def environment(family: Family, server: ThreadedFakeLiveServer, tmp_path: Path) -> dict[str, str]:
+    if family.vertex:
+        credentials = write_vertex_credentials(tmp_path / "adc.json")
+        return server.endpoint.vertex_subprocess_env(credentials)
+    return server.subprocess_env()
+
+
 def test_the_cli_scenario_runs_on_each_family(
     family: Family, server: ThreadedFakeLiveServer, tmp_path: Path
 ) -> None:
@@ -77,7 +115,7 @@ def test_the_cli_scenario_runs_on_each_family(
     proc = subprocess.Popen(
         [sys.executable, "-m", "device.cli", "run", "--model", family.model, "--no-http",
          "--source", str(data_file("vtest.avi")), "--duration", "90", "--events", str(events)],
-        cwd=REPO_ROOT, env=server.subprocess_env(), stdout=subprocess.PIPE,
+        cwd=REPO_ROOT, env=environment(family, server, tmp_path), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     live = server.server  # read only inside wait_for, on the fake's own loop
@@ -95,9 +133,9 @@ def test_the_cli_scenario_runs_on_each_family(
         assert second.resumption_handle == "h-1"
         server.wait_for(told(1, 1, first), timeout=60)
         (typo,) = server.send_tool_call(stop_call("count_peple"))
-        misspelt = server.wait_function_response(typo, timeout=30)
+        misspelt = answer(family, server, typo, "stop_streaming", 1)
         (stop,) = server.send_tool_call(stop_call("count_people"))
-        stopped = server.wait_function_response(stop, timeout=30)
+        stopped = answer(family, server, stop, "stop_streaming", 2)
         before = len(counts_told(family, server.connection(1)))
         (again,) = server.send_tool_call({"name": "count_people", "args": {}})
         server.wait_for(told(1, before + 1, again if family.responses else None), timeout=60)
@@ -119,16 +157,21 @@ def test_the_cli_scenario_runs_on_each_family(
             told_counts = [r for r in responses if "people" in (r.response or {})]
             assert all(r.will_continue and r.scheduling == "WHEN_IDLE" for r in told_counts)
         else:
-            # One answer per call, nothing a synchronous family refuses, no client content
-            # (1007 on 3.1), and the kick after every answer, after which the model ran.
-            ids = [r.id for r in responses]
-            assert len(ids) == len(set(ids))
+            # One answer per call, nothing a synchronous family or Vertex refuses, no client
+            # content (1007 on 3.1), and where the family needs it the kick after every
+            # answer, after which the model ran.
+            if family.vertex:
+                assert conn.vertex and all(r.id is None and "id" not in r.raw for r in responses)
+            else:
+                ids = [r.id for r in responses]
+                assert len(ids) == len(set(ids))
             assert not any("scheduling" in r.raw or "will_continue" in r.raw for r in responses)
             assert conn.client_contents() == []
-            kinds = [m.kind for m in conn.messages]
-            for i, kind in enumerate(kinds):
-                if kind == "tool_response":
-                    assert [r.text for r in conn.messages[i + 1].realtime_inputs()] == [" "]
+            if family.kick:
+                kinds = [m.kind for m in conn.messages]
+                for i, kind in enumerate(kinds):
+                    if kind == "tool_response":
+                        assert [r.text for r in conn.messages[i + 1].realtime_inputs()] == [" "]
             assert len(conn.runs) == len(conn.of_kind("tool_response"))
     # What the device saw, it told: every count event is in the event log, and the model
     # heard counts on both connections.

@@ -57,6 +57,33 @@ def test_lookout_token_mints_with_the_key_and_prints_only_the_name() -> None:
     assert "model" in body["fieldMask"] and "systemInstruction" not in body["fieldMask"]
 
 
+def test_lookout_token_writes_a_token_file_whole_with_its_expiry(tmp_path: Path) -> None:
+    """What a provisioning script runs: ``--out`` writes the JSON a device's --token-file
+    reads (name, expiry, uses), readable by its owner only; ``--json`` prints it."""
+    out = tmp_path / "gemini-token"
+    with FakeGenerateServer.run_in_thread() as srv:
+        before = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        for args in (("--out", str(out)), ("--json",)):
+            result = subprocess.run(
+                [sys.executable, "-m", "device.cli", "token", "--expire", "2h", *args],
+                cwd=REPO_ROOT, env=srv.subprocess_env(), capture_output=True, text=True,
+                timeout=60, check=False,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            if args[0] == "--out":
+                assert result.stdout == ""
+    written = json.loads(out.read_text())
+    printed = json.loads(result.stdout)
+    assert written["name"] == "auth_tokens/fake-minted-0"
+    assert printed["name"] == "auth_tokens/fake-minted-1"
+    expires = dt.datetime.fromisoformat(written["expireTime"])
+    assert dt.timedelta(minutes=119) < expires - before < dt.timedelta(minutes=121)
+    assert written["uses"] == 1 and "newSessionExpireTime" in written
+    assert out.stat().st_mode & 0o077 == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["gemini-token"]  # no temporary left
+    assert DEFAULT_API_KEY not in out.read_text() + result.stdout + result.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [
@@ -64,6 +91,7 @@ def test_lookout_token_mints_with_the_key_and_prints_only_the_name() -> None:
         (("--expire", "21h"), "--expire: at most 20h"),
         (("--uses", "0"), "--uses 0: at least 1"),
         (("--expire", "1m", "--new-session-expire", "2m"), "not after --expire"),
+        (("--out", "/nonexistent/token"), "--out /nonexistent/token: no such folder /nonexistent"),
     ],
 )
 def test_lookout_token_refuses_what_cannot_be_minted_in_one_line(
@@ -254,21 +282,60 @@ def test_a_token_url_gives_a_fresh_token_per_connection_and_a_refused_one_is_fet
         assert token not in out + err
 
 
-def test_lookout_doctor_shakes_hands_with_a_token_as_run_would(
-    server: ThreadedFakeLiveServer, tmp_path: Path
-) -> None:
-    token_file = tmp_path / "token"
-    token = server.issue_token()
-    token_file.write_text(token)
-    result = subprocess.run(
+def doctor_with(server: ThreadedFakeLiveServer, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "device.cli", "doctor", "--source", str(data_file("vtest.avi")),
-         "--model", MODEL, "--token-file", str(token_file)],
+         "--model", MODEL, *args],
         cwd=REPO_ROOT, env=device_env(server), capture_output=True, text=True, timeout=60,
         check=False,
     )  # fmt: skip
+
+
+def model_line(result: subprocess.CompletedProcess[str]) -> str:
+    return next(x for x in result.stdout.splitlines() if "] model" in x)
+
+
+def test_lookout_doctor_reads_a_token_without_spending_it_and_says_how_long_it_lasts(
+    server: ThreadedFakeLiveServer, tmp_path: Path
+) -> None:
+    """A one-use token spent by the doctor would leave run refused until the file is
+    renewed: the doctor reads it, says its expiry, and connects only when told to."""
+    token_file = tmp_path / "token"
+    token = server.issue_token()
+    expires = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=30)
+    token_file.write_text(json.dumps({
+        "name": token, "expireTime": expires.isoformat().replace("+00:00", "Z"), "uses": 1,
+    }))  # fmt: skip
+    result = doctor_with(server, "--token-file", str(token_file))
     assert result.returncode == 0, result.stdout + result.stderr
-    line = next(x for x in result.stdout.splitlines() if "] model" in x)
+    line = model_line(result)
+    assert "[  ok]" in line and f"a token from --token-file {token_file}" in line
+    assert f"expires {expires:%Y-%m-%d %H:%M}" in line and "1 use;" in line
+    assert "not tried" in line and "--spend-token" in line
+    assert server.connections() == []  # nothing spent
+    # The same token, tried on purpose: one handshake, as run would.
+    result = doctor_with(server, "--token-file", str(token_file), "--spend-token")
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = model_line(result)
     assert "[  ok]" in line and "setup accepted" in line and "ephemeral token" in line
     (conn,) = server.connections()
     assert conn.method == TOKEN_METHOD and conn.token == token
     assert token not in result.stdout + result.stderr
+
+
+def test_lookout_doctor_fails_a_token_file_that_cannot_open_a_session(
+    server: ThreadedFakeLiveServer, tmp_path: Path
+) -> None:
+    token_file = tmp_path / "token"
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+    token_file.write_text(json.dumps({"name": "auth_tokens/old", "expireTime": past.isoformat()}))
+    result = doctor_with(server, "--token-file", str(token_file))
+    assert result.returncode == 1
+    line = model_line(result)
+    assert "[FAIL]" in line and f"expired at {past:%Y-%m-%d %H:%M}" in line
+    assert "by this device's clock" in line
+    token_file.write_text("AIzaSy-an-api-key-by-mistake")
+    result = doctor_with(server, "--token-file", str(token_file))
+    assert result.returncode == 1 and "not an ephemeral token" in model_line(result)
+    assert "AIzaSy" not in result.stdout + result.stderr
+    assert server.connections() == []

@@ -15,6 +15,7 @@ import pytest
 from device.config import build
 from device.config.scene import parse_lines, parse_zones
 from device.config.scene_file import scene_toml, with_scene, write_scene
+from device.events import SceneChanged
 from device.scene import Scene, SceneSpec
 from tests.device.test_lines_zones import SHAPE, track
 
@@ -97,6 +98,30 @@ def test_a_zone_keeps_its_visits_through_a_rename_and_a_new_dwell_time() -> None
     # Inside since 0.0: past the new 3 s dwell time at 3.2 s, said once, under the new name.
     assert [(d["zone"], d["seconds"]) for d in dwells] == [("till", 3.2)]
     assert scene.zone_states()["till"].people == 1
+
+
+def test_the_scene_event_says_what_each_line_and_zone_continues() -> None:
+    """What the status page, MQTT and the log read of an edit: a renamed zone (with a new
+    dwell time) keeps its visits, a moved line and a new one start afresh, an untouched
+    line goes on as it was."""
+    other = ((0.1, 0.9), (0.9, 0.9))
+    scene = Scene(SceneSpec(lines={"post": POST, "door": other}, zones={"kiosk": (SQUARE, 10.0)}))
+    edits = scene.replace(
+        SceneSpec(
+            lines={"post": ((0.4, 0.8), (0.4, 0.2)), "door": other, "gate": POST},
+            zones={"till": (SQUARE, 3.0)},
+        ),
+        zones_were={"till": "kiosk"},
+    )
+    event = SceneChanged(
+        lines={},
+        zones={},
+        changes=[{"kind": e.kind, "name": e.name, "how": e.how, "was": e.was} for e in edits],
+    )
+    assert event.before("zone", "till") == ("kiosk", True)
+    assert event.before("line", "post") == ("post", False)
+    assert event.before("line", "gate") == ("", False)
+    assert event.before("line", "door") == ("door", True)
 
 
 def test_an_unchanged_scene_is_no_edit() -> None:

@@ -14,17 +14,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import anyio
 import cv2
 import numpy as np
 import pytest
 
 from device.events import LineCrossed, SnapshotSaved
-from device.frame import Frame
 from device.outputs import snapshots as snapshots_module
 from device.outputs.render import BOX_COLOR, DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.snapshot_privacy import BACKGROUND, head_region, person_boxes
 from device.outputs.snapshots import Snapshots
+from device.perceive_video import perceive_video
 from device.percept import Percept
 from device.perception import Perception
 from live.events import Event
@@ -42,22 +41,8 @@ def percept() -> Percept:
     perception = Perception(
         PersonDetector(threshold=0.2), detect_fps=2.0, threshold=0.45, on_percept=seen.append
     )
-    frames: list[Frame] = []
-    cap = cv2.VideoCapture(str(data_file("vtest.avi")))
-    try:
-        for index in range(101):
-            ok, image = cap.read()
-            assert ok
-            if index % 5 == 0:  # 2 detections a second of this 10 fps video
-                frames.append(Frame(image, t_media=index / 10, index=index, source="vtest.avi"))
-    finally:
-        cap.release()
-
-    async def perceive() -> None:
-        for frame in frames:
-            await perception.process(frame)
-
-    anyio.run(perceive)
+    # 2 detections a second of this 10 fps video
+    perceive_video(perception, data_file("vtest.avi"), every=5, limit=101)
     last = seen[-1]
     assert last.frame.index == 100 and len(last.people) >= 4  # a busy moment
     return last

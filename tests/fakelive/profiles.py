@@ -50,6 +50,14 @@ PROFILES: dict[str, Profile] = {
     ),
     "2.5": Profile("2.5"),
     "2.5-vertex": Profile("2.5-vertex", refused_response_fields=frozenset({"scheduling"})),
+    # 3.1 on Vertex AI: both sets of rules (not reported as such; the strictest case).
+    "3.1-vertex": Profile(
+        "3.1-vertex",
+        client_content_closes=True,
+        setup_hangs_on=frozenset({"enable_affective_dialog", "proactivity"}),
+        needs_kick=True,
+        refused_response_fields=frozenset({"scheduling"}),
+    ),
 }
 
 

@@ -82,3 +82,22 @@ async def test_a_resumed_connection_that_fails_to_open_falls_back_to_reconnectin
         assert "disconnected" in states(h)[-4:]
         assert [s.resumption_handle for s in model.setups[1:]] == ["h-1", "h-1"]
         await frames_after(h, call_id)
+
+
+async def test_a_handle_past_its_two_hours_starts_a_fresh_session_at_once() -> None:
+    """Handles are valid two hours: an older one is not offered to the service (whose
+    refusal would cost a round trip); the session starts afresh and says what it lost."""
+    async with harness([FunctionTool(echo)]) as h:
+        call_id = await h.start("echo")
+        h.model.resumption("h-1")
+        await h.lasted()
+        h.model.disconnect()
+        await h.model.wait_for(lambda: len(h.model.connections) == 2)
+        assert h.model.setups[1].resumption_handle == "h-1"  # fresh enough: resumed
+        await h.clock.run_for(h.session.config.reconnect.handle_valid_s)
+        h.model.disconnect()
+        await h.model.wait_for(lambda: len(h.model.connections) == 3)
+        await h.wait_event(lambda events: any(e.type == "stream_stopped" for e in events))
+        assert h.model.setups[2].resumption_handle is None
+        # A fresh model session never issued the running call: the device ends it.
+        assert call_id not in [s["id"] for s in h.session.running_streams()]

@@ -17,7 +17,7 @@ from models.gemini.tokens import (
     with_fresh_token,
 )
 from tests.cli import lookout_in_process
-from tests.datafiles import REPO_ROOT
+from tests.datafiles import REPO_ROOT, data_file
 
 TOKEN = "auth_tokens/abc123"
 README = REPO_ROOT / "README.md"
@@ -34,6 +34,23 @@ def test_a_token_is_the_first_line_or_a_json_auth_tokens_name() -> None:
         with pytest.raises(TokenUnavailable, match=said) as caught:
             token_from_text(text, "--token-file t")
         assert "AIza" not in str(caught.value)  # what was read is never said
+
+
+def test_a_json_token_says_its_times_and_uses_where_given() -> None:
+    import datetime as dt
+
+    from models.gemini.tokens import details_from_text
+
+    text = (f'{{"name": "{TOKEN}", "expireTime": "2026-12-02T10:40:00Z", '
+            '"newSessionExpireTime": "2026-12-02T10:11:00+00:00", "uses": 3}')  # fmt: skip
+    token = details_from_text(text, "f")
+    assert token.name == TOKEN and token.uses == 3
+    assert token.expires == dt.datetime(2026, 12, 2, 10, 40, tzinfo=dt.UTC)
+    assert token.new_sessions_until == dt.datetime(2026, 12, 2, 10, 11, tzinfo=dt.UTC)
+    # Unreadable times or uses are unknown, not a refusal: the service decides.
+    odd = details_from_text(f'{{"name": "{TOKEN}", "expireTime": "soon", "uses": true}}', "f")
+    assert (odd.expires, odd.new_sessions_until, odd.uses) == (None, None, None)
+    assert details_from_text(TOKEN, "f").expires is None
 
 
 def test_a_refused_token_is_fetched_again_once_and_the_same_one_is_a_retryable_loss(
@@ -100,3 +117,28 @@ def test_a_model_on_tokens_takes_no_key_and_keeps_v1alpha(tmp_path: Path) -> Non
     model = GeminiLiveModel(GeminiOptions(api_version="v1beta"), tokens=source)
     # No per-connection version over the token client's v1alpha.
     assert model.connect_config(LiveSetup()).http_options is None
+
+
+def test_ask_on_tokens_alone_says_they_cannot_ask_gemini(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ephemeral tokens open Live sessions only: ask (requests) cannot use them. Naming a
+    Gemini model is refused in one line; without a name the local model answers, and says
+    why it is the local one."""
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(name, raising=False)
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    monkeypatch.setenv("LOOKOUT_TOKEN_FILE", str(token))
+    source = str(data_file("messi5.jpg"))
+    named = lookout_in_process("ask", "how many people?", "--model", "gemini-2.5-flash",
+                               "--source", source)  # fmt: skip
+    assert named.returncode == 2
+    (line,) = named.stderr.strip().splitlines()
+    assert "ephemeral tokens (--token-file, --token-url) open Live sessions only" in line
+    assert "--model local" in line
+    unnamed = lookout_in_process("ask", "how many people?", "--source", source)
+    assert unnamed.returncode == 0, unnamed.stdout + unnamed.stderr
+    said = unnamed.stdout + unnamed.stderr
+    assert "the local model answers: ephemeral tokens open Live sessions only" in said
+    assert "people" in unnamed.stdout and TOKEN not in said

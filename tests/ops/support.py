@@ -28,9 +28,9 @@ from device.events import CountChanged, LineCrossed, ZoneCount
 from device.feeds.runner import SourceState
 from device.outputs.view import NoLogs, SceneControl
 from device.perception import PerceptionStats
+from live.calls import DeviceCall
 from live.clock import FakeClock
 from live.events import Event
-from live.calls import DeviceCall
 from live.stats import SessionStats
 
 CHROMIUM = Path("/usr/bin/chromium")

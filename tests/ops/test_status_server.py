@@ -312,14 +312,17 @@ async def test_non_loopback_bind_warns_and_token_still_works(
     # Reached from another machine, at the device's LAN address.
     lan = {"Host": "192.168.1.20:8765"}
     async with (
-        serving(FakeApp(), address) as (_, tel, base),
+        serving(FakeApp(), address) as (server, tel, base),
         aiohttp.ClientSession() as http,
     ):
+        port = server.port
         tel.write(counted(3))
         async with http.get(base + "/api/state", headers=lan) as r:
             assert r.status == 200  # without a token, anyone on the network (so it warns)
             assert (await r.json())["count"] == 3
     assert "WITHOUT a token" in caplog.text
+    # Port 0 asks for any free port: the warning names the one a user can reach.
+    assert f"listens on 0.0.0.0:{port}," in caplog.text and ":0," not in caplog.text
     caplog.clear()
     token = "t0k3n-abc"
     async with serving(FakeApp(), address, token=token) as (_, tel, base):

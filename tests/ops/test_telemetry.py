@@ -13,9 +13,10 @@ from device.config import Config
 from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
 from device.outputs.render import BOX_COLOR
-from device.outputs.telemetry import Telemetry, strip_credentials
+from device.outputs.telemetry import Telemetry
 from device.percept import Percept
 from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage
+from live.redact import strip_credentials
 from tests.ops.support import FakeApp, FakeSession
 from tests.percepts import make_percept
 
