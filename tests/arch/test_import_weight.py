@@ -103,7 +103,7 @@ def test_the_probe_sees_a_heavy_import() -> None:
 LOCAL_COMMANDS = {
     "run": (
         "device.cli", "device.app.wiring", "device.app.cost", "device.log_limit",
-        "device.outputs.telemetry", "models.gemini.vertex",
+        "device.outputs.bus_state", "models.gemini.vertex",
     ),
     "ask": ("device.app.ask", "models.gemini.keys", "models.local.turns"),
     "doctor": (
@@ -169,3 +169,4 @@ def test_a_real_local_run_loads_what_the_list_says_and_no_gemini_sdk(tmp_path: P
     ours = {m for m in modules if m.split(".")[0] in PACKAGES}
     listed = {m for extra in _loaded(list(LOCAL_COMMANDS["run"])).values() for m in extra}
     assert sorted(ours - listed) == []
+    assert [m for m in LOCAL_COMMANDS["run"] if m not in modules] == []  # nor less
