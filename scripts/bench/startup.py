@@ -5,6 +5,8 @@ the local model), ``--repeat`` times; the table gives the median wall time, the 
 spent importing (``-X importtime``, one more start) and which heavy packages the command
 loaded (google-genai, aiohttp, pydantic, matplotlib). ``--before`` measures an earlier
 checkout the same way, in the same run, so the two columns share one machine's load.
+``-X importtime`` times the import statements: a module loaded by ``importlib`` itself
+(``live``'s names, on first use) is not timed, what it imports is.
 
     python scripts/bench/startup.py [--before PATH] [--repeat 5]
 
