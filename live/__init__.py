@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 from live.lazy import lazy_names
 
 if TYPE_CHECKING:
+    from live.calls import DeviceCall
     from live.clock import Clock, FakeClock, MonotonicClock
     from live.config import PENDING_STATUS, EmitMode, ReconnectPolicy, SessionConfig, StreamBounds
     from live.eventlog import EventLog, MemoryEventLog, SQLiteEventLog, read_events
     from live.input_stream import InputStream
     from live.model import ConnectionLost, LiveConnection, LiveModel, LiveSetup, ModelSetupError
     from live.requests import LiveRequest, LiveRequestQueue, RequestKind
-    from live.session import DeviceCall, LiveSession, Runner
+    from live.session import LiveSession, Runner
     from live.stop_streaming import STOP_STREAMING
     from live.store import SQLiteStore, StoreError, StoreHealth
     from live.tool import Tool, ToolArgumentError, ToolContext, ToolUnavailable
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "Clock": "live.clock",
     "ConnectionLost": "live.model",
-    "DeviceCall": "live.session",
+    "DeviceCall": "live.calls",
     "EmitMode": "live.config",
     "EventLog": "live.eventlog",
     "FakeClock": "live.clock",

@@ -3,22 +3,17 @@
 The model may be absent, connecting, unreachable or connected at any moment,
 and none of these stops the session: tools, device calls and the event log
 work without it. ``ModelLink.run`` keeps (re)connecting with backoff and
-resumes with the newest session handle; ``ModelLink.send_forever`` sends the
-outbox to whatever connection is up. Only a ``ReconnectPolicy`` with
-``max_attempts`` makes it give up, and then ``failure`` says why.
+resumes with the newest session handle (``live/resumption.py``: which handle,
+and whether it is still valid); ``ModelLink.send_forever`` sends the outbox to
+whatever connection is up (``live/send_loop.py``). Only a ``ReconnectPolicy``
+with ``max_attempts`` makes it give up, and then ``failure`` says why.
 
 Whatever the model does, the link raises nothing: a connection attempt or a
 connection that fails in a way nobody foresaw is one more failure, retried.
-A connection that ends before ``stable_after_s`` counts as a failed attempt,
-so a model that drops us (or says GoAway) right after every setup is retried
-with back-off. A run of failures in a row is said once, then again at the
-10th, 100th, 1000th... with the count, and its end once (``connected``, after
-how many): a flapping model costs a few lines a day, not one per attempt. A GoAway
-on a connection that lasted is met by opening the resumed connection beside it and
-switching over once it is set up (``live/handover.py``).
-
-Kept whole: one class, the state machine of one connection and how its
-failures are said; its states and its sayings change together.
+How each failure is counted and said, how long the next attempt waits and when
+the link gives up: ``live/link_failures.py``. A GoAway on a connection that
+lasted is met by opening the resumed connection beside it and switching over
+once it is set up (``live/handover.py``).
 """
 
 from __future__ import annotations
@@ -26,16 +21,15 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import anyio
 from anyio.abc import TaskGroup
 
-from live.backoff import FailureRun, milestone, span
 from live.clock import Clock
 from live.config import SessionConfig
-from live.events import ConnectionState, ErrorEvent, Event
+from live.events import ConnectionState, Event
 from live.handover import open_resumed, why_not
+from live.link_failures import Failed, LinkFailures
 from live.model import (
     ConnectionLost,
     LiveConnection,
@@ -48,15 +42,11 @@ from live.model import (
 )
 from live.outbox import Outbox
 from live.redact import redact, short_error
+from live.resumption import Resumption
+from live.send_loop import SendLoop
 from live.signal import Wakeup
 
 log = logging.getLogger("lookout.connection")
-
-
-@dataclass(frozen=True)
-class _Failed:
-    reason: str
-    refused: bool = False  # the model said no; asking again at once would get the same answer
 
 
 class ModelLink:
@@ -83,15 +73,9 @@ class ModelLink:
         self._on_fresh_session = on_fresh_session
         self.state = "connecting"
         self.since = clock.now()
-        self.resumption_handle: str | None = None
-        self._newest_resumable = False  # the newest resumption update was resumable
-        self._handle_at = 0.0  # when the server gave ``resumption_handle``
+        self._resumption = Resumption(clock, self.policy.handle_valid_s)
         self._switched_to: LiveConnection | None = None  # a GoAway's resumed connection
         self._handing_over = False
-        # Held for each send and for a switch-over: no send is in flight on the old
-        # connection when the outbox moves to the new one.
-        self._send_lock = anyio.Lock()
-        self.failure: str | None = None
         self.reconnects = 0
         self.closing = False
         self.conn: LiveConnection | None = None
@@ -99,10 +83,17 @@ class ModelLink:
         self._recv_scope: anyio.CancelScope | None = None
         self._send_failure: ConnectionLost | None = None
         self._connected_before = False
-        # The run of failures in a row (failed attempts, connections that did not last).
-        self._run = FailureRun(clock.now)
-        # A connection in this run ended too soon: the next is said only once it lasts.
-        self._flapping = False
+        self._failures = LinkFailures(
+            self.policy, clock.now, set_state=self._set_state, emit=emit, secrets=config.secrets
+        )
+        self._sender = SendLoop(
+            outbox,
+            current=lambda: self.conn,
+            wait_connected=self.wait_connected,
+            lost=self._lost_in_send,
+            emit=emit,
+            secrets=config.secrets,
+        )
         # The current connection was said to be connected (its end is then said too).
         self._announced = False
         self._stable = False
@@ -110,6 +101,16 @@ class ModelLink:
     @property
     def connected(self) -> bool:
         return self.conn is not None
+
+    @property
+    def resumption_handle(self) -> str | None:
+        """The handle the next connection resumes with (None: a fresh session)."""
+        return self._resumption.handle
+
+    @property
+    def failure(self) -> str | None:
+        """Why the link gave up (None: it has not)."""
+        return self._failures.failure
 
     def _redact(self, text: str) -> str:
         return redact(text, self.config.secrets)
@@ -151,34 +152,19 @@ class ModelLink:
         while not self.closing:
             if delay > 0:
                 await self.clock.sleep(delay)
-            attempt = self._run.failures + 1
+            attempt = self._failures.count + 1
             self._set_state(
                 "reconnecting" if after_loss else "connecting",
                 attempt=attempt,
-                say=self._run.failures == 0,
+                say=self._failures.count == 0,
             )
             outcome = await self._attempt()
-            if isinstance(outcome, _Failed):
-                failures = self._run.fail()
-                # The log follows the events: a run of failures once, then at its 10th...
-                log.log(
-                    logging.WARNING if milestone(failures) else logging.DEBUG,
-                    "model connection attempt %d failed: %s",
-                    attempt,
-                    outcome.reason,
-                )
-                if self.policy.gives_up_after(failures) or (
-                    outcome.refused and self.policy.max_attempts is not None
-                ):
-                    await self._give_up(outcome, failures)
+            if isinstance(outcome, Failed):
+                wait = self._failures.attempt_failed(outcome, attempt)
+                if wait is None:
+                    await anyio.lowlevel.checkpoint()
                     return
-                delay = (
-                    self.policy.refused_backoff_s
-                    if outcome.refused
-                    else self.policy.backoff(failures + 1)
-                )
-                state = "refused" if outcome.refused else "unreachable"
-                self._say_failure(state, outcome.reason, attempt=attempt, retry_in_s=delay)
+                delay = wait
                 continue
             conn: LiveConnection = outcome
             while True:
@@ -194,140 +180,48 @@ class ModelLink:
             if self.closing:
                 return
             after_loss = True
-            next_delay = self._after_loss(lost, lasted_s, attempt)
+            next_delay = self._failures.after_loss(
+                lost, lasted_s, attempt, stable=self._stable, announced=self._announced
+            )
             if next_delay is None:
                 return
             delay = next_delay
 
-    def _after_loss(self, lost: ConnectionLost, lasted_s: float, attempt: int) -> float | None:
-        """Say how a connection ended; the wait before the next attempt (None: given up)."""
-        announced = self._announced
-        reason = self._redact(lost.reason)
-        if not self._stable:
-            # It did not last: one more failure in the run, and no more "connected" lines
-            # for this run until a connection proves it lasts.
-            self._run.fail()
-            self._flapping = True
-            reason = f"{reason}; it lasted {span(lasted_s)}"
-        if not lost.retryable:
-            # The model said no in the middle of a session (a revoked key): asking
-            # again at once would get the same answer.
-            refusal = _Failed(f"model connection lost: {reason}", True)
-            if self._stable:
-                self._run.fail()
-            self._set_state("disconnected", code=lost.code, reason=reason, say=announced)
-            if self.policy.max_attempts is not None:
-                self._give_up_now(refusal, self._run.failures)
-                return None
-            delay = self.policy.refused_backoff_s
-            self._say_failure("refused", refusal.reason, retry_in_s=delay)
-            return delay
-        if self._stable:
-            self._set_state("disconnected", code=lost.code, reason=reason)
-            return 0.0
-        failures = self._run.failures
-        if self.policy.gives_up_after(failures):
-            self._set_state("disconnected", code=lost.code, reason=reason, say=announced)
-            self._give_up_now(
-                _Failed(
-                    f"the model keeps dropping the connection within "
-                    f"{span(self.policy.stable_after_s)} of setup ({failures} times in a "
-                    f"row): {reason}"
-                ),
-                failures,
-            )
-            return None
-        delay = self.policy.backoff(failures + 1)
-        self._say_failure(
-            "disconnected",
-            reason,
-            attempt=attempt,
-            code=lost.code,
-            retry_in_s=delay,
-            force=announced,
-        )
-        return delay
-
-    def _say_failure(
-        self,
-        state: str,
-        reason: str,
-        *,
-        attempt: int = 0,
-        code: int | None = None,
-        retry_in_s: float | None = None,
-        force: bool = False,
-    ) -> None:
-        """A failure in a run: said the first time (and the first of each kind: a lost
-        connection, then a model unreachable), then at the 10th, 100th... with the count."""
-        say = self._run.say(state, force=force)
-        if say:
-            reason = self._run.counted(reason)
-        self._set_state(
-            state, attempt=attempt, reason=reason, code=code, retry_in_s=retry_in_s, say=say
-        )
-
-    async def _attempt(self) -> LiveConnection | _Failed:
+    async def _attempt(self) -> LiveConnection | Failed:
         """One connection attempt (a refused resumption handle is retried fresh at once)."""
         for _ in range(2):
-            self._forget_an_expired_handle()
-            resuming = self.resumption_handle is not None
+            self._resumption.forget_if_expired()
+            resuming = self._resumption.handle is not None
             setup = self._setup()
             try:
                 with self.clock.fail_after(self.policy.connect_timeout_s):
                     conn = await self.model.connect(setup)
             except TimeoutError:
-                return _Failed(f"no answer to setup within {self.policy.connect_timeout_s:g} s")
+                return Failed(f"no answer to setup within {self.policy.connect_timeout_s:g} s")
             except ModelSetupError as exc:
                 if resuming:
                     # An expired or foreign handle is refused like a bad setup; a fresh
                     # session may still work, and there is no reason to wait for it.
                     log.warning("%s; starting a fresh session", self._redact(f"resuming: {exc}"))
-                    self.resumption_handle = None
+                    self._resumption.forget()
                     continue
-                return _Failed(self._redact(f"model refused the session: {exc}"), refused=True)
+                return Failed(self._redact(f"model refused the session: {exc}"), refused=True)
             except ConnectionLost as exc:
-                return _Failed(self._redact(exc.reason), refused=not exc.retryable)
+                return Failed(self._redact(exc.reason), refused=not exc.retryable)
             except Exception as exc:
                 # OSError, or anything a model raised that it should have called a loss:
                 # one more failed attempt, never the end of the device.
                 if not isinstance(exc, OSError):
                     log.warning("connecting to the model failed unexpectedly", exc_info=True)
-                return _Failed(short_error(exc, self.config.secrets))
-            if not (resuming and self.resumption_handle is not None):
+                return Failed(short_error(exc, self.config.secrets))
+            if not (resuming and self._resumption.handle is not None):
                 # A new model session never issued our running call ids.
                 self._on_fresh_session()
             if self._connected_before:
                 self.reconnects += 1
             self._connected_before = True
             return conn
-        return _Failed("model refused the session")
-
-    def _forget_an_expired_handle(self) -> None:
-        if self.resumption_handle is None:
-            return
-        age = self.clock.now() - self._handle_at
-        if age >= self.policy.handle_valid_s:
-            log.info(
-                "the session handle is %s old (valid %s): starting a fresh session",
-                span(age),
-                span(self.policy.handle_valid_s),
-            )
-            self.resumption_handle = None
-
-    async def _give_up(self, outcome: _Failed, attempts: int) -> None:
-        self._give_up_now(outcome, attempts)
-        await anyio.lowlevel.checkpoint()
-
-    def _give_up_now(self, outcome: _Failed, attempts: int) -> None:
-        if outcome.refused or "keeps dropping" in outcome.reason:
-            reason = outcome.reason
-        else:
-            reason = f"could not connect to the model after {attempts} attempts: {outcome.reason}"
-        self.failure = reason
-        self._set_state("failed", attempt=attempts, reason=reason)
-        self._emit(ErrorEvent(message=reason, where="model"))
-        log.error("%s", reason)
+        return Failed("model refused the session")
 
     # ------------------------------------------------------------- serving
 
@@ -339,9 +233,9 @@ class ModelLink:
         started = self.clock.now()
         self._stable = False
         # In a run that has seen a connection end too soon, this one is said once it lasts.
-        self._announced = not self._flapping
+        self._announced = not self._failures.flapping
         self._set_state(
-            "connected", attempt=attempt, reason=self._run.summary(), say=self._announced
+            "connected", attempt=attempt, reason=self._failures.summary(), say=self._announced
         )
         lost: ConnectionLost = ConnectionLost("the model closed the connection")
         with anyio.CancelScope() as scope:
@@ -385,7 +279,7 @@ class ModelLink:
                     self._send_failure = lost
                     self._recv_scope.cancel()
                 return
-            async with self._send_lock:
+            async with self._sender.lock:
                 if self.closing:
                     await self._close_quietly(new)
                     return
@@ -412,8 +306,8 @@ class ModelLink:
                         why = why_not(
                             event,
                             stable=self._stable,
-                            handle=self.resumption_handle,
-                            newest_resumable=self._newest_resumable,
+                            handle=self._resumption.handle,
+                            newest_resumable=self._resumption.newest_resumable,
                         )
                         if why is None:
                             self._handing_over = True
@@ -426,10 +320,7 @@ class ModelLink:
                         )
                         return ConnectionLost("server sent GoAway")
                     if isinstance(event, ModelResumptionUpdate):
-                        self._newest_resumable = bool(event.resumable and event.handle)
-                        if event.resumable and event.handle:
-                            self.resumption_handle = event.handle
-                            self._handle_at = self.clock.now()
+                        self._resumption.update(event)
                         continue
                     self._on_event(event)
         except ConnectionLost as exc:
@@ -449,9 +340,8 @@ class ModelLink:
         self._stable = True
         if not self._announced:
             self._announced = True
-            self._set_state("connected", attempt=attempt, reason=self._run.summary())
-        self._run.reset()
-        self._flapping = False
+            self._set_state("connected", attempt=attempt, reason=self._failures.summary())
+        self._failures.lasted()
 
     def _set_conn(self, conn: LiveConnection) -> None:
         self.conn = conn
@@ -466,39 +356,16 @@ class ModelLink:
         return self.conn
 
     async def send_forever(self) -> None:
-        """Send the outbox, in order, to whichever connection is up."""
-        while True:
-            await self.outbox.wait_nonempty()
-            await self.wait_connected()
-            async with self._send_lock:
-                await self._send_one()
+        """Send the outbox, in order, to whichever connection is up (``live/send_loop.py``)."""
+        await self._sender.run()
 
-    async def _send_one(self) -> None:
-        """Send the outbox's next message to the connection up now (under the send lock)."""
-        conn = self.conn
-        if conn is None:
-            return
-        item = self.outbox.pop()
-        if item is None:
-            return
-        try:
-            await conn.send(self.outbox.wire(item))
-        except ConnectionLost as exc:
-            self.outbox.push_front(item)
-            if conn is self.conn:
-                self._send_failure = exc
-                self._clear_conn()
-                if self._recv_scope is not None:
-                    self._recv_scope.cancel()
-            return
-        except Exception as exc:
-            # A message the connection cannot encode is a bug to report, not a reason
-            # to retry it forever and block everything behind it.
-            self._emit(ErrorEvent(message=short_error(exc, self.config.secrets), where="send"))
-            log.exception("dropping a message the model connection refused")
-            self.outbox.mark_dropped()
-            return
-        self.outbox.mark_sent()
+    def _lost_in_send(self, conn: LiveConnection, lost: ConnectionLost) -> None:
+        """A send found ``conn`` lost: if it is still the one served, serving it ends."""
+        if conn is self.conn:
+            self._send_failure = lost
+            self._clear_conn()
+            if self._recv_scope is not None:
+                self._recv_scope.cancel()
 
     async def close(self) -> None:
         """Stop receiving and close the connection (queued answers were given their chance)."""
@@ -514,8 +381,7 @@ class ModelLink:
                 except Exception as exc:
                     log.warning("closing the model connection: %s", short_error(exc))
         # A run of failures is said at its 1st, 10th, 100th...: its count at the end too.
-        failing = self._run.failures > 1
-        self._set_state("closed", reason=self._run.counted("while failing") if failing else "")
+        self._set_state("closed", reason=self._failures.at_close())
 
 
 __all__ = ["ModelLink"]

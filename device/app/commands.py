@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from live.calls import DeviceCall
 from live.requests import LiveRequestQueue
-from live.session import DeviceCall
 
 HELP = (
     "commands: count, start, stop, status, t (push-to-talk: start, then end, what is said), "

@@ -153,6 +153,11 @@ class Run:
         if axis == MEDIA:
             if isinstance(event.get("t_media"), int | float):
                 return float(event["t_media"])
+            if event.get("type") == "source_state" and event.get("state") == "ended":
+                # A file ends after its last frame, though the end is said as soon as it
+                # is read, while that frame may still be perceived: placed by session time
+                # it would cut the last counts short by however fast the replay went.
+                return self._media_map()[1][-1]
             return self._media_at(t)
         return t
 

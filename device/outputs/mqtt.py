@@ -1,6 +1,7 @@
 """MQTT: how a fleet of devices reports to one place (and to Home Assistant).
 
-What the topics are and what they hold: ``device/outputs/mqtt_state.py``.
+What the topics are and what they hold: ``device/outputs/mqtt_topics.py``; what
+they hold now, and what each event changes there: ``device/outputs/mqtt_state.py``.
 
 The publisher is an event sink (``write`` only queues, it never waits) and an
 App service that owns the connection. What waits for the broker is in an
@@ -22,10 +23,10 @@ counted, said on the console, in ``/healthz`` and ``/metrics``, and make
 Here: the sink, and the service that connects (the id check first) and reconnects
 with backoff. Apart: one connection's life (sending, the farewell or the abort)
 ``mqtt_connection.py``, its in-flight window ``mqtt_window.py``, what the broker
-says back ``mqtt_reader.py``, topics and state ``mqtt_state.py``, the queue
-``mqtt_outbox.py``, the id check ``mqtt_presence.py``, health ``mqtt_health.py``,
-settings ``mqtt_settings.py``, the event pictures ``mqtt_images.py``, the client
-``mqtt_client.py``.
+says back ``mqtt_reader.py``, the topics ``mqtt_topics.py`` and what they hold now
+``mqtt_state.py``, the queue ``mqtt_outbox.py``, the id check ``mqtt_presence.py``,
+health ``mqtt_health.py``, settings ``mqtt_settings.py``, the event pictures
+``mqtt_images.py``, the client ``mqtt_client.py``.
 """
 
 from __future__ import annotations

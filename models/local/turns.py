@@ -8,7 +8,9 @@ late results, pages). It reads only the conversation it is sent:
   "report" (with "N minutes" or "N seconds") -> ``start_occupancy_report``;
   a job id ("counts for job-...") -> ``fetch_counts`` from the first page;
   "visitors" / "came in" / "entries" / "exits" / "crossings" (with "N minutes",
-  "N hours", "the last hour"; else the last hour) -> ``visitors(minutes)``;
+  "N hours", "2 days", "the last week"; else the last hour) -> ``visitors(minutes)``;
+  a span it cannot read, or past the tool's declared ``maximum``, is said to be, never
+  answered for another span (``models/local/time_spans.py``);
 * tool answers: it says what they mean; a finished report makes it read every
   page of per-minute counts (``fetch_counts`` with each ``next_cursor``), then
   it summarises.
@@ -37,6 +39,7 @@ from models.local.log_text import (
     period_in,
     what_i_answer,
 )
+from models.local.time_spans import names_a_time, said_span, span_minutes
 
 COUNT_NOW = "count_people_now"
 REPORT = "start_occupancy_report"
@@ -52,9 +55,6 @@ HELP = (
 )
 VISITORS_DEFAULT_MINUTES = 60.0  # "how many visitors?" with no time said: the last hour
 _JOB_ID = re.compile(r"\bjob-[0-9a-f]{6,}\b")
-_DURATION = re.compile(
-    r"(\d+(?:\.\d+)?)\s*(h|hours?|m|min|mins|minutes?|s|sec|secs|seconds?)\b", re.I
-)
 COUNT_WORDS = re.compile(r"\b(how many|count|people|persons?|anyone|anybody|occupancy now)\b", re.I)
 _REPORT_WORDS = re.compile(r"\b(report|survey|watch|monitor)\b", re.I)
 # Asked before the count words: "how many visitors" is about crossings, not who is in view.
@@ -67,33 +67,24 @@ _BUSIEST_WORDS = re.compile(r"\b(busiest|busy|peak|crowded|most people)\b", re.I
 _ZONE_WORDS = re.compile(r"\b(zones?|dwell\w*|stay\w*|stayed|linger\w*|wait\w*)\b", re.I)
 _ZONE_NAME = re.compile(r"\b(?:at|in|inside)\s+(?:the\s+)?([a-z][\w-]*)", re.I)
 _NOT_ZONES = {"last", "past", "previous", "morning", "afternoon", "evening", "today", "zone"}
-_LAST_UNIT = re.compile(r"\b(?:last|past|previous)\s+(hour|minute|day)\b", re.I)
 
 
 def people(n: int) -> str:
     return "1 person" if n == 1 else f"{n} people"
 
 
-def minutes_in(text: str, default: float = 1.0) -> float:
-    match = _DURATION.search(text)
-    if match is None:
-        return default
-    value, unit = float(match.group(1)), match.group(2).lower()
-    if unit.startswith("h"):
-        return value * 60
-    if unit.startswith("s"):
-        return value / 60
-    return value
-
-
 def visitor_minutes(text: str) -> float:
-    """The window a visitors question asks about: "N minutes/hours", "the last hour"."""
-    if _DURATION.search(text):
-        return minutes_in(text)
-    unit = _LAST_UNIT.search(text)
-    if unit is not None:
-        return {"minute": 1.0, "hour": 60.0, "day": 1440.0}[unit.group(1).lower()]
-    return VISITORS_DEFAULT_MINUTES
+    """The window a visitors question asks about ("N minutes/hours/days", "the last
+    hour"), the last hour when it names none."""
+    minutes = span_minutes(text)
+    return VISITORS_DEFAULT_MINUTES if minutes is None else minutes
+
+
+def maximum(declaration: wire.FunctionDeclaration, parameter: str) -> float | None:
+    """The declared ``maximum`` of one of a function's parameters, where it has one."""
+    schema = declaration.parameters
+    field = (schema.properties or {}).get(parameter) if schema is not None else None
+    return None if field is None or field.maximum is None else float(field.maximum)
 
 
 class LocalTurnModel:
@@ -102,6 +93,9 @@ class LocalTurnModel:
     def __init__(self) -> None:
         self.name = "local"
         self._ids = itertools.count(1)
+        # The most minutes each declared tool takes (its schema's ``maximum``), as a model
+        # reads it: a span past it is said to be past it, not sent to fail.
+        self._limits: dict[str, float | None] = {}
 
     async def generate(self, request: TurnRequest) -> TurnReply:
         await anyio.lowlevel.checkpoint()
@@ -112,6 +106,9 @@ class LocalTurnModel:
             return self._after_tools(request, responses, declared)
         # The question is the last text; parts before it are context (carried-over results).
         texts = [p.text for p in (last.parts or []) if p.text] if last else []
+        self._limits = {
+            d.name: maximum(d, "minutes") for d in request.declarations if d.name is not None
+        }
         return self._answer_question(texts[-1].strip() if texts else "", declared)
 
     def _call(self, name: str, args: dict[str, Any]) -> FunctionCallRequest:
@@ -122,6 +119,33 @@ class LocalTurnModel:
             return TurnReply(text=f"I cannot answer that: {reason}. {would_answer}")
         args = {"reason": reason, "would_answer": would_answer}
         return TurnReply(calls=(self._call(CANNOT, args),))
+
+    def _over_minutes(self, tool: str, text: str, declared: set[str], default: float) -> TurnReply:
+        """A call of ``tool`` over the span the question names (``default`` when it names
+        none), or why not: a time it names but cannot be read, or past what the tool takes,
+        is never answered for another span."""
+        minutes = span_minutes(text)
+        if minutes is None and names_a_time(text):
+            return self._cannot(
+                declared,
+                "I cannot read the time range of this question",
+                "Ask over 'the last N minutes/hours/days'.",
+            )
+        minutes = default if minutes is None else minutes
+        most = self._limits.get(tool)
+        if most is not None and minutes > most:
+            what = "count visitors" if tool == VISITORS else "watch"
+            return self._cannot(
+                declared,
+                f"I can {what} over at most {said_span(most)}, not {said_span(minutes)}",
+                f"Ask about {said_span(most)} or less"
+                + (
+                    " (with --db PATH, ask about 'today' or 'yesterday')."
+                    if tool == VISITORS
+                    else "."
+                ),
+            )
+        return TurnReply(calls=(self._call(tool, {"minutes": round(minutes, 4)}),))
 
     def _answer_question(self, text: str, declared: set[str]) -> TurnReply:
         job = _JOB_ID.search(text)
@@ -165,11 +189,9 @@ class LocalTurnModel:
                 "Ask about 'the last N minutes/hours', or with --db PATH for days and hours.",
             )
         if VISITOR_WORDS.search(text) and VISITORS in declared:
-            minutes = round(visitor_minutes(text), 4)
-            return TurnReply(calls=(self._call(VISITORS, {"minutes": minutes}),))
+            return self._over_minutes(VISITORS, text, declared, VISITORS_DEFAULT_MINUTES)
         if _REPORT_WORDS.search(text) and REPORT in declared:
-            minutes = round(minutes_in(text), 4)
-            return TurnReply(calls=(self._call(REPORT, {"minutes": minutes}),))
+            return self._over_minutes(REPORT, text, declared, 1.0)
         if COUNT_WORDS.search(text) and COUNT_NOW in declared:
             return TurnReply(calls=(self._call(COUNT_NOW, {}),))
         if (COUNT_WORDS.search(text) or _REPORT_WORDS.search(text)) and CROSSINGS in declared:
@@ -334,7 +356,6 @@ def _pages_read(request: TurnRequest, job_id: str) -> list[dict[str, Any]]:
 
 __all__ = [
     "LocalTurnModel",
-    "minutes_in",
     "period_in",
     "summary",
     "visitor_minutes",

@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -41,6 +42,7 @@ from tests.fakelive import (
 )
 from tests.recorder import Recorder
 from tools.crossing_log import read_line_runs
+from tools.occupancy import OccupancyTools
 from tools.visitors import MAX_VISITORS_MINUTES, VisitorCounter
 from tools.visitors import VisitorsUnavailable as Unavailable
 
@@ -242,6 +244,46 @@ async def test_the_local_model_asks_visitors_for_visitor_questions(
 ) -> None:
     reply = await LocalTurnModel().generate(question(text, *TOOLS))
     assert [(c.name, c.args) for c in reply.calls] == [call]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("how many visitors in the last 2 weeks?", "over at most 1 week, not 2 weeks"),
+        ("visitors in the last 200 hours", "over at most 1 week, not 200 hours"),
+        ("how many visitors this month?", "I cannot read the time range of this question"),
+        ("how many came in since monday?", "I cannot read the time range of this question"),
+        ("report for 2 days", "watch over at most 1 day, not 2 days"),
+    ],
+)
+async def test_the_local_model_never_answers_a_span_it_cannot_ask_for_with_another(
+    text: str, said: str
+) -> None:
+    """A span past what the tool declares (its schema's maximum), or one it cannot read,
+    is said to be; the last hour (the default) is never counted instead."""
+    counter = VisitorCounter(db=None)
+    declarations = (counter.tool().declaration(), *(
+        t.declaration() for t in OccupancyTools(SimpleNamespace(name="clip.mp4")).tools()
+    ), types.FunctionDeclaration(name="cannot_answer"))  # fmt: skip
+    request = TurnRequest(
+        contents=(types.Content(role="user", parts=[types.Part(text=text)]),),
+        declarations=declarations,
+    )
+    reply = await LocalTurnModel().generate(request)
+    ((name, args),) = [(c.name, c.args) for c in reply.calls]
+    assert name == "cannot_answer" and said in args["reason"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [("visitors in the last 3 days", 4320.0), ("visitors in the last week", 10080.0),
+     ("entries in the last 2 days and 3 hours", 3060.0), ("visitors in a day", 1440.0)],
+)  # fmt: skip
+async def test_the_local_model_reads_days_and_weeks(text: str, minutes: float) -> None:
+    reply = await LocalTurnModel().generate(question(text, *TOOLS))
+    assert [(c.name, c.args) for c in reply.calls] == [("visitors", {"minutes": minutes})]
 
 
 @pytest.mark.anyio

@@ -240,6 +240,29 @@ def test_a_recording_is_counted_in_its_media_time_and_run_selects_one(tmp_path: 
     assert both["zones"]["till"]["observed_s"] == 80.0  # never carried across the runs
 
 
+def test_a_files_end_said_before_its_last_frame_is_perceived_does_not_cut_the_zone_short(
+    tmp_path: Path,
+) -> None:
+    """The source says it ended as soon as it reads the end of the file, while its last
+    frames may still be perceived: the zone's last count holds until the last frame
+    whatever the replay's pace (placed by session time, the end would come earlier the
+    faster the replay went)."""
+    figures = []
+    for speed in (1.0, 8.0, 50.0):
+        events = file_run(f"run{speed:g}", speed, [])
+        ended = next(i for i, e in enumerate(events) if isinstance(e, SourceStateEvent)
+                     and e.state == "ended")  # fmt: skip
+        # The end said a frame's perception early: just after the 3.0 s frame was counted.
+        events[ended] = dataclasses.replace(events[ended], t=3.05 / speed)
+        events.insert(ended, ZoneCount(t=3.0 / speed, zone="till", people=1, previous=2,
+                                       dwelling=0, longest_s=0.0, t_media=3.0))  # fmt: skip
+        path = write_jsonl(tmp_path / f"{speed:g}.jsonl", events)
+        till = make_report(path, tmp_path / f"{speed:g}.html")["zones"]["till"]
+        figures.append((till["mean_people"], till["observed_s"]))
+    # 2 people for 3 s, then 1 until the last frame at 40 s.
+    assert figures == [(pytest.approx((2 * 3 + 1 * 37) / 40, abs=1e-3), 40.0)] * 3
+
+
 @pytest.mark.parametrize("suffix", [".html", ".png"])
 def test_rendered_with_tables_and_panels(tmp_path: Path, suffix: str) -> None:
     path = write_jsonl(tmp_path / "events.jsonl", camera_run())
@@ -303,10 +326,15 @@ def test_sqlite_log_gives_the_same_figures(tmp_path: Path) -> None:
 
 
 def zone_figures(events: list[dict[str, Any]], name: str) -> tuple[float, int, int]:
-    """Mean (time-weighted, media time), max and dwell events of a zone, from its events."""
+    """Mean (time-weighted, media time), max and dwell events of a zone, from its events:
+    each count holds until the next, the last until the source's last frame (the run's
+    newest media time), where the zone stops being watched."""
     steps = [
         (e["t_media"], e["people"]) for e in events if e["type"] == "zone" and e["zone"] == name
     ]
+    steps.append(
+        (max(e["t_media"] for e in events if isinstance(e.get("t_media"), float | int)), None)
+    )
     weighted = observed = 0.0
     for (t, people), (t_next, _) in itertools.pairwise(steps):
         if people is not None:
@@ -317,9 +345,8 @@ def zone_figures(events: list[dict[str, Any]], name: str) -> tuple[float, int, i
     return weighted / observed, top, dwells
 
 
-# Not on remembered detections: a replay that fast moves the report's zone mean by ~0.002
-# (the 'source ended' event has no media time and is placed by wall time; known, open).
 @pytest.mark.slow
+@pytest.mark.usefixtures("remembered_detections")
 def test_report_of_a_real_run_with_a_line_and_a_zone(tmp_path: Path) -> None:
     jsonl, db = tmp_path / "run.jsonl", tmp_path / "run.db"
     (tmp_path / "empty.toml").write_text("")
