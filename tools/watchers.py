@@ -10,7 +10,11 @@ and no tracker of their own.
 
 Their ``name`` parameter is an enum of the configured names (the model cannot
 invent one; an unknown name is refused with the list), so the tools exist only
-when something is configured.
+when something is configured, unless the lines and zones can be edited while the
+session runs (the status page's editor, ``editable``): then the tools are always
+declared, ``name`` is any string (its description names those there at the start),
+and a name is checked when called, against the scene of the newest frame; so a line
+drawn on the page after the model connected can be watched without a restart.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from device.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
-from live import InputStream, ToolContext
+from live import InputStream, ToolArgumentError, ToolContext
 from tools.watch import Watch, watch_changes
 
 LINE_TOOL = "watch_line"
@@ -71,6 +75,48 @@ class SceneWatchers:
     zones: Sequence[str]
     current: CurrentPercept
     min_interval_s: float = LINE_MIN_INTERVAL_S
+    # Lines and zones may change while the session runs (the status page's editor).
+    editable: bool = False
+
+    def _name_type(self, kind: str, names: Sequence[str]) -> Any:
+        if not self.editable:
+            return Annotated[
+                _names_type(names), Field(description=f"the {kind}, by its configured name")
+            ]
+        now = ", ".join(names) if names else "none yet"
+        return Annotated[
+            str,
+            Field(
+                description=f"the {kind}, by name (at the start: {now}; one drawn later on "
+                "the device's status page is valid too)"
+            ),
+        ]
+
+    def check_line(self, args: dict[str, Any]) -> None:
+        """``FunctionTool``'s ``check`` for watch_line: refused before the stream starts."""
+        self._check("line", str(args.get("name", "")))
+
+    def check_zone(self, args: dict[str, Any]) -> None:
+        self._check("zone", str(args.get("name", "")))
+
+    def _check(self, kind: str, name: str) -> None:
+        """An editable scene's name, checked against the newest frame's lines or zones
+        (the names at the start before any frame)."""
+        if not self.editable:
+            return  # the enum did
+        percept = self.current()
+        if percept is None:
+            names = list(self.lines if kind == "line" else self.zones)
+        else:
+            names = list(percept.lines if kind == "line" else percept.zones)
+        if name not in names:
+            there = (
+                f"{kind}s now: {', '.join(names)}"
+                if names
+                else (f"no {kind}s yet: one can be drawn on the device's status page")
+            )
+            tool = LINE_TOOL if kind == "line" else ZONE_TOOL
+            raise ToolArgumentError(f"{tool}: no {kind} named {name!r} ({there})")
 
     def watch_line_tool(self) -> Callable[..., AsyncIterator[dict[str, Any]]]:
         watchers = self
@@ -87,14 +133,12 @@ class SceneWatchers:
             running; call stop_streaming to end it.
 
             Args:
-                name: the line, one of the configured names.
+                name: the line's name.
             """
             async for item in watchers._line(stream, name):
                 yield item
 
-        watch_line.__annotations__["name"] = Annotated[
-            _names_type(self.lines), Field(description="the line, by its configured name")
-        ]
+        watch_line.__annotations__["name"] = self._name_type("line", self.lines)
         return watch_line
 
     def watch_zone_tool(self) -> Callable[..., AsyncIterator[dict[str, Any]]]:
@@ -118,15 +162,13 @@ class SceneWatchers:
             down). Keep it running; call stop_streaming to end it.
 
             Args:
-                name: the zone, one of the configured names.
+                name: the zone's name.
                 dwell_seconds: dwell time for this call (default: the zone's configured one).
             """
             async for item in watchers._zone(stream, name, dwell_seconds):
                 yield item
 
-        watch_zone.__annotations__["name"] = Annotated[
-            _names_type(self.zones), Field(description="the zone, by its configured name")
-        ]
+        watch_zone.__annotations__["name"] = self._name_type("zone", self.zones)
         return watch_zone
 
     def _line(

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from device.app.scene_tools import scene_editable
 from device.config import Config, ConfigError
 from device.feeds.runner import SourceRunner, StateChange
 from device.motion import MotionConfig
@@ -33,12 +34,9 @@ from live.clock import Clock
 from live.config import BudgetLimits
 from live.events import Event
 from live.model import LiveModel
-from live.tool import Tool
 from models.detector import DetectorError, PersonDetector, shipped_model
 from models.local.model import LocalModel
-from tools import FunctionTool
 from tools.look import Look
-from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
 
 SPARE_STREAMS = 16  # streams the model may run at once beyond one per line and zone
 
@@ -247,19 +245,6 @@ def load_detector(perception: Perception) -> None:
         raise ConfigError(f"detector: {exc}") from None
 
 
-def scene_tools(config: Config, current: Callable[[], Percept | None]) -> list[Tool]:
-    """``watch_line``/``watch_zone`` over the configured names (none configured: no tool)."""
-    watchers = SceneWatchers(
-        lines=list(config.scene.lines), zones=list(config.scene.zones), current=current
-    )
-    tools: list[Tool] = []
-    if config.scene.lines:
-        tools.append(FunctionTool(watchers.watch_line_tool(), name=LINE_TOOL))
-    if config.scene.zones:
-        tools.append(FunctionTool(watchers.watch_zone_tool(), name=ZONE_TOOL))
-    return tools
-
-
 def system_instruction(config: Config) -> str:
     """The built-in instruction, naming the configured lines and zones (and look, when the
     model is offered it)."""
@@ -284,6 +269,12 @@ def system_instruction(config: Config) -> str:
         text += (
             f" It watches these zones: {names}. Call watch_zone for each at the start and "
             "keep them running; say when someone has stayed longer than the dwell time."
+        )
+    if scene_editable(config):
+        text += (
+            " Lines and zones may be drawn, renamed or removed on the device's status page "
+            "while you run: watch_line and watch_zone take a name drawn later too, and a "
+            "watch whose line or zone goes says so once and ends."
         )
     return text
 
@@ -378,7 +369,6 @@ __all__ = [
     "preflight",
     "sample_video",
     "scene_spec",
-    "scene_tools",
     "session_config",
     "system_instruction",
     "unlinked_lines",

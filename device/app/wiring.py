@@ -41,11 +41,11 @@ from device.app.parts import (
     look_tool,
     offers_look,
     preflight,
-    scene_tools,
     session_config,
 )
 from device.app.run import App, StopSwitch
 from device.app.scene_editor import SceneEditor
+from device.app.scene_tools import scene_tools
 from device.app.state import DeviceState
 from device.app.voice import build_voice
 from device.bus import EventBus

@@ -169,3 +169,38 @@ async def test_without_a_writable_config_file_the_edit_applies_and_the_toml_is_o
     assert read_only.read_text() == CONFIG
     scene = [e for e in run.events() if e["type"] == "scene"]
     assert scene and scene[-1]["not_saved"].endswith("the file is read-only")
+
+
+@pytest.mark.slow
+async def test_a_line_drawn_after_the_start_can_be_watched_without_a_restart(
+    tmp_path: Path,
+) -> None:
+    """A device started with no lines, its page on: watch_line is there from the start
+    (the model's tools are fixed for a session), refuses a line not drawn yet naming what
+    is, and watches the line once it is drawn (a device call: the model's own path)."""
+    async with running_app(tmp_path, pace="fast") as run:
+        session = run.app.session
+        names = [d.name for d in session.declarations()]
+        assert "watch_line" in names and "watch_zone" in names
+        early = await session.call_tool("watch_line", {"name": "post"})
+        assert not early.ok
+        assert "no lines yet: one can be drawn on the device's status page" in str(
+            early.response["error"]
+        )
+        status, answer = await put(run, {"lines": {"post": POST}})
+        assert status == 200, answer
+        await crossings(run, "post", 1)  # drawn, and counting
+        call = await session.call_tool("watch_line", {"name": "post"})
+        assert call.ok, call.response
+        with anyio.fail_after(40):
+            while True:
+                said = [
+                    e["payload"] for e in run.events()
+                    if e["type"] == "emission" and e["id"] == call.call_id
+                ]  # fmt: skip
+                if said:
+                    break
+                await anyio.sleep(0.2)
+        assert said[0]["line"] == "post" and said[0]["in"] + said[0]["out"] >= 1
+        wrong = await session.call_tool("watch_line", {"name": "door"})
+        assert "no line named 'door' (lines now: post)" in str(wrong.response["error"])

@@ -44,8 +44,8 @@ def percept(t: float, lines: dict[str, tuple[int, int]], zone: int | None = None
 
 def tools(watchers: SceneWatchers) -> list[FunctionTool]:
     return [
-        FunctionTool(watchers.watch_line_tool(), name=LINE_TOOL),
-        FunctionTool(watchers.watch_zone_tool(), name=ZONE_TOOL),
+        FunctionTool(watchers.watch_line_tool(), name=LINE_TOOL, check=watchers.check_line),
+        FunctionTool(watchers.watch_zone_tool(), name=ZONE_TOOL, check=watchers.check_zone),
     ]
 
 
@@ -173,15 +173,21 @@ async def test_watch_zone_refuses_a_dwell_time_that_is_not_positive() -> None:
 def test_the_instruction_names_the_lines_and_zones_and_the_tools_exist_only_with_them(
     tmp_path: Any,
 ) -> None:
-    from device.app.parts import scene_tools, system_instruction
+    from device.app.parts import system_instruction
+    from device.app.scene_tools import scene_tools
     from device.config import build
 
-    bare = build({}, environ={}, system_config=tmp_path / "none.toml")
+    # No lines, and no status page to draw one on: nothing to watch.
+    bare = build({"http": ""}, environ={}, system_config=tmp_path / "none.toml")
     assert scene_tools(bare, lambda: None) == []
     assert "watch_line" not in system_instruction(bare)
+    # No lines yet, but the page can draw them while the run goes on: the tools are there.
+    paged = build({}, environ={}, system_config=tmp_path / "none.toml")
+    assert [t.name for t in scene_tools(paged, lambda: None)] == ["watch_line", "watch_zone"]
+    assert "drawn later" in system_instruction(paged)
     config = build(
         {"lines": ["door=0.5,0.1,0.5,0.9"], "zones": ["kiosk=0.1,0.1,0.4,0.1,0.4,0.4"],
-         "dwell": 20.0},
+         "dwell": 20.0, "http": ""},
         environ={}, system_config=tmp_path / "none.toml",
     )  # fmt: skip
     text = system_instruction(config)
@@ -203,3 +209,25 @@ async def test_a_line_removed_or_renamed_on_the_page_ends_its_watch_saying_so() 
         and "renamed on the device's status page" in (emitted[1]["reason"])
     )
     assert len(emitted) == 2  # nothing said of a line that is no longer there
+
+
+async def test_with_the_page_a_line_drawn_after_the_start_can_be_watched() -> None:
+    """With the status page's editor the names are checked when called, against the newest
+    frame's scene: a line drawn after the model connected is watched, an unknown name is
+    refused with the lines there now."""
+    now = percept(0.0, {"post": (0, 0), "exit": (2, 1)})  # exit drawn on the page
+    editable = SceneWatchers(lines=["post"], zones=[], current=lambda: now, editable=True)
+    declared = tools(editable)[0].declaration().parameters.properties["name"]  # type: ignore[union-attr]
+    assert declared.enum is None and "at the start: post" in (declared.description or "")
+    model, call_id = await run(editable, LINE_TOOL, {"name": "exit"}, [now])
+    assert said(model, call_id)[0] == {"line": "exit", "in": 2, "out": 1, "last": "in"}
+    model, call_id = await run(editable, LINE_TOOL, {"name": "door"}, [])
+    answer = model.responses(call_id)[0].response
+    assert answer["status"] == "error"
+    assert "no line named 'door' (lines now: post, exit)" in answer["error"]
+    empty = SceneWatchers(lines=[], zones=[], current=lambda: None, editable=True)
+    model, call_id = await run(empty, ZONE_TOOL, {"name": "till"}, [])
+    assert (
+        "no zones yet: one can be drawn on the device's status page"
+        in (model.responses(call_id)[0].response["error"])
+    )
