@@ -288,7 +288,10 @@ def build_model(config: Config) -> LiveModel:
     """The configured live model: local, or Gemini Live on the Gemini API (the key) or on
     Vertex AI (its variables and application default credentials; none: ConfigError)."""
     if not config.uses_gemini:
-        return LocalModel()
+        # Its tools may take any name (the page draws lines): it is told the configured ones.
+        return LocalModel(
+            watch={"watch_line": list(config.scene.lines), "watch_zone": list(config.scene.zones)}
+        )
     from models.gemini.model import GeminiLiveModel, GeminiOptions
     from models.gemini.tokens import token_source
     from models.gemini.vertex import VertexError

@@ -137,8 +137,8 @@ class LocalConnection:
                 self._call(COUNT_TOOL, {})
             if model.autostart:
                 # Every configured line and zone is watched from the start.
-                for tool in WATCH_TOOLS:
-                    for name in watch_names(setup, tool):
+                for tool in (t for t in WATCH_TOOLS if t in declared):
+                    for name in watch_names(setup, tool) or model.watch.get(tool, []):
                         self._call(tool, {"name": name})
         self._emit(ModelResumptionUpdate(state.handle, True))
 
@@ -251,9 +251,15 @@ class LocalConnection:
 class LocalModel:
     """Implements ``live.model.LiveModel`` without any network."""
 
-    def __init__(self, *, autostart: bool = True) -> None:
+    def __init__(
+        self, *, autostart: bool = True, watch: dict[str, list[str]] | None = None
+    ) -> None:
         self.name = "local"
         self.autostart = autostart
+        # The names each watch tool is started for (``watch_line``: the configured lines),
+        # where its declaration takes any name (the status page can draw more) and so
+        # lists none in an enum.
+        self.watch = watch or {}
         self.state = _State()
         self.ids = itertools.count(1)
         self.connections = 0

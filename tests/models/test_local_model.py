@@ -76,7 +76,10 @@ def test_a_run_with_300_lines_and_zones_starts_counts_and_ends(tmp_path: Path) -
     events_path = tmp_path / "events.jsonl"
     result = lookout(
         "run", "--config", str(config), "--source", str(data_file("vtest.avi")),
-        "--model", "local", "--no-http", "--duration", "3", "--events", str(events_path),
+        # With the status page on, the watch tools take any name (no enum): the local
+        # model is told the configured ones.
+        "--model", "local", "--http", "127.0.0.1:0", "--duration", "3",
+        "--events", str(events_path),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
