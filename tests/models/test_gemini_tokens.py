@@ -16,7 +16,7 @@ from models.gemini.tokens import (
     token_from_text,
     with_fresh_token,
 )
-from tests.cli import lookout_in_process
+from tests.cli import lookout, lookout_in_process
 from tests.datafiles import REPO_ROOT, data_file
 
 TOKEN = "auth_tokens/abc123"
@@ -137,7 +137,10 @@ def test_ask_on_tokens_alone_says_they_cannot_ask_gemini(
     (line,) = named.stderr.strip().splitlines()
     assert "ephemeral tokens (--token-file, --token-url) open Live sessions only" in line
     assert "--model local" in line
-    unnamed = lookout_in_process("ask", "how many people?", "--source", source)
+    # A whole ask (perceived, answered): in its own process, the tokens from a config file.
+    config = tmp_path / "lookout.toml"
+    config.write_text(f'[model]\ntoken-file = "{token}"\n')
+    unnamed = lookout("ask", "how many people?", "--source", source, "--config", str(config))
     assert unnamed.returncode == 0, unnamed.stdout + unnamed.stderr
     said = unnamed.stdout + unnamed.stderr
     assert "the local model answers: ephemeral tokens open Live sessions only" in said
