@@ -8,12 +8,13 @@ queued before it) sees what this process wrote earlier.
 
 The work is split by job: ``live.store_file`` checks, opens and writes the
 file; ``live.store_writer`` queues writes and commits them on its thread,
-retrying with backoff and keeping a bounded backlog; ``live.store_health``
-counts what was written and dropped (recorded in ``store_gaps``) and tells of
-a problem once when it starts and once when it ends; ``live.store_identity``
-tells whether the path still names the open file (renamed, deleted: the writer
-opens a new database there). This module is the facade the views use, and the
-registry of open stores.
+retrying with backoff and keeping a bounded backlog; ``live.store_ledger``
+counts what was written and dropped (recorded in ``store_gaps``) and notes a
+problem once when it starts and once when it ends; ``live.store_health`` is
+the snapshot of those counts and tells of a problem (listeners, the log);
+``live.store_identity`` tells whether the path still names the open file
+(renamed, deleted: the writer opens a new database there). This module is the
+facade the views use, and the registry of open stores.
 """
 
 from __future__ import annotations
@@ -186,10 +187,10 @@ class SQLiteStore(StoreWriter):
     # ------------------------------------------------------------ listeners
 
     def add_listener(self, callback: ProblemCallback) -> None:
-        self._ledger.add_listener(callback)
+        self._listeners.add(callback)
 
     def remove_listener(self, callback: ProblemCallback) -> None:
-        self._ledger.remove_listener(callback)
+        self._listeners.remove(callback)
 
     # ------------------------------------------------------------ reading
 

@@ -5,7 +5,7 @@ them in batched transactions. When it cannot write (another process holds the
 lock, the disk is full, an I/O error) it keeps them in a bounded backlog,
 retries with backoff and, once it can write again, catches up in order. What
 the backlog cannot hold is dropped oldest first and counted by the ledger
-(``live.store_health``), whose gap records go with the next batch.
+(``live.store_ledger``), whose gap records go with the next batch.
 
 Kept whole: one thread's loop and the states it moves through (writing,
 retrying, following the file's name, shutting down), which share its lock.
@@ -26,7 +26,7 @@ from typing import Any
 
 from live.backoff import Backoff
 from live.store_file import StoreError, Write, commit_batch, is_busy, is_row_fault, one_line
-from live.store_health import OVERFLOW, GapSnapshot, Notices, StoreLedger
+from live.store_health import Notices, ProblemListeners
 from live.store_identity import (
     DELETED,
     HERE,
@@ -37,6 +37,7 @@ from live.store_identity import (
     unclaim,
     whereabouts,
 )
+from live.store_ledger import OVERFLOW, GapSnapshot, StoreLedger
 
 log = logging.getLogger("lookout.store")
 
@@ -89,6 +90,7 @@ class StoreWriter:
         self._conn_closed = False
         self._cond = threading.Condition()  # guards everything below and the ledger
         self._ledger = StoreLedger(path, backlog, clock=clock, wall=wall)
+        self._listeners = ProblemListeners()
         self._pending: deque[Write] = deque()
         self._inflight: list[Write] = []
         self._seq = 0
@@ -207,7 +209,7 @@ class StoreWriter:
             with self._cond:
                 self._finished = True
                 self._cond.notify_all()
-            self._ledger.tell(notices)
+            self._listeners.tell(notices)
 
     def _cycle(self) -> bool:
         """One batch: take, write, account, report; False when the store is done."""
@@ -228,7 +230,7 @@ class StoreWriter:
                 lost = []
                 # Rows dropped while the writer was busy or backing off: say so first.
                 self._ledger.notice_overflow(self._seq, lost)
-        self._ledger.tell(lost)
+        self._listeners.tell(lost)
         if batch is None:
             return False
         error = self._follow_name()
@@ -257,7 +259,7 @@ class StoreWriter:
             self._ledger.notice_overflow(self._seq, notices)
             self._cond.notify_all()
             stop = self._give_up and not (self._pending or self._inflight)
-        self._ledger.tell(notices)
+        self._listeners.tell(notices)
         if pause:
             self._pause(pause)
         return not stop
@@ -322,7 +324,7 @@ class StoreWriter:
         with self._cond:
             self._ledger.left_its_name(deleted=where == DELETED, reopening=True, notices=notices)
             self._cond.notify_all()
-        self._ledger.tell(notices)
+        self._listeners.tell(notices)
 
     def _close_identity(self) -> None:
         if self._identity is not None:
@@ -399,7 +401,7 @@ class StoreWriter:
                 self._failed(exc, notices)
             pause = self._retry_wait()
             stop = self._give_up
-        self._ledger.tell(notices)
+        self._listeners.tell(notices)
         if stop:
             return False
         self._pause(pause)
