@@ -8,11 +8,12 @@ the old.
 
 The logs of one process also claim their files by kind (``claim``): the JSON
 lines of ``--events`` and the SQLite database of ``--db`` given the same new
-file would write into each other.
+file would write into each other. ``HeldFile`` is both for a SQLite log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -93,6 +94,40 @@ def unclaim(key: FileKey) -> None:
             _CLAIMS[key] = (holder, count - 1)
 
 
+class HeldFile:
+    """The database a SQLite log has open, held to ask where it went later, and claimed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._claimed: FileKey | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def hold(self) -> None:
+        """Hold and claim the file at the path now, just opened."""
+        self._fd = identity_fd(self.path)
+        if self._fd is not None:
+            self._claimed = file_key(os.fstat(self._fd))
+            claim(self._claimed, SQLITE_LOG)
+
+    def where(self) -> str:
+        """``whereabouts`` of the held file; HERE when none is held (nothing to compare)."""
+        return HERE if self._fd is None else whereabouts(self.path, self._fd)
+
+    def let_go(self) -> None:
+        """Close the descriptor and give up the claim; only after the connection is closed."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+        if self._claimed is not None:
+            unclaim(self._claimed)
+            self._claimed = None
+
+
 __all__ = [
     "DELETED",
     "HERE",
@@ -100,6 +135,7 @@ __all__ = [
     "MOVED",
     "SQLITE_LOG",
     "FileKey",
+    "HeldFile",
     "claim",
     "claimed_by",
     "file_key",

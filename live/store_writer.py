@@ -5,17 +5,14 @@ them in batched transactions. When it cannot write (another process holds the
 lock, the disk is full, an I/O error) it keeps them in a bounded backlog,
 retries with backoff and, once it can write again, catches up in order. What
 the backlog cannot hold is dropped oldest first and counted by the ledger
-(``live.store_ledger``), whose gap records go with the next batch.
-
-Kept whole: one thread's loop and the states it moves through (writing,
-retrying, following the file's name, shutting down), which share its lock.
+(``live.store_ledger``), whose gap records go with the next batch. When to
+retry and with how many rows is ``live.store_retry``'s to say.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -25,19 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from live.backoff import Backoff
-from live.store_file import StoreError, Write, commit_batch, is_busy, is_row_fault, one_line
+from live.store_file import StoreError, Write, commit_batch, is_row_fault, one_line
 from live.store_health import Notices, ProblemListeners
-from live.store_identity import (
-    DELETED,
-    HERE,
-    SQLITE_LOG,
-    claim,
-    file_key,
-    identity_fd,
-    unclaim,
-    whereabouts,
-)
+from live.store_identity import DELETED, HERE, HeldFile
 from live.store_ledger import OVERFLOW, GapSnapshot, StoreLedger
+from live.store_retry import WriteRetries
 
 log = logging.getLogger("lookout.store")
 
@@ -72,30 +61,24 @@ class StoreWriter:
     ) -> None:
         self.path = path
         self.max_backlog = backlog
-        self._batch_size = min(batch_size, backlog)
-        self._backoff = backoff
         self._wall = wall
         self._sleep = sleep
-        # SQLite's own busy wait cannot be cut short, so it waits in short slices
-        # and the writer retries them until busy_timeout_s: closing never waits long.
-        self._busy_timeout_s = busy_timeout_s
-        self._busy_since: float | None = None
         self._conn: sqlite3.Connection | None = conn
         self._reconnect = reconnect
         # Which file the connection has open, to notice it leaving its name.
-        self._identity: int | None = None
-        self._claimed: tuple[int, int] | None = None
-        self._hold_identity()
+        self._file = HeldFile(path)
+        self._file.hold()
         self._conn_lock = threading.Lock()  # held for each transaction and each read
         self._conn_closed = False
-        self._cond = threading.Condition()  # guards everything below and the ledger
+        self._cond = threading.Condition()  # guards everything below
         self._ledger = StoreLedger(path, backlog, clock=clock, wall=wall)
-        self._listeners = ProblemListeners()
+        self._retries = WriteRetries(
+            backoff, batch_size=min(batch_size, backlog), busy_timeout_s=busy_timeout_s
+        )
+        self._listeners = ProblemListeners()  # its own lock: told with no lock held
         self._pending: deque[Write] = deque()
         self._inflight: list[Write] = []
         self._seq = 0
-        self._isolate_until = 0  # seq up to which rows are tried one at a time
-        self._failures = 0  # in a row: what the backoff counts
         self._stopping = False
         self._give_up = False
         self._finished = False  # the writer thread has ended
@@ -205,7 +188,7 @@ class StoreWriter:
                 if self._conn is not None:
                     self._conn.close()
                 self._conn_closed = True
-                self._close_identity()  # after the connection: see identity_fd
+                self._file.let_go()  # after the connection: see identity_fd
             with self._cond:
                 self._finished = True
                 self._cond.notify_all()
@@ -223,8 +206,7 @@ class StoreWriter:
                 lost = self._lose_everything()
                 batch = None
             else:
-                limit = 1 if self._pending and self._pending[0].seq <= self._isolate_until else 0
-                limit = limit or self._batch_size
+                limit = self._retries.batch_size(self._pending[0] if self._pending else None)
                 batch = [self._pending.popleft() for _ in range(min(limit, len(self._pending)))]
                 self._inflight = batch
                 lost = []
@@ -249,13 +231,13 @@ class StoreWriter:
                 notices.extend(self._lose_everything())
             elif is_row_fault(error):
                 self._poisoned(batch, error, notices)
-                pause = 0.0 if batch else self._retry_wait()
-            elif self._still_busy(error):
+                pause = 0.0 if batch else self._retries.wait()
+            elif self._retries.still_busy(error, degraded=self._ledger.degraded):
                 self._requeue(batch)  # another slice of SQLite's busy wait, at once
             else:
                 self._requeue(batch)
                 self._failed(error, notices)
-                pause = self._retry_wait()
+                pause = self._retries.wait()
             self._ledger.notice_overflow(self._seq, notices)
             self._cond.notify_all()
             stop = self._give_up and not (self._pending or self._inflight)
@@ -263,15 +245,6 @@ class StoreWriter:
         if pause:
             self._pause(pause)
         return not stop
-
-    def _still_busy(self, error: BaseException) -> bool:
-        """Locked, but not yet for busy_timeout_s: not a problem yet."""
-        if self._ledger.degraded or not is_busy(error):
-            return False
-        now = time.monotonic()  # real time: SQLite waits in real time
-        if self._busy_since is None:
-            self._busy_since = now
-        return now - self._busy_since < self._busy_timeout_s
 
     def _commit(self, batch: list[Write], gaps: GapSnapshot) -> BaseException | None:
         with self._conn_lock:
@@ -288,7 +261,7 @@ class StoreWriter:
         nothing moved.
         """
         if self._conn is not None:
-            where = HERE if self._identity is None else whereabouts(self.path, self._identity)
+            where = self._file.where()
             if where == HERE:
                 return None
             self._let_go(where)
@@ -298,16 +271,10 @@ class StoreWriter:
             return exc if isinstance(exc, sqlite3.Error | OSError) else StoreError(one_line(exc))
         with self._conn_lock:
             self._conn = conn
-            self._hold_identity()
+            self._file.hold()
         with self._cond:
             self._ledger.new_file()
         return None
-
-    def _hold_identity(self) -> None:
-        self._identity = identity_fd(self.path)
-        if self._identity is not None:
-            self._claimed = file_key(os.fstat(self._identity))
-            claim(self._claimed, SQLITE_LOG)
 
     def _let_go(self, where: str) -> None:
         """The open database left its name: close it, count and say what went with it."""
@@ -319,28 +286,19 @@ class StoreWriter:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 conn.close()
-            self._close_identity()  # only now: closing it drops SQLite's POSIX locks
+            self._file.let_go()  # only now: closing it drops SQLite's POSIX locks
         notices: Notices = []
         with self._cond:
             self._ledger.left_its_name(deleted=where == DELETED, reopening=True, notices=notices)
             self._cond.notify_all()
         self._listeners.tell(notices)
 
-    def _close_identity(self) -> None:
-        if self._identity is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._identity)
-            self._identity = None
-        if self._claimed is not None:
-            unclaim(self._claimed)
-            self._claimed = None
-
     def _last_look(self) -> Notices:
         """Closing: a database deleted since the last commit took its rows with it; said."""
         notices: Notices = []
-        if self._conn is None or self._identity is None:
+        if self._conn is None or not self._file.held:
             return notices
-        if whereabouts(self.path, self._identity) == DELETED:
+        if self._file.where() == DELETED:
             with self._cond:
                 self._ledger.left_its_name(deleted=True, reopening=False, notices=notices)
         return notices
@@ -352,32 +310,26 @@ class StoreWriter:
 
     def _succeeded(self, batch: list[Write], gaps: GapSnapshot, notices: Notices) -> None:
         self._inflight = []
-        if batch and batch[-1].seq >= self._isolate_until:
-            self._isolate_until = 0
-        self._failures = 0
-        self._busy_since = None
+        self._retries.succeeded(batch)
         self._ledger.committed(
             batch, gaps, seq=self._seq, settled=self._settled_seq(), notices=notices
         )
 
     def _failed(self, error: BaseException, notices: Notices) -> None:
-        self._failures += 1
+        self._retries.failed()
         self._ledger.failed(error, notices)
-
-    def _retry_wait(self) -> float:
-        return self._backoff.delay(self._failures)
 
     def _poisoned(self, batch: list[Write], error: BaseException, notices: Notices) -> None:
         """A row SQLite refuses: find it (one row at a time) and drop it, counted."""
         line = self._ledger.refused(error)
         if len(batch) > 1:
             self._requeue(batch)
-            self._isolate_until = batch[-1].seq
+            self._retries.isolate(batch)
             return
         self._inflight = []
         if not batch:
             # Only gap records were written and they failed: keep them, but do not spin.
-            self._failures += 1
+            self._retries.failed()
         self._ledger.drop_refused(batch, line, notices)
 
     def _lose_everything(self) -> Notices:
@@ -399,7 +351,7 @@ class StoreWriter:
                 notices.extend(self._lose_everything())
             else:
                 self._failed(exc, notices)
-            pause = self._retry_wait()
+            pause = self._retries.wait()
             stop = self._give_up
         self._listeners.tell(notices)
         if stop:
