@@ -26,14 +26,12 @@ and nothing carries over from the frame before.
 This is also the one place that decides whether the count is known: it is
 unknown until the first usable frame, and again from ``forget(reason)`` (the
 source stopped running, or frames stopped coming) until the next usable frame.
-
-Kept whole: one class whose steps (gate, detect, track, count, forget) share
-the state of one run; split, each part would reach into the others.
+What the count is and who is told of it (percepts, ``count`` events, the count
+unknown) is ``device/count_report.py``'s.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,7 +39,7 @@ from dataclasses import dataclass
 import anyio
 import numpy as np
 
-from device.events import CountChanged
+from device.count_report import CountReport
 from device.frame import Frame
 from device.grid import SampleGrid
 from device.motion import MotionConfig, MotionGate
@@ -50,10 +48,8 @@ from device.presence import PresenceRule, each_detection
 from device.scene import Scene, SceneSpec
 from device.shared_detector import DetectorFactory, SharedDetector
 from device.tracker import Tracker, TrackerConfig, can_follow
-from live.events import ErrorEvent, Event
+from live.events import Event
 from models.detections import Detections, Detector
-
-log = logging.getLogger("lookout.perception")
 
 # How long the source may be down (a camera glitch and its reconnect) and everyone still
 # be picked up where they were when frames come back, as after an occlusion.
@@ -128,16 +124,9 @@ class Perception:
         # The last detector output (at the user's threshold, as shown) and its raw number:
         # what a gated frame shows, since nothing moved since.
         self._shown: tuple[Detections, int] = (Detections.empty(), 0)
-        self.unknown_reason = "no frame yet"
-        self.last_at: float | None = None  # when the newest percept was made (``now`` clock)
-        self._publish = publish
-        self._on_percept = on_percept
-        self._on_unknown = on_unknown
-        self._now = now
-        self._latest: Percept | None = None
-        self._count: int | None = None  # the count last published
-        self._seq = 0
-        self._error_reported = False
+        self._report = CountReport(
+            self.scene, publish=publish, on_percept=on_percept, on_unknown=on_unknown, now=now
+        )
         self._slowest_s = 0.0  # recent detector latency, so a slow device is not called stale
         self._seen_t: float | None = None  # media time of the newest frame offered
         self._epoch = 0  # one more at each forget: results begun before it are dropped
@@ -165,11 +154,20 @@ class Perception:
 
     def current(self) -> Percept | None:
         """The newest percept while the count is known; None while it is not."""
-        return self._latest
+        return self._report.latest
 
     @property
     def known(self) -> bool:
-        return self._latest is not None and self._latest.count is not None
+        return self._report.known
+
+    @property
+    def unknown_reason(self) -> str:
+        return self._report.unknown_reason
+
+    @property
+    def last_at(self) -> float | None:
+        """When the newest percept was made (on the ``now`` clock)."""
+        return self._report.last_at
 
     def stale_after_s(self) -> float:
         """How long without a percept before the count is no longer current.
@@ -190,28 +188,16 @@ class Perception:
         meanwhile all the same. Returns whether this changed anything (False when
         already unknown).
         """
-        was_known = self.known
-        previous = self._count
         self._epoch += 1
         self._forgot_wall = time.time()
-        self.unknown_reason = reason
-        self._latest = None
-        self._count = None
         self.grid.reset()
         keep = outage and self.linked
         if not keep:
             self.tracker.reset()
         if self.gate is not None:
             self.gate.reset()  # the next frame is a fresh first count: detected
-        for event in self.scene.forget(self._seen_t, keep_tracks=keep):
-            self._publish(event)
-        if was_known:
-            # At the newest frame seen: the count held that long, in the source's time.
-            self._publish(
-                CountChanged(count=None, previous=previous, reason=reason, t_media=self._seen_t)
-            )
-            self._on_unknown(CountUnknown(reason))
-        return was_known
+        scene_events = self.scene.forget(self._seen_t, keep_tracks=keep)
+        return self._report.lose(reason, self._seen_t, scene_events)
 
     def take_slot(self, frame: Frame) -> bool:
         """Takes ``frame``'s slot on the detection grid (``device/grid.py``), advancing the
@@ -251,7 +237,7 @@ class Perception:
         if (
             gate is not None
             and not force
-            and self._latest is not None
+            and self._report.latest is not None
             and gate.decide(frame.t_media) is None
         ):
             return self._hold(frame, share)
@@ -267,13 +253,14 @@ class Perception:
             # The count was given up while this frame was in the detector.
             self.stats.skipped_stale += 1
             return None
-        if self._latest is None:
+        latest = self._report.latest
+        if latest is None:
             self._resume(frame.t_media)
         self.stats.detected += 1
         self.stats.detect_ms_total += detect_ms
         self._slowest_s = max(detect_ms / 1000, 0.8 * self._slowest_s)  # decays, follows peaks
-        self._error_reported = False
-        held = _keys(self._latest.people) if self._latest is not None else None
+        self._report.error_said = False
+        held = _keys(latest.people) if latest is not None else None
         track_start = time.perf_counter()
         if not self.linked:
             self.tracker.reset()  # nothing carries over from an unrelated frame
@@ -287,8 +274,14 @@ class Perception:
             gate.ran(frame.t_media, changed=held is not None and held != _keys(people))
         detections = detections.at_least(self.threshold)
         self._shown = (detections, len(detections))
-        return self._perceived(
-            frame, tracks, people, scene_events, detect_ms=detect_ms, motion=share
+        return self._report.perceived(
+            frame,
+            tracks,
+            people,
+            scene_events,
+            shown=self._shown,
+            detect_ms=detect_ms,
+            motion=share,
         )
 
     def _people(self, tracks: tuple[Track, ...], frame: Frame) -> tuple[Track, ...]:
@@ -328,61 +321,17 @@ class Perception:
         tracks = self.tracker.update(Detections(boxes, scores), frame.t_media)
         people = self._people(tracks, frame)
         scene_events = self.scene.update(people, tracks, frame.shape, frame.t_media)
-        percept = self._perceived(
-            frame, tracks, people, scene_events, detect_ms=0.0, motion=share, gated=True
+        percept = self._report.perceived(
+            frame,
+            tracks,
+            people,
+            scene_events,
+            shown=self._shown,
+            detect_ms=0.0,
+            motion=share,
+            gated=True,
         )
         self.stats.gate_ms_total += (time.perf_counter() - start) * 1000
-        return percept
-
-    def _perceived(
-        self,
-        frame: Frame,
-        tracks: tuple[Track, ...],
-        people: tuple[Track, ...],
-        scene_events: list[Event],
-        *,
-        detect_ms: float,
-        motion: float | None,
-        gated: bool = False,
-    ) -> Percept:
-        """The count, the percept and the events of a frame the tracker has seen."""
-        # A gated frame is as fresh as a detected one: the device looked, nothing moved.
-        self.last_at = self._now()
-        detections, raw = self._shown
-        previous, count = self._count, len(people)
-        changed = count != previous
-        self._count = count
-        self._seq += 1
-        percept = Percept(
-            frame=frame,
-            detections=detections,
-            raw=raw,
-            count=count,
-            previous=previous,
-            changed=changed,
-            detect_ms=detect_ms,
-            seq=self._seq,
-            tracks=tracks,
-            lines=self.scene.line_totals(),
-            zones=self.scene.zone_states(),
-            gated=gated,
-            motion=motion,
-            people=people,
-        )
-        self._latest = percept
-        if changed:
-            self._publish(
-                CountChanged(
-                    count=count,
-                    previous=previous,
-                    raw=raw,
-                    t_media=frame.t_media,
-                    frame=frame.index,
-                )
-            )
-        for event in scene_events:
-            self._publish(event)
-        self._deliver(percept)
         return percept
 
     def _detect(self, frame: Frame) -> tuple[Detections, float]:
@@ -393,39 +342,10 @@ class Perception:
 
     def _failed(self, frame: Frame, exc: Exception) -> Percept:
         self.stats.errors += 1
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        if not self._error_reported:
-            # Once per run of failures: a broken camera feed must not flood the log.
-            self._error_reported = True
-            log.warning("detector failed on frame %d: %s", frame.index, reason)
-            self._publish(ErrorEvent(message=f"detector failed: {reason}", where="perception"))
         if self.gate is not None:
             # Nothing is known to hold: retry at the full rate, as if it moved.
             self.gate.ran(frame.t_media, changed=True)
-        # Not fresher for it: a camera that only gives unusable frames must go stale.
-        self._seq += 1
-        count = self._count
-        percept = Percept(
-            frame=frame,
-            detections=Detections.empty(),
-            raw=0,
-            count=count,
-            previous=count,
-            changed=False,
-            detect_ms=0.0,
-            seq=self._seq,
-            error=reason[:200],
-            lines=self.scene.line_totals(),
-            zones=self.scene.zone_states(),
-        )
-        self._deliver(percept)
-        return percept
-
-    def _deliver(self, percept: Percept) -> None:
-        try:
-            self._on_percept(percept)
-        except Exception:
-            log.exception("a percept subscriber failed")
+        return self._report.failed(frame, exc)
 
 
 def tracker_config(threshold: float) -> TrackerConfig:

@@ -35,6 +35,7 @@ PERCEPTION = (
     "device.scene",
     "device.motion",
     "device.perception",
+    "device.count_report",
     "device.perceive_video",
     "device.events",
     "device.sources",

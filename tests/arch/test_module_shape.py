@@ -57,6 +57,7 @@ PERCEPTION_CORE = {
     "device.scene",
     "device.motion",
     "device.perception",
+    "device.count_report",
     "device.shared_detector",
 }
 
