@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from device.whole_file import write_whole
 from models.gemini.tokens import TokenDetails
 
 if TYPE_CHECKING:
@@ -142,18 +141,9 @@ def token_json(token: TokenDetails) -> str:
 
 
 def write_token_file(path: Path, token: TokenDetails) -> None:
-    """``token_json`` into ``path``, whole: a temporary file beside it, renamed over it
-    (``OSError`` when the folder cannot take it; nothing half-written is left)."""
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(token_json(token) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """``token_json`` into ``path``, whole, readable by its owner only (``OSError`` when
+    the folder cannot take it; nothing half-written is left)."""
+    write_whole(path, (token_json(token) + "\n").encode(), mode=0o600, sync=True)
 
 
 def issue(request: TokenRequest, out: Path | None, *, as_json: bool = False) -> str:

@@ -78,9 +78,10 @@ def stored_suffix(directory: Path) -> str | None:
     suffix = secrets.token_hex(SUFFIX_LENGTH // 2)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".partial")
-        partial.write_text(suffix + "\n")
-        partial.replace(path)  # whole or not at all: a torn file would change the id
+        # In here: the configuration loads nothing outside itself when imported.
+        from device.whole_file import write_whole
+
+        write_whole(path, (suffix + "\n").encode())  # a torn file would change the id
     except OSError as exc:
         log.info("cannot keep a device id suffix in %s: %s", directory, exc)
         return None

@@ -11,7 +11,6 @@ leaves half a configuration; a read-only file is not written.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -98,18 +97,10 @@ def write_scene(path: Path, lines: Mapping[str, LineSpec], zones: Mapping[str, Z
     except tomlkit.exceptions.TOMLKitError as exc:
         raise ValueError(f"it is not valid TOML now ({exc})") from None
     _check(new_text, lines, zones)
-    partial = target.with_name(f".{target.name}.lookout-partial")
-    try:
-        with open(partial, "w", encoding="utf-8") as f:
-            f.write(new_text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(partial, target.stat().st_mode & 0o7777)
-        os.replace(partial, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            partial.unlink()
-        raise
+    # In here: the configuration loads nothing outside itself when imported.
+    from device.whole_file import write_whole
+
+    write_whole(target, new_text.encode("utf-8"), mode=target.stat().st_mode & 0o7777, sync=True)
 
 
 def _check(text: str, lines: Mapping[str, LineSpec], zones: Mapping[str, ZoneSpec]) -> None:

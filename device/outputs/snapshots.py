@@ -50,6 +50,7 @@ from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, 
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.snapshot_privacy import private_frame
 from device.percept import Percept
+from device.whole_file import write_whole
 from live.events import ErrorEvent, Event
 
 log = logging.getLogger("lookout.snapshots")
@@ -275,7 +276,7 @@ class Snapshots:
             try:
                 # Here, off the loop: the pixels are hidden on a copy before drawing.
                 data = render_jpeg(private_frame(job.frame, self.privacy), self.quality)
-                _write(job.path, data)
+                write_whole(job.path, data)
             except Exception as exc:  # a file or drawing problem: never the writer's end
                 self.failed += 1
                 self._failed(exc)
@@ -344,19 +345,6 @@ class Snapshots:
 
 def _with_frame(event: SnapshotSaved, index: int) -> SnapshotSaved:
     return dataclasses.replace(event, frame=index)
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Written whole or not at all: a reader never sees half a JPEG under its name."""
-    partial = path.with_name(path.name + ".part")
-    try:
-        with open(partial, "wb") as f:
-            f.write(data)
-        os.replace(partial, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            partial.unlink()
-        raise
 
 
 def open_snapshots(
