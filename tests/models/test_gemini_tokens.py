@@ -145,3 +145,20 @@ def test_ask_on_tokens_alone_says_they_cannot_ask_gemini(
     said = unnamed.stdout + unnamed.stderr
     assert "the local model answers: ephemeral tokens open Live sessions only" in said
     assert "people" in unnamed.stdout and TOKEN not in said
+
+
+def test_a_token_that_cannot_be_fetched_is_said_with_where_it_was_looked_for(
+    tmp_path: Path,
+) -> None:
+    """The console and the logs redact what they say: the reason must still name the file
+    or URL (the redaction hides the value after "token:", so it is not worded so)."""
+    from live.redact import redact
+
+    async def never(token: str) -> str:
+        raise AssertionError("nothing to open with")
+
+    with pytest.raises(ConnectionLost) as caught:
+        anyio.run(with_fresh_token, TokenFile(tmp_path / "missing"), never)
+    said = redact(caught.value.reason, ())
+    assert f"no ephemeral token from --token-file {tmp_path / 'missing'}" in said
+    assert "***" not in said
