@@ -10,7 +10,11 @@ cannot open its file. This wraps aiohttp's protocol factory:
 - a connection that has not sent a whole request head within
   ``head_timeout_s`` is closed (slowloris, port scanners, idle sockets);
 - the cap leaves a reserve of descriptors for everything else
-  (``cap_for_limit``).
+  (``cap_for_limit``);
+- connections are accepted at a bounded rate (``serve``): past it they wait in
+  the kernel's backlog, so a reader that reconnects as fast as it can (one
+  connection per request, or refused and straight back) costs the event loop
+  no more than the rate allows (``pacing.py`` says why that matters).
 
 It is a protocol wrapper rather than a middleware because a middleware only
 runs once a request has been read, which an idle socket never sends.
@@ -19,12 +23,17 @@ runs once a request has been read, which an idle socket never sends.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import resource
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+
+from device.outputs.pacing import HEALTH_PATH, Pacer, PacingStats
 from live.signal import Wakeup
 
 log = logging.getLogger("lookout.status")
@@ -38,6 +47,7 @@ BUSY = (
 HEAD_END = b"\r\n\r\n"
 MAX_HEAD_BYTES = 16 * 1024  # what we look through for the end of the head (aiohttp limits it too)
 RESERVED_FDS = 128  # camera, event logs, MQTT, model connection, Python itself
+PROBE_CONNECTIONS = 16  # past the cap, for /healthz only
 
 
 def cap_for_limit(wanted: int, soft_limit: int | None = None) -> int:
@@ -54,11 +64,18 @@ class GuardStats:
     open: int = 0
     refused: int = 0  # past the cap
     timed_out: int = 0  # no whole request head in time
+    paced: PacingStats = field(default_factory=PacingStats)  # requests that waited their turn
     changed: Wakeup = field(default_factory=Wakeup, repr=False)
 
 
 class ConnectionGuard:
-    """A protocol factory for ``loop.create_server`` around aiohttp's ``web.Server``."""
+    """A protocol factory for ``loop.create_server`` around aiohttp's ``web.Server``.
+
+    Past the cap a few more connections are let in for health probes only: a
+    monitor must not read "503" (unhealthy) off a device that counts well while
+    readers of its page hold every connection. Such a connection is read up to the
+    end of its request head; a ``GET /healthz`` is answered (and the connection then
+    closed), anything else gets the short ``503``."""
 
     def __init__(
         self,
@@ -67,41 +84,59 @@ class ConnectionGuard:
         max_connections: int,
         head_timeout_s: float,
         stats: GuardStats | None = None,
+        probe_connections: int = PROBE_CONNECTIONS,
     ) -> None:
         self.inner = inner
         self.max_connections = max_connections
         self.head_timeout_s = head_timeout_s
+        self.probe_connections = probe_connections
         self.stats = stats if stats is not None else GuardStats()
+        self.probes_open = 0
+        self.closing = False  # the server is shutting down: nothing more to say
         self._said_full = False
 
     def __call__(self) -> asyncio.Protocol:
         return _Guarded(self)
 
+    @property
+    def full(self) -> bool:
+        return self.stats.open >= self.max_connections
+
     def _admit(self) -> bool:
         self.stats.changed.set()
         if self.stats.open >= self.max_connections:
-            self.stats.refused += 1
-            if not self._said_full:
-                # Once per episode, not once per connection: a flood must not flood the log.
-                self._said_full = True
-                log.warning(
-                    "status server: %d connections open, refusing more (503) until some close",
-                    self.stats.open,
-                )
             return False
         self.stats.open += 1
         return True
+
+    def _refuse(self) -> None:
+        self.stats.refused += 1
+        self.stats.changed.set()
+        if not self._said_full:
+            # Once per episode, not once per connection: a flood must not flood the log.
+            self._said_full = True
+            log.warning(
+                "status server: %d connections open, refusing more (503) until some close",
+                self.stats.open,
+            )
 
     def _release(self) -> None:
         self.stats.open -= 1
         self.stats.changed.set()
         if self._said_full and self.stats.open < self.max_connections * 3 // 4:
             self._said_full = False
-            log.warning(
-                "status server: connections back to %d; %d were refused meanwhile",
-                self.stats.open,
-                self.stats.refused,
-            )
+            if not self.closing:
+                log.warning(
+                    "status server: connections back to %d; %d were refused meanwhile",
+                    self.stats.open,
+                    self.stats.refused,
+                )
+
+
+def _is_probe(head: bytes) -> bool:
+    method, _, rest = head.partition(b" ")
+    target = rest.split(b" ", 1)[0]
+    return method in (b"GET", b"HEAD") and target.split(b"?", 1)[0] == HEALTH_PATH.encode()
 
 
 class _Guarded(asyncio.Protocol):
@@ -111,18 +146,32 @@ class _Guarded(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self._head = b""
         self._timer: asyncio.TimerHandle | None = None
+        self._probe = False  # let in past the cap, for /healthz only
+        self._waiting = False  # past the cap: its head is read before it is let in
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        if not self.guard._admit():
-            transport.write(BUSY)
-            transport.close()
-            return
+        guard = self.guard
+        if not guard._admit():
+            if guard.probes_open >= guard.probe_connections:
+                guard._refuse()
+                transport.write(BUSY)
+                transport.close()
+                return
+            guard.probes_open += 1
+            self._probe = self._waiting = True
         loop = asyncio.get_running_loop()
-        self._timer = loop.call_later(self.guard.head_timeout_s, self._too_slow)
+        self._timer = loop.call_later(guard.head_timeout_s, self._too_slow)
+        if not self._waiting:
+            self._let_in(b"")
+
+    def _let_in(self, data: bytes) -> None:
+        assert self.transport is not None
         self.inner = self.guard.inner()
-        self.inner.connection_made(transport)
+        self.inner.connection_made(self.transport)
+        if data:
+            self.inner.data_received(data)
 
     def _too_slow(self) -> None:
         self._timer = None
@@ -132,6 +181,23 @@ class _Guarded(asyncio.Protocol):
             self.transport.abort()  # nothing was asked: nothing to answer
 
     def data_received(self, data: bytes) -> None:
+        if self._waiting:
+            self._head = (self._head + data)[:MAX_HEAD_BYTES]
+            if HEAD_END not in self._head and len(self._head) < MAX_HEAD_BYTES:
+                return
+            self._waiting = False
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            head, self._head = self._head, b""
+            if not _is_probe(head):
+                self.guard._refuse()
+                assert self.transport is not None
+                self.transport.write(BUSY)
+                self.transport.close()
+                return
+            self._let_in(head)
+            return
         if self.inner is None:
             return
         if self._timer is not None:
@@ -159,9 +225,13 @@ class _Guarded(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._probe:
+            self._probe = False
+            self.guard.probes_open -= 1
+        elif self.transport is not None and self.inner is not None:
+            self.guard._release()
         if self.inner is None:
             return
-        self.guard._release()
         inner, self.inner = self.inner, None
         inner.connection_lost(exc)
 
@@ -173,4 +243,39 @@ class _Guarded(asyncio.Protocol):
         return getattr(self.inner, name)
 
 
-__all__ = ["ConnectionGuard", "GuardStats", "cap_for_limit"]
+# A peer that gave up between its connect and our accept: nothing to do but go on.
+PEER_GONE = {errno.ECONNABORTED, errno.EPROTO, errno.EINTR}
+# Anything else (no descriptors or memory left, most often): the connection waits in the
+# backlog and is tried again a moment later, never in a busy loop.
+ACCEPT_RETRY_S = 0.1
+
+
+async def serve(sock: socket.socket, guard: ConnectionGuard, pacer: Pacer) -> None:
+    """Accept connections on ``sock`` (bound and listening) for ``guard``'s protocol, at
+    most at ``pacer``'s rate, until cancelled."""
+    loop = asyncio.get_running_loop()
+    sock.setblocking(False)
+    said_short = False
+    while True:
+        wait = pacer.reserve()
+        if wait:
+            await anyio.sleep(wait)
+        try:
+            conn, _ = await loop.sock_accept(sock)
+        except OSError as exc:
+            if exc.errno in PEER_GONE:
+                continue
+            if not said_short:
+                said_short = True
+                log.warning("status server: cannot accept connections now: %s", exc.strerror)
+            await anyio.sleep(ACCEPT_RETRY_S)
+            continue
+        said_short = False
+        conn.setblocking(False)
+        try:
+            await loop.connect_accepted_socket(guard, conn)
+        except OSError:
+            conn.close()
+
+
+__all__ = ["ConnectionGuard", "GuardStats", "cap_for_limit", "serve"]

@@ -229,6 +229,17 @@ class AppCollector(Collector):
                 "Connections closed for sending no request in time",
                 value=tel.http.timed_out,
             )
+            paced = tel.http.paced
+            yield CounterMetricFamily(
+                "lookout_http_answers_waited",
+                "Requests answered in turn, after waiting: readers asked faster than the rate",
+                value=paced.waited,
+            )
+            yield CounterMetricFamily(
+                "lookout_http_answers_refused",
+                "Requests answered 429: their turn was too far off",
+                value=paced.refused,
+            )
         if tel.mqtt is not None:
             yield CounterMetricFamily(
                 "lookout_mqtt_published", "MQTT messages acknowledged", value=tel.mqtt.published

@@ -10,8 +10,13 @@ Security: the server never serves configuration, and every JSON body it sends
 is scrubbed of the configured secrets. Every route is behind one guard (the Host
 check, the token or its cookie, the security headers: ``request_guard.py``).
 State changes need a JSON body, which a cross-site form cannot send without a
-CORS preflight that we never answer (``json_body.py``). Here: binding, the routes
-and the limits on viewers.
+CORS preflight that we never answer (``json_body.py``).
+
+Readers can never cost the count: requests are answered in turn at a bounded
+rate and connections accepted at one (``pacing.py``, ``connection_guard.py``),
+and the bodies every reader asks for are made once per change of the device,
+not per request (``bodies.py``). Here: binding, the routes and the limits on
+viewers.
 """
 
 from __future__ import annotations
@@ -28,10 +33,12 @@ from aiohttp import web
 from anyio.abc import TaskStatus
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit
+from device.outputs.bodies import SharedBody
+from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit, serve
 from device.outputs.controls import Controls
 from device.outputs.host_check import HostPolicy
 from device.outputs.http_address import HttpAddress, bind
+from device.outputs.pacing import Pacer, RequestPacing
 from device.outputs.page_files import PAGE_CSP, page_with_state, static_files
 from device.outputs.picture_files import read_picture, valid_name
 from device.outputs.pictures import ROUTE as PICTURES_ROUTE
@@ -68,9 +75,15 @@ class StatusServer:
         body_timeout_s: float = 5.0,
         keepalive_s: float = 15.0,
         connections: GuardStats | None = None,
+        pacing: RequestPacing | None = None,
+        accept_rate_per_s: float = 100.0,
+        body_max_age_s: float = 0.25,
     ) -> None:
         """``connections``: where the server counts its connections (the metrics read
-        them from the same object; made here when not given)."""
+        them from the same object; made here when not given). ``pacing``: how fast
+        requests are answered (``pacing.py``'s defaults when not given);
+        ``accept_rate_per_s``: how fast connections are accepted (the burst is the cap);
+        ``body_max_age_s``: how old a shared body may be when nothing changed."""
         self.telemetry = telemetry
         self.address = address
         self.max_connections = max_connections
@@ -80,6 +93,9 @@ class StatusServer:
         self.keepalive_s = keepalive_s
         self.mjpeg_idle_s = mjpeg_idle_s
         self.connections = connections if connections is not None else GuardStats()
+        self.pacing = pacing if pacing is not None else RequestPacing(stats=self.connections.paced)
+        self.accept_rate_per_s = accept_rate_per_s
+        self._guard: ConnectionGuard | None = None
         self.viewers_refused = 0
         self.token = token or None
         self.request_guard = RequestGuard(HostPolicy.for_bind(address.loopback, hosts), token)
@@ -95,6 +111,9 @@ class StatusServer:
         self._streams: set[asyncio.Task[Any]] = set()
         self._jpeg_limiter: anyio.CapacityLimiter | None = None
         self._file_limiter: anyio.CapacityLimiter | None = None
+        version = self._state_version
+        self.state_body = SharedBody(self._make_state, version, max_age_s=body_max_age_s)
+        self.metrics_body = SharedBody(self._make_metrics, version, max_age_s=body_max_age_s)
 
     # ------------------------------------------------------------- lifecycle
 
@@ -166,20 +185,24 @@ class StatusServer:
             head_timeout_s=self.head_timeout_s,
             stats=self.connections,
         )
-        server: asyncio.Server | None = None
+        self._guard = guard
+        accepts = Pacer(self.accept_rate_per_s, max(1, guard.max_connections))
         try:
-            server = await asyncio.get_running_loop().create_server(guard, sock=self._sock)
-            if self.announce is not None:
-                self.announce(f"status page: {self.url}{self.note}")
-            task_status.started()
-            await anyio.sleep_forever()
+            async with anyio.create_task_group() as connections:
+                connections.start_soon(serve, self._sock, guard, accepts)
+                if self.announce is not None:
+                    self.announce(f"status page: {self.url}{self.note}")
+                task_status.started()
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    connections.cancel_scope.cancel()
         finally:
+            guard.closing = True
             # Long-lived responses (SSE, MJPEG) would hold shutdown for the whole grace
             # period; end them first so the app exits promptly.
             for task in list(self._streams):
                 task.cancel()
-            if server is not None:
-                server.close()
             # Bounded well inside the 2 s a signal has to end the run (device/app/run.py):
             # a request still being answered is cut rather than waited for.
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_S):
@@ -187,8 +210,11 @@ class StatusServer:
             self.close()
 
     def make_app(self) -> web.Application:
-        web_app = web.Application(middlewares=[self.request_guard.check], client_max_size=64 * 1024)
+        web_app = web.Application(
+            middlewares=[self.pacing.pace, self.request_guard.check], client_max_size=64 * 1024
+        )
         web_app.on_response_prepare.append(self.request_guard.headers)
+        web_app.on_response_prepare.append(self._rotate)
         web_app.router.add_get("/", self._index)
         web_app.router.add_get("/static/{name}", self._static_file)
         web_app.router.add_get("/healthz", self._healthz)
@@ -216,8 +242,24 @@ class StatusServer:
     def _scrub(self, text: str) -> str:
         return redact(text, self.secrets) if self.secrets else text
 
+    def _state_version(self) -> int:
+        return self.telemetry.state_changes.version
+
+    def _make_state(self) -> bytes:
+        return self._scrub(json.dumps(self.telemetry.state(), separators=(",", ":"))).encode()
+
+    def _make_metrics(self) -> bytes:
+        return self._scrub(self.telemetry.metrics_text().decode()).encode()
+
     def _state_json(self) -> str:
-        return self._scrub(json.dumps(self.telemetry.state(), separators=(",", ":")))
+        return self.state_body.get().decode()
+
+    async def _rotate(self, request: web.Request, response: web.StreamResponse) -> None:
+        """With every connection taken, each answer ends its connection, so that readers
+        past the cap get their turn too rather than 503 for as long as the first keep
+        theirs alive."""
+        if self._guard is not None and self._guard.full:
+            response.force_close()
 
     async def _render(self) -> tuple[int, bytes] | None:
         return await anyio.to_thread.run_sync(
@@ -255,11 +297,14 @@ class StatusServer:
         return self._json(body, 200 if health.ok else 503)
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        body = self._scrub(self.telemetry.metrics_text().decode())
-        return web.Response(text=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(
+            body=self.metrics_body.get(), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
 
     async def _api_state(self, request: web.Request) -> web.Response:
-        return web.Response(text=self._state_json(), content_type="application/json")
+        return web.Response(
+            body=self.state_body.get(), content_type="application/json", charset="utf-8"
+        )
 
     async def _snapshot(self, request: web.Request) -> web.Response:
         if self.telemetry.privacy:

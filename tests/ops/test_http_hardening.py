@@ -89,8 +89,12 @@ async def test_connections_past_the_cap_get_503_and_the_rest_keep_working() -> N
     async with serving(max_connections=10, head_timeout_s=30) as (server, _, port):
         with idle_sockets(port, 10):
             await wait_for(server, lambda: server.connections.open == 10)
-            refused = await anyio.to_thread.run_sync(get, port)
+            refused = await anyio.to_thread.run_sync(get, port, "/api/state")
             assert refused == BUSY
+            assert server.connections.refused == 1
+            # A monitor is still told the device's health, not "503" for a full page.
+            probe = await anyio.to_thread.run_sync(get, port, "/healthz")
+            assert status_of(probe) == 200, probe
             assert server.connections.refused == 1
         # They closed: room again, at once.
         await wait_for(server, lambda: server.connections.open == 0)

@@ -1,0 +1,149 @@
+"""How fast the status server answers, however many read it: a fixed rate, shared in turn.
+
+The server runs on the device's event loop, beside perception. Each answer costs
+that loop a fraction of a millisecond (``/metrics`` most, about 1 ms), so a
+hundred readers that ask again as soon as they are answered would keep it busy
+for good: the capture loop and the tracker would wait their turn behind them, and
+the count would fall behind the scene. Readers can never be allowed to buy that.
+
+So every request waits for its turn before anything is done for it. Turns come
+at a fixed rate with a burst allowance (a page that opens loads a dozen files at
+once), in the order asked (``Pacer``: the generic cell rate algorithm, one
+"theoretical arrival time" moved on by ``1/rate`` per admitted request, no queue
+to keep). A request whose turn is further off than ``max_wait_s`` is not queued:
+it is answered ``429`` with ``Retry-After`` once ``max_wait_s`` has passed (the
+refusal is paced too: a reader that ignores ``Retry-After`` still gets at most
+one answer per ``max_wait_s``). What the readers lose is how often they are
+answered; what they are told is always current (the bodies are the device's state
+at the moment of answering, ``bodies.py``). ``/healthz`` has a lane of its own, so
+a monitor's probe never waits behind pollers of the page.
+
+Connections are paced the same way, before they are accepted
+(``connection_guard.serve``): a reader that opens a new connection per request,
+or one refused past the cap that comes straight back, waits in the kernel's
+backlog rather than costing the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+from aiohttp import web
+
+from device.outputs.request_guard import Handler
+
+log = logging.getLogger("lookout.status")
+
+HEALTH_PATH = "/healthz"
+EPSILON_S = 1e-9  # turns are sums of 1/rate: rounding must not make a turn late or early
+
+
+class Pacer:
+    """Turns at ``rate_per_s``, ``burst`` of them at once after a quiet spell."""
+
+    def __init__(
+        self,
+        rate_per_s: float,
+        burst: int,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if rate_per_s <= 0 or burst < 1:
+            raise ValueError("a pacer needs a rate above 0 and a burst of at least 1")
+        self.interval_s = 1.0 / rate_per_s
+        self.tolerance_s = (burst - 1) * self.interval_s
+        self._monotonic = monotonic
+        self._tat = -math.inf  # the theoretical arrival time of the next turn
+
+    def backlog_s(self) -> float:
+        """How long a request asking now would wait for its turn."""
+        now = self._monotonic()
+        return max(0.0, max(self._tat, now) - now - self.tolerance_s)
+
+    def reserve(self, max_wait_s: float = math.inf) -> float | None:
+        """Take the next turn: seconds to wait for it (0: now), or None (nothing taken)
+        when it is more than ``max_wait_s`` off."""
+        now = self._monotonic()
+        tat = max(self._tat, now)
+        wait = tat - now - self.tolerance_s
+        wait = 0.0 if wait < EPSILON_S else wait
+        if wait > max_wait_s + EPSILON_S:
+            return None
+        self._tat = tat + self.interval_s
+        return wait
+
+
+@dataclass
+class PacingStats:
+    """Answers that waited for their turn, and those refused for it (429)."""
+
+    waited: int = 0
+    refused: int = 0
+
+
+class RequestPacing:
+    """The server's first middleware: every request waits for its turn."""
+
+    def __init__(
+        self,
+        *,
+        rate_per_s: float = 50.0,
+        burst: int = 50,
+        health_rate_per_s: float = 10.0,
+        health_burst: int = 10,
+        max_wait_s: float = 2.0,
+        stats: PacingStats | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.reads = Pacer(rate_per_s, burst, monotonic=monotonic)
+        self.probes = Pacer(health_rate_per_s, health_burst, monotonic=monotonic)
+        self.max_wait_s = max_wait_s
+        self.stats = stats if stats is not None else PacingStats()
+        self._said_busy = False
+
+    @web.middleware
+    async def pace(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        lane = self.probes if request.path == HEALTH_PATH else self.reads
+        wait = lane.reserve(self.max_wait_s)
+        if wait is None:
+            self.stats.refused += 1
+            self._busy()
+            retry_s = lane.backlog_s()
+            await anyio.sleep(self.max_wait_s)
+            return web.Response(
+                status=429,
+                text="too many requests: answered in turn, and this one's turn is "
+                f"{retry_s:.0f} s off; try again later\n",
+                headers={"Retry-After": str(max(1, math.ceil(retry_s)))},
+            )
+        if wait > 0:
+            self.stats.waited += 1
+            await anyio.sleep(wait)
+        elif self._said_busy and lane is self.reads:
+            self._said_busy = False
+            log.warning(
+                "status server: readers back under the rate; %d answers waited their turn, "
+                "%d were refused (429) meanwhile",
+                self.stats.waited,
+                self.stats.refused,
+            )
+        return await handler(request)
+
+    def _busy(self) -> None:
+        if not self._said_busy:
+            # Once per episode: a flood must not flood the log.
+            self._said_busy = True
+            log.warning(
+                "status server: readers ask for more than %.0f answers/s; answering in turn "
+                "(429 past %g s of waiting), the count goes on",
+                1.0 / self.reads.interval_s,
+                self.max_wait_s,
+            )
+
+
+__all__ = ["HEALTH_PATH", "Pacer", "PacingStats", "RequestPacing"]
