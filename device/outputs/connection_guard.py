@@ -33,7 +33,7 @@ from typing import Any
 
 import anyio
 
-from device.outputs.pacing import HEALTH_PATH, Pacer, PacingStats
+from device.outputs.rate import Pacer, PacingStats
 from live.signal import Wakeup
 
 log = logging.getLogger("lookout.status")
@@ -48,6 +48,7 @@ HEAD_END = b"\r\n\r\n"
 MAX_HEAD_BYTES = 16 * 1024  # what we look through for the end of the head (aiohttp limits it too)
 RESERVED_FDS = 128  # camera, event logs, MQTT, model connection, Python itself
 PROBE_CONNECTIONS = 16  # past the cap, for /healthz only
+HEALTH_PATH = "/healthz"
 
 
 def cap_for_limit(wanted: int, soft_limit: int | None = None) -> int:
@@ -278,4 +279,4 @@ async def serve(sock: socket.socket, guard: ConnectionGuard, pacer: Pacer) -> No
             conn.close()
 
 
-__all__ = ["ConnectionGuard", "GuardStats", "cap_for_limit", "serve"]
+__all__ = ["HEALTH_PATH", "ConnectionGuard", "GuardStats", "cap_for_limit", "serve"]

@@ -30,60 +30,15 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import anyio
 from aiohttp import web
 
+from device.outputs.connection_guard import HEALTH_PATH
+from device.outputs.rate import Pacer, PacingStats
 from device.outputs.request_guard import Handler
 
 log = logging.getLogger("lookout.status")
-
-HEALTH_PATH = "/healthz"
-EPSILON_S = 1e-9  # turns are sums of 1/rate: rounding must not make a turn late or early
-
-
-class Pacer:
-    """Turns at ``rate_per_s``, ``burst`` of them at once after a quiet spell."""
-
-    def __init__(
-        self,
-        rate_per_s: float,
-        burst: int,
-        *,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        if rate_per_s <= 0 or burst < 1:
-            raise ValueError("a pacer needs a rate above 0 and a burst of at least 1")
-        self.interval_s = 1.0 / rate_per_s
-        self.tolerance_s = (burst - 1) * self.interval_s
-        self._monotonic = monotonic
-        self._tat = -math.inf  # the theoretical arrival time of the next turn
-
-    def backlog_s(self) -> float:
-        """How long a request asking now would wait for its turn."""
-        now = self._monotonic()
-        return max(0.0, max(self._tat, now) - now - self.tolerance_s)
-
-    def reserve(self, max_wait_s: float = math.inf) -> float | None:
-        """Take the next turn: seconds to wait for it (0: now), or None (nothing taken)
-        when it is more than ``max_wait_s`` off."""
-        now = self._monotonic()
-        tat = max(self._tat, now)
-        wait = tat - now - self.tolerance_s
-        wait = 0.0 if wait < EPSILON_S else wait
-        if wait > max_wait_s + EPSILON_S:
-            return None
-        self._tat = tat + self.interval_s
-        return wait
-
-
-@dataclass
-class PacingStats:
-    """Answers that waited for their turn, and those refused for it (429)."""
-
-    waited: int = 0
-    refused: int = 0
 
 
 class RequestPacing:
@@ -146,4 +101,4 @@ class RequestPacing:
             )
 
 
-__all__ = ["HEALTH_PATH", "Pacer", "PacingStats", "RequestPacing"]
+__all__ = ["RequestPacing"]

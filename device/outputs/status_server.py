@@ -38,11 +38,12 @@ from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for
 from device.outputs.controls import Controls
 from device.outputs.host_check import HostPolicy
 from device.outputs.http_address import HttpAddress, bind
-from device.outputs.pacing import Pacer, RequestPacing
+from device.outputs.pacing import RequestPacing
 from device.outputs.page_files import PAGE_CSP, page_with_state, static_files
 from device.outputs.picture_files import read_picture, valid_name
 from device.outputs.pictures import ROUTE as PICTURES_ROUTE
 from device.outputs.push import push_frames, push_states
+from device.outputs.rate import Pacer
 from device.outputs.request_guard import RequestGuard
 from device.outputs.request_log import requests_log
 from device.outputs.telemetry import Telemetry

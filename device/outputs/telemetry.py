@@ -20,7 +20,7 @@ from prometheus_client import generate_latest
 
 from device.feeds.runner import SourceState
 from device.outputs.bus_state import BusState
-from device.outputs.pacing import PacingStats
+from device.outputs.rate import PacingStats
 from device.outputs.render import render_jpeg
 from device.outputs.scene_json import lines_json, track_json, zones_json
 from device.outputs.view import DeviceView

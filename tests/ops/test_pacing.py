@@ -15,7 +15,8 @@ import pytest
 from aiohttp import web
 
 from device.outputs.bodies import SharedBody
-from device.outputs.pacing import Pacer, RequestPacing
+from device.outputs.pacing import RequestPacing
+from device.outputs.rate import Pacer
 from live.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
