@@ -8,9 +8,7 @@ the count would fall behind the scene. Readers can never be allowed to buy that.
 
 So every request waits for its turn before anything is done for it. Turns come
 at a fixed rate with a burst allowance (a page that opens loads a dozen files at
-once), in the order asked (``Pacer``: the generic cell rate algorithm, one
-"theoretical arrival time" moved on by ``1/rate`` per admitted request, no queue
-to keep). A request whose turn is further off than ``max_wait_s`` is not queued:
+once), in the order asked (``rate.Pacer``). A request whose turn is further off than ``max_wait_s`` is not queued:
 it is answered ``429`` with ``Retry-After`` once ``max_wait_s`` has passed (the
 refusal is paced too: a reader that ignores ``Retry-After`` still gets at most
 one answer per ``max_wait_s``). What the readers lose is how often they are
