@@ -17,8 +17,9 @@ per second of the decoy run, and the same line totals as with no readers.
 Columns: ``det/s`` detector runs per second of the run's wall time; ``x none``
 against no readers; ``x decoy`` against the decoy run of the same route and N;
 ``totals`` the line's in/out (``same`` when equal to no readers'); ``ans/s``
-answers the readers got per second (all statuses), ``refused`` the share of them
-that were 429 or 503 (each with Retry-After); ``health`` the share of /healthz
+answers the readers got per second (all statuses; a stream is one answer),
+``MB/s`` the bytes of their bodies, ``refused`` the share of answers that were
+429 or 503 (each with Retry-After); ``health`` the share of /healthz
 probes (one each 0.5 s, on a fresh connection) that said 200.
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import subprocess
@@ -102,9 +104,11 @@ def decoy_main(port: int, bodies: Path) -> None:
     async def answer_events(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        while True:
-            await response.write(b"event: state\ndata: " + state + b"\n\n")
-            await asyncio.sleep(0.25)
+        with contextlib.suppress(ConnectionError):
+            while True:
+                await response.write(b"event: state\ndata: " + state + b"\n\n")
+                await asyncio.sleep(0.25)
+        return response
 
     async def answer_mjpeg(request: web.Request) -> web.StreamResponse:
         boundary = "decoy-frame"
@@ -113,9 +117,11 @@ def decoy_main(port: int, bodies: Path) -> None:
         )
         await response.prepare(request)
         part = f"--{boundary}\r\nContent-Type: image/jpeg\r\n\r\n".encode()
-        while True:
-            await response.write(part + jpeg + b"\r\n")
-            await asyncio.sleep(0.1)
+        with contextlib.suppress(ConnectionError):
+            while True:
+                await response.write(part + jpeg + b"\r\n")
+                await asyncio.sleep(0.1)
+        return response
 
     app = web.Application()
     app.router.add_get("/api/state", answer_state)
@@ -141,15 +147,16 @@ def save_bodies(port: int, path: Path) -> None:
 
 
 def run_once(
-    seconds: int, route: str, pollers: int, *, decoy: bool, bodies: Path, save: bool = False
-) -> Result:
+    seconds: int, route: str, pollers: int, *, decoy: bool, bodies: Path, save: bool = False,
+    root: Path = REPO_ROOT,
+) -> Result:  # fmt: skip
     port = free_port()
     env = {k: v for k, v in offline_env().items() if k != DETECTIONS_ENV}
     proc = subprocess.Popen(
         [*LOOKOUT, "run", "--source", str(data_file("vtest.avi")), "--model", "local",
          "--line", POST, "--pace", "realtime", "--duration", str(seconds),
          "--http", f"127.0.0.1:{port}"],
-        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     out: list[str] = []
@@ -160,7 +167,8 @@ def run_once(
     if decoy and pollers:
         target = free_port()
         decoy_proc = subprocess.Popen(
-            [sys.executable, __file__, "--decoy", str(target), "--bodies", str(bodies)]
+            [sys.executable, __file__, "--decoy", str(target), "--bodies", str(bodies)],
+            stderr=subprocess.DEVNULL,
         )
     deadline = time.monotonic() + START_S
     while health(port) != 200 or (decoy_proc is not None and health(target) == 0):
@@ -203,15 +211,24 @@ def row(route: str, n: int, target: str, r: Result, none: Result, decoy: Result 
     answers = r.tally.answers
     refused = r.tally.statuses[429] + r.tally.statuses[503]
     ans_s = answers / r.load_s if r.load_s else 0.0
+    mb_s = r.tally.body_bytes / r.load_s / 1e6 if r.load_s else 0.0
     share = f"{100 * refused / answers:5.1f}%" if answers else "    -"
     vs_decoy = f"{r.det_per_s / decoy.det_per_s:6.2f}x" if decoy and decoy.det_per_s else "     -"
     same = "same" if r.totals == none.totals else "DIFF"
     health_share = f"{100 * r.health_ok / r.health_asked:5.0f}%" if r.health_asked else "    -"
     return (
         f"{route:<13} {n:>4} {target:<7} {r.det_per_s:6.2f} {r.det_per_s / none.det_per_s:6.2f}x "
-        f"{vs_decoy} {r.totals[0]:>3}/{r.totals[1]:<3} {same:<4} {ans_s:8.0f} {share:>7} "
-        f"{health_share:>6}"
+        f"{vs_decoy} {r.totals[0]:>3}/{r.totals[1]:<3} {same:<4} {ans_s:8.0f} {mb_s:7.1f} "
+        f"{share:>7} {health_share:>6}"
     )
+
+
+def _commit(root: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), "log", "-1", "--format=%h %s"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.stdout.strip()[:60] or "not a git checkout"
 
 
 def main() -> None:
@@ -222,6 +239,10 @@ def main() -> None:
         "--routes", default="/api/state,/metrics,/events,/snapshot.jpg,/stream.mjpg"
     )
     parser.add_argument("--lookout-only", action="store_true", help="no decoy runs")
+    parser.add_argument(
+        "--root", type=Path, default=REPO_ROOT,
+        help="the checkout whose lookout runs (an older one, to compare)",
+    )  # fmt: skip
     parser.add_argument("--decoy", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--bodies", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -233,7 +254,9 @@ def main() -> None:
     routes = args.routes.split(",")
     bodies = Path(REPO_ROOT / "out" / "page_load_bodies.json")
     bodies.parent.mkdir(exist_ok=True)
-    none = run_once(args.seconds, routes[0], 0, decoy=False, bodies=bodies, save=True)
+    root = args.root.resolve()
+    print(f"lookout from {root} ({_commit(root)})")
+    none = run_once(args.seconds, routes[0], 0, decoy=False, bodies=bodies, save=True, root=root)
     print(
         f"{args.seconds} s of vtest.avi in real time, lamp-post line, 5 detections/s due; "
         f"readers in 2 processes; no readers: {none.det_per_s:.2f} det/s, "
@@ -241,17 +264,17 @@ def main() -> None:
     )
     print(
         f"{'route':<13} {'N':>4} {'at':<7} {'det/s':>6} {'x none':>7} {'x decoy':>7} "
-        f"{'totals':<7} {'':<4} {'ans/s':>8} {'refused':>7} {'health':>6}"
+        f"{'totals':<7} {'':<4} {'ans/s':>8} {'MB/s':>7} {'refused':>7} {'health':>6}"
     )
-    print("-" * 88)
+    print("-" * 96)
     for route in routes:
         for n in counts:
             if n == 0:
                 continue
             decoy = None
             if not args.lookout_only:
-                decoy = run_once(args.seconds, route, n, decoy=True, bodies=bodies)
-            mine = run_once(args.seconds, route, n, decoy=False, bodies=bodies)
+                decoy = run_once(args.seconds, route, n, decoy=True, bodies=bodies, root=root)
+            mine = run_once(args.seconds, route, n, decoy=False, bodies=bodies, root=root)
             if decoy is not None:
                 print(row(route, n, "decoy", decoy, none, None), flush=True)
             print(row(route, n, "lookout", mine, none, decoy), flush=True)
