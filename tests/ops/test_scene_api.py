@@ -133,6 +133,16 @@ async def test_mistakes_get_the_command_lines_one_line_errors_and_change_nothing
             ({"lines": {"a": {**POST, "was": 5}}}, "was must be the name it had"),
             ({"line": {}}, "unknown field 'line'"),
             ({"lines": {f"l{i}": POST for i in range(40)}}, "at most 32 lines"),
+            # A type error anywhere is the client's mistake, said as such: never a 409.
+            ({"revision": "0"}, 'revision must be the whole number GET /api/scene gave, not "0"'),
+            ({"revision": True}, "revision must be the whole number GET /api/scene gave, not true"),
+            ({"revision": 0.0}, "revision must be the whole number GET /api/scene gave, not 0.0"),
+            ({"revision": -1}, "revision must be the whole number GET /api/scene gave, not -1"),
+            ({"lines": None}, "lines must be an object of lines by name, not null"),
+            ({"lines": {"a": [0.1, 0.2]}}, "line a: must be an object with points, not an array"),
+            ({"lines": {"a": {"points": [["0.5", 0.9], [0.5, 0.1]]}}}, "line a: point 1 must"),
+            ({"lines": {"a": {"points": "0.5,0.9,0.5,0.1"}}}, "line a needs exactly two points"),
+            ({"zones": {"z": {"points": [[0, 0], [1, 0], [1, 1]], "dwell": "20"}}}, "dwell must"),
         ]:
             status, answer = await put(run, body)
             assert status == 400 and said in answer["error"], answer
