@@ -14,17 +14,20 @@ the device's (another operator's edit came first) is refused (409), never merged
 silently. A body of the wrong shape or types is the client's mistake (400, naming the
 field: ``scene_body.py``). What is written into the file is what the edit changed (by
 name), over the file as it is then: another device started with the same file keeps
-its own edits there (``device/config/scene_file.py``).
+its own edits there (``device/config/scene_file.py``). Edits may add at most
+``scene_allowance.PER_HOUR_BYTES`` an hour to the event logs (429 past it).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from device.app.scene_allowance import Allowance
 from device.app.scene_body import MAX_ITEMS, MAX_ZONE_POINTS, EditError, read_edit
 from device.capture import CaptureLoop
 from device.config import Config
@@ -62,6 +65,7 @@ class SceneEditor:
         *,
         capture: CaptureLoop | None = None,
         sample_fps: float | None = None,
+        allowance: Allowance | None = None,
     ) -> None:
         self.config = config
         self.file: Path | None = config.file
@@ -73,6 +77,7 @@ class SceneEditor:
         self._capture = capture
         self._sample_fps = sample_fps
         self._lock = anyio.Lock()
+        self.allowance = allowance or Allowance()
         flags = [f for f in ("lines", "zones") if (config.given(f) or "").startswith("--")]
         self._flags_note = (
             "the --line/--zone flags this device was started with still apply at its next "
@@ -123,6 +128,16 @@ class SceneEditor:
         toml = scene_toml(lines, zones)
         if not edits:
             return 200, self._answer([], "", "nothing changed", toml)
+        logged = self._logged_size(lines, zones, edits)
+        wait_s = self.allowance.wait_s(logged)
+        if wait_s > 0:
+            raise EditError(
+                f"too many scene edits: each is logged whole ({logged // 1024 + 1} KiB now), and "
+                f"edits may log {self.allowance.per_hour // 1024 // 1024} MiB an hour: try again "
+                f"in {min(wait_s, 3600):.0f} s",
+                429,
+            )
+        self.allowance.spend(logged)
         saved, not_saved, note = await self._save(lines, zones)
         edits = self._perception_sees(lines, zones, edit.lines_were, edit.zones_were, dry=False)
         self.lines, self.zones = lines, zones
@@ -143,6 +158,16 @@ class SceneEditor:
         )
         self._keep_up(lines, zones)
         return 200, self._answer(changes, saved, not_saved, toml, note)
+
+    def _logged_size(
+        self, lines: Mapping[str, LineSpec], zones: Mapping[str, ZoneSpec], edits: list[SceneEdit]
+    ) -> int:
+        """About what the edit's ``scene`` event will take in a log."""
+        scene = (
+            {n: _points(s.points) for n, s in lines.items()},
+            {n: _points(s.points) for n, s in zones.items()},
+        )
+        return len(json.dumps([scene, _said(edits)])) + 512  # its other fields, and the file
 
     def _dwell(self, zone: ZoneSpec) -> float:
         return zone.dwell if zone.dwell is not None else self.config.scene.dwell

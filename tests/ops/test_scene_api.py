@@ -17,6 +17,7 @@ import aiohttp
 import anyio
 import pytest
 
+from device.app.scene_allowance import Allowance
 from device.config import ConfigError, build
 from tests.ops.apprun import RunningApp, running_app
 
@@ -214,3 +215,25 @@ async def test_a_line_drawn_after_the_start_can_be_watched_without_a_restart(
         assert said[0]["line"] == "post" and said[0]["in"] + said[0]["out"] >= 1
         wrong = await session.call_tool("watch_line", {"name": "door"})
         assert "no line named 'door' (lines now: post)" in str(wrong.response["error"])
+
+
+async def test_edits_may_log_only_so_much_an_hour(tmp_path: Path) -> None:
+    """Each edit logs the whole scene (up to ~50 KB): a client looping on PUT would grow
+    the logs without end; past the hour's allowance an edit is refused, and said when."""
+    now = [0.0]
+    async with running_app(tmp_path) as run:
+        editor = run.app.state.scene
+        assert editor is not None
+        editor.allowance = Allowance(per_hour=1000, clock=lambda: now[0])
+        status, _ = await put(run, {"lines": {"a": POST}})
+        assert status == 200
+        status, answer = await put(run, {"lines": {"b": POST}})
+        assert status == 429 and answer["error"].startswith("too many scene edits: each is "), (
+            answer
+        )
+        assert answer["error"].endswith("try again in 3600 s")
+        now[0] += 3600
+        status, _ = await put(run, {"lines": {"b": POST}})
+        assert status == 200
+        assert list((await get(run))["lines"]) == ["b"]
+    assert [e["revision"] for e in run.events() if e["type"] == "scene"] == [1, 2]
