@@ -141,6 +141,13 @@ class _Folder:
                 return temp, os.open(temp, flags, mode, dir_fd=self.fd)
             except FileExistsError:
                 continue  # planted, or another writer's: never opened
+            except PermissionError:
+                raise Refused(
+                    errno.EACCES,
+                    f"this process ({_who(os.geteuid())}) cannot write in its folder {self.path} "
+                    "(the file is replaced whole, by a new one made beside it)",
+                    str(self.path / name),
+                ) from None
         raise Refused(errno.EEXIST, "no free temporary name beside it", str(self.path / name))
 
     def put(

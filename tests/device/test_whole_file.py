@@ -117,28 +117,45 @@ def test_an_owner_this_process_cannot_keep_is_refused_not_taken_over() -> None:
         _refused_to_nobody(Path(shared))
 
 
+AS_NOBODY = (
+    "import os, sys; from pathlib import Path; from device.whole_file import write_whole\n"
+    f"os.setgid({NOBODY}); os.setuid({NOBODY})\n"
+    "try: write_whole(Path(sys.argv[1]), b'nobody\\n')\n"
+    "except OSError as exc: print(exc.strerror); sys.exit(3)\n"
+)
+
+
+def as_nobody(path: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", AS_NOBODY, str(path)], cwd=REPO_ROOT, capture_output=True,
+        text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    return done.stdout.strip()
+
+
 def _refused_to_nobody(folder: Path) -> None:
     folder.chmod(0o777)
     path = folder / "lookout.toml"
     path.write_text("root's\n")
     path.chmod(0o666)
-    code = (
-        "import os, sys; from pathlib import Path; from device.whole_file import write_whole\n"
-        f"os.setgid({NOBODY}); os.setuid({NOBODY})\n"
-        "try: write_whole(Path(sys.argv[1]), b'nobody\\n')\n"
-        "except OSError as exc: print(exc.strerror); sys.exit(3)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(path)], cwd=REPO_ROOT, capture_output=True, text=True,
-        timeout=30, check=False,
-    )  # fmt: skip
-    assert done.returncode == 3, done.stderr
-    assert done.stdout.strip() == (
+    assert as_nobody(path) == (
         "it belongs to root (group id 0), and this process (nobody) cannot give the new file "
         "that owner"
     )
     assert path.read_text() == "root's\n" and path.stat().st_uid == 0
     assert temporaries(folder) == []
+    # Its own file, in a folder it cannot write in: said so, not "Permission denied".
+    closed = folder / "closed"
+    closed.mkdir(mode=0o755)
+    own = closed / "lookout.toml"
+    own.write_text("nobody's\n")
+    os.chown(own, NOBODY, NOBODY)
+    assert as_nobody(own) == (
+        f"this process (nobody) cannot write in its folder {closed} (the file is replaced "
+        "whole, by a new one made beside it)"
+    )
+    assert own.read_text() == "nobody's\n"
 
 
 KILLED_MID_WRITE = """\
