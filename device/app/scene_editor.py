@@ -88,6 +88,9 @@ class SceneEditor:
         # The file's scene as this device last read or wrote it: what changed in the file
         # since was changed by someone else (another device started with the same file).
         self._known: Known | None = None if flags else (self.lines, self.zones)
+        # The scene as last saved (or started with): an edit writes what changed since,
+        # so one that could not be saved (a read-only file) is saved with the next.
+        self._saved: Known = (self.lines, self.zones)
 
     # ------------------------------------------------------------------ reading
 
@@ -202,7 +205,7 @@ class SceneEditor:
         file = self.file
         if file is None:
             return "", "this device was started without a configuration file (--config FILE)", ""
-        before, known = (self.lines, self.zones), self._known
+        before, known = self._saved, self._known
         try:
             saved: Saved = await anyio.to_thread.run_sync(
                 lambda: write_scene(file, lines, zones, before=before, known=known)
@@ -214,7 +217,7 @@ class SceneEditor:
             return "", f"cannot write {self.file}: {reason}", ""
         except ValueError as exc:
             return "", f"cannot write {self.file}: {exc}", ""
-        self._known = (saved.lines, saved.zones)
+        self._known, self._saved = (saved.lines, saved.zones), (lines, zones)
         note = ""
         if saved.others:
             shown = ", ".join(saved.others[:4]) + (", ..." if len(saved.others) > 4 else "")

@@ -177,9 +177,18 @@ async def test_without_a_writable_config_file_the_edit_applies_and_the_toml_is_o
         assert status == 200 and answer["saved"] == ""
         assert answer["not_saved"] == f"cannot write {read_only}: the file is read-only"
         assert "lawn" in (await get(run, "api/state"))["zones"]
-    assert read_only.read_text() == CONFIG
+        assert read_only.read_text() == CONFIG
+        # Writable again: the next edit saves what the unsaved one changed too.
+        read_only.chmod(0o644)
+        status, answer = await put(
+            run, {"lines": {"door": POST}, "zones": (await get(run))["zones"]}
+        )
+        assert status == 200 and answer["saved"] == str(read_only), answer
+    again = build({}, config_path=read_only, environ={}, system_config=tmp_path / "none.toml")
+    assert list(again.scene.lines) == ["door"] and list(again.scene.zones) == ["lawn"]
+    assert read_only.read_text().startswith(CONFIG)
     scene = [e for e in run.events() if e["type"] == "scene"]
-    assert scene and scene[-1]["not_saved"].endswith("the file is read-only")
+    assert scene and scene[-2]["not_saved"].endswith("the file is read-only")
 
 
 @pytest.mark.slow
