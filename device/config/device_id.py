@@ -90,7 +90,7 @@ def stored_suffix(directory: Path) -> str | None:
         # starting at once on one machine keep the first one's, not one each (an
         # unreadable one is replaced).
         new = not os.path.lexists(path)
-        write_whole(path, (suffix + "\n").encode(), exclusive=new)
+        write_whole(path, (suffix + "\n").encode(), exclusive=new, sync=True)
     except FileExistsError:
         return _kept(path)
     except OSError as exc:
