@@ -315,9 +315,10 @@ def locked(
     try:
         fd, st = _lock(folder, path.name, wait_s, clock, sleep)
         try:
-            if st.st_size > MAX_EDIT_BYTES:
-                raise Refused(errno.EFBIG, _too_big("is", st.st_size), str(path))
-            yield Held(os.pread(fd, MAX_EDIT_BYTES + 1, 0), folder, path.name, st)
+            data = os.pread(fd, MAX_EDIT_BYTES + 1, 0) if st.st_size <= MAX_EDIT_BYTES else b""
+            if st.st_size > MAX_EDIT_BYTES or len(data) > MAX_EDIT_BYTES:  # grown meanwhile
+                raise Refused(errno.EFBIG, _too_big("is", max(st.st_size, len(data))), str(path))
+            yield Held(data, folder, path.name, st)
         finally:
             os.close(fd)
     finally:

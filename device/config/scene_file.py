@@ -151,7 +151,10 @@ def write_scene(
             if got != intended:
                 raise ValueError("it would not read back as the same lines and zones")
 
-        held.replace(new_text.encode("utf-8"), check=reads_back)
+        if new_text == text:  # it holds them already (another device made the same edit)
+            reads_back(target)
+        else:
+            held.replace(new_text.encode("utf-8"), check=reads_back)
     return Saved(target, *intended, others=_others(now, known, change))
 
 

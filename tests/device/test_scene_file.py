@@ -125,3 +125,13 @@ def test_a_huge_configuration_is_not_edited(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="over 256 KiB is not edited"):
         write_scene(path, DOOR, {}, before=({}, {}))
     assert path.stat().st_size > 300 * 1024
+
+
+def test_the_same_edit_from_a_second_device_leaves_the_file_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "lookout.toml"
+    path.write_text("# ours\n")
+    write_scene(path, DOOR, QUEUE, before=({}, {}))
+    inode, text = path.stat().st_ino, path.read_text()
+    saved = write_scene(path, DOOR, QUEUE, before=({}, {}), known=({}, {}))
+    assert (path.stat().st_ino, path.read_text()) == (inode, text)
+    assert (saved.lines, saved.zones) == (DOOR, QUEUE) and saved.others == ()
