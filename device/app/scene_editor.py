@@ -11,82 +11,47 @@ console) takes the new scene from that event.
 
 Edits are applied one at a time, in order; one made against an older revision than
 the device's (another operator's edit came first) is refused (409), never merged
-silently.
+silently. A body of the wrong shape or types is the client's mistake (400, naming the
+field: ``scene_body.py``). What is written into the file is what the edit changed (by
+name), over the file as it is then: another device started with the same file keeps
+its own edits there (``device/config/scene_file.py``). Edits may add at most
+``scene_allowance.PER_HOUR_BYTES`` an hour to the event logs (429 past it).
 """
 
 from __future__ import annotations
 
-import logging
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from device.app.scene_allowance import Allowance
+from device.app.scene_body import MAX_ITEMS, MAX_ZONE_POINTS, EditError, read_edit
 from device.capture import CaptureLoop
 from device.config import Config
-from device.config.scene import LineSpec, ZoneSpec, parse_lines, parse_zones
-from device.config.scene_file import DIGITS, scene_toml, write_scene
+from device.config.scene import LineSpec, ZoneSpec
+from device.config.scene_file import Saved, scene_toml, write_scene
 from device.config.values import SCENE_DETECT_FPS
 from device.events import SceneChanged
 from device.perception import Perception
 from device.scene import Scene, SceneEdit, SceneSpec
 from live.events import Event
 
-log = logging.getLogger("lookout.scene")
-
-MAX_ITEMS = 32  # lines, and zones: each is MQTT topics, sensors and a row on the page
-MAX_ZONE_POINTS = 64
 Reply = tuple[int, dict[str, Any]]
-
-
-class EditError(ValueError):
-    """An edit that cannot be applied: one line, and the HTTP status it is answered with."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _items(body: Mapping[str, Any], key: str, kind: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """``body[key]`` as the table ``parse_lines``/``parse_zones`` read, and the renames
-    (new name -> the name it was)."""
-    value = body.get(key, {})
-    if not isinstance(value, Mapping):
-        raise EditError(f"{key} must be an object of {kind}s by name, not {type(value).__name__}")
-    if len(value) > MAX_ITEMS:
-        raise EditError(f"at most {MAX_ITEMS} {kind}s, not {len(value)}")
-    table: dict[str, Any] = {}
-    was: dict[str, str] = {}
-    for name, item in value.items():
-        if not isinstance(item, Mapping):
-            raise EditError(f"{kind} {name}: must be an object with points")
-        item = dict(item)
-        before = item.pop("was", None)
-        if before is not None:
-            if not isinstance(before, str):
-                raise EditError(f"{kind} {name}: was must be the name it had (a string)")
-            was[name] = before
-        points = item.get("points")
-        if kind == "zone" and isinstance(points, list) and len(points) > MAX_ZONE_POINTS:
-            raise EditError(f"zone {name}: at most {MAX_ZONE_POINTS} points")
-        item["points"] = _rounded(points)
-        table[name] = item
-    return table, was
-
-
-def _rounded(points: Any) -> Any:
-    """Points as the configuration file keeps them (what runs is what is saved)."""
-    if not isinstance(points, list):
-        return points
-    return [
-        [round(v, DIGITS) if isinstance(v, float) else v for v in p] if isinstance(p, list) else p
-        for p in points
-    ]
+Known = tuple[Mapping[str, LineSpec], Mapping[str, ZoneSpec]]
 
 
 def _points(points: tuple[tuple[float, float], ...]) -> list[list[float]]:
     return [[x, y] for x, y in points]
+
+
+def _said(edits: list[SceneEdit]) -> list[dict[str, str]]:
+    return [
+        {"kind": e.kind, "name": e.name, "how": e.how, "was": e.was, "said": e.said()}
+        for e in edits
+    ]
 
 
 class SceneEditor:
@@ -100,6 +65,7 @@ class SceneEditor:
         *,
         capture: CaptureLoop | None = None,
         sample_fps: float | None = None,
+        allowance: Allowance | None = None,
     ) -> None:
         self.config = config
         self.file: Path | None = config.file
@@ -111,6 +77,7 @@ class SceneEditor:
         self._capture = capture
         self._sample_fps = sample_fps
         self._lock = anyio.Lock()
+        self.allowance = allowance or Allowance()
         flags = [f for f in ("lines", "zones") if (config.given(f) or "").startswith("--")]
         self._flags_note = (
             "the --line/--zone flags this device was started with still apply at its next "
@@ -118,6 +85,12 @@ class SceneEditor:
             if flags
             else ""
         )
+        # The file's scene as this device last read or wrote it: what changed in the file
+        # since was changed by someone else (another device started with the same file).
+        self._known: Known | None = None if flags else (self.lines, self.zones)
+        # The scene as last saved (or started with): an edit writes what changed since,
+        # so one that could not be saved (a read-only file) is saved with the next.
+        self._saved: Known = (self.lines, self.zones)
 
     # ------------------------------------------------------------------ reading
 
@@ -146,38 +119,33 @@ class SceneEditor:
                 return exc.status, {"error": str(exc)}
 
     async def _edit(self, body: Mapping[str, Any]) -> Reply:
-        unknown = set(body) - {"revision", "lines", "zones"}
-        if unknown:
-            raise EditError(f"unknown field {sorted(unknown)[0]!r} (give lines, zones, revision)")
-        revision = body.get("revision")
-        if revision is not None and revision != self.revision:
+        edit = read_edit(body)
+        if edit.revision is not None and edit.revision != self.revision:
             raise EditError(
-                f"the scene was changed meanwhile (revision {self.revision}, not {revision}): "
-                "reload it and edit again",
+                f"the scene was changed meanwhile (revision {self.revision}, not "
+                f"{edit.revision}): reload it and edit again",
                 409,
             )
-        line_table, lines_were = _items(body, "lines", "line")
-        zone_table, zones_were = _items(body, "zones", "zone")
-        try:
-            lines = parse_lines(line_table)
-        except ValueError as exc:
-            raise EditError(f"line {exc}") from None
-        try:
-            zones = parse_zones(zone_table)
-        except ValueError as exc:
-            raise EditError(f"zone {exc}") from None
-        edits = self._perception_sees(lines, zones, lines_were, zones_were, dry=True)
+        lines, zones = edit.lines, edit.zones
+        edits = self._perception_sees(lines, zones, edit.lines_were, edit.zones_were, dry=True)
         toml = scene_toml(lines, zones)
         if not edits:
             return 200, self._answer([], "", "nothing changed", toml)
-        saved, not_saved = await self._save(lines, zones)
-        edits = self._perception_sees(lines, zones, lines_were, zones_were, dry=False)
+        logged = self._logged_size(lines, zones, edits)
+        wait_s = self.allowance.wait_s(logged)
+        if wait_s > 0:
+            raise EditError(
+                f"too many scene edits: each is logged whole ({logged // 1024 + 1} KiB now), and "
+                f"edits may log {self.allowance.per_hour // 1024 // 1024} MiB an hour: try again "
+                f"in {min(wait_s, 3600):.0f} s",
+                429,
+            )
+        self.allowance.spend(logged)
+        saved, not_saved, note = await self._save(lines, zones)
+        edits = self._perception_sees(lines, zones, edit.lines_were, edit.zones_were, dry=False)
         self.lines, self.zones = lines, zones
         self.revision += 1
-        changes = [
-            {"kind": e.kind, "name": e.name, "how": e.how, "was": e.was, "said": e.said()}
-            for e in edits
-        ]
+        changes = _said(edits)
         self._publish(
             SceneChanged(
                 lines={n: _points(s.points) for n, s in lines.items()},
@@ -192,7 +160,17 @@ class SceneEditor:
             )
         )
         self._keep_up(lines, zones)
-        return 200, self._answer(changes, saved, not_saved, toml)
+        return 200, self._answer(changes, saved, not_saved, toml, note)
+
+    def _logged_size(
+        self, lines: Mapping[str, LineSpec], zones: Mapping[str, ZoneSpec], edits: list[SceneEdit]
+    ) -> int:
+        """About what the edit's ``scene`` event will take in a log."""
+        scene = (
+            {n: _points(s.points) for n, s in lines.items()},
+            {n: _points(s.points) for n, s in zones.items()},
+        )
+        return len(json.dumps([scene, _said(edits)])) + 512  # its other fields, and the file
 
     def _dwell(self, zone: ZoneSpec) -> float:
         return zone.dwell if zone.dwell is not None else self.config.scene.dwell
@@ -222,20 +200,32 @@ class SceneEditor:
 
     async def _save(
         self, lines: Mapping[str, LineSpec], zones: Mapping[str, ZoneSpec]
-    ) -> tuple[str, str]:
-        """Where the scene was written ("" and why not)."""
-        if self.file is None:
-            return "", "this device was started without a configuration file (--config FILE)"
+    ) -> tuple[str, str, str]:
+        """Where the scene was written ("" and why not), and what else the file holds."""
+        file = self.file
+        if file is None:
+            return "", "this device was started without a configuration file (--config FILE)", ""
+        before, known = self._saved, self._known
         try:
-            await anyio.to_thread.run_sync(write_scene, self.file, lines, zones)
+            saved: Saved = await anyio.to_thread.run_sync(
+                lambda: write_scene(file, lines, zones, before=before, known=known)
+            )
         except OSError as exc:
             reason = exc.strerror or str(exc)
             if exc.errno in (28, 122):
                 reason = "the disk is full"
-            return "", f"cannot write {self.file}: {reason}"
+            return "", f"cannot write {self.file}: {reason}", ""
         except ValueError as exc:
-            return "", f"cannot write {self.file}: {exc}"
-        return str(self.file), ""
+            return "", f"cannot write {self.file}: {exc}", ""
+        self._known, self._saved = (saved.lines, saved.zones), (lines, zones)
+        note = ""
+        if saved.others:
+            shown = ", ".join(saved.others[:4]) + (", ..." if len(saved.others) > 4 else "")
+            note = (
+                f"{self.file} also holds changes made elsewhere since this device read it "
+                f"({shown}): kept there, they apply at its next start"
+            )
+        return str(self.file), "", note
 
     def _keep_up(self, lines: Mapping[str, LineSpec], zones: Mapping[str, ZoneSpec]) -> None:
         """A first line or zone on a device counting at the rate for a count alone: detect
@@ -250,7 +240,7 @@ class SceneEditor:
             self._capture.set_sample_fps(max(SCENE_DETECT_FPS, self._sample_fps or 0.0))
 
     def _answer(
-        self, changes: list[dict[str, str]], saved: str, not_saved: str, toml: str
+        self, changes: list[dict[str, str]], saved: str, not_saved: str, toml: str, note: str = ""
     ) -> dict[str, Any]:
         answer: dict[str, Any] = {
             "revision": self.revision,
@@ -260,8 +250,9 @@ class SceneEditor:
         }
         if not_saved:
             answer["not_saved"] = not_saved
-        if saved and self._flags_note:
-            answer["note"] = self._flags_note
+        notes = [n for n in (note, self._flags_note if saved else "") if n]
+        if notes:
+            answer["note"] = "; ".join(notes)
         return answer
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from device.whole_file import write_whole
+from device.whole_file import why_not, write_whole
 from models.gemini.tokens import TokenDetails
 
 if TYPE_CHECKING:
@@ -152,6 +152,8 @@ def issue(request: TokenRequest, out: Path | None, *, as_json: bool = False) -> 
     minting or writing failed (exit 1)."""
     if out is not None and not out.parent.is_dir():
         raise TokenRequestError(f"--out {out}: no such folder {out.parent}")
+    if out is not None and (why := why_not(out)):
+        raise TokenRequestError(f"--out {out}: {why}")  # before a token is minted for nothing
     token = mint(request)
     if out is None:
         return token_json(token) if as_json else token.name

@@ -66,22 +66,33 @@ def machine_suffix(files: Sequence[Path] = MACHINE_ID_FILES) -> str | None:
     return None
 
 
+def _kept(path: Path) -> str | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return text if _SUFFIX.fullmatch(text) else None
+
+
 def stored_suffix(directory: Path) -> str | None:
     """The suffix kept in ``directory`` (made and kept there the first time)."""
     path = directory / "device-suffix"
-    try:
-        text = path.read_text().strip()
-        if _SUFFIX.fullmatch(text):
-            return text
-    except OSError:
-        pass
+    suffix = _kept(path)
+    if suffix is not None:
+        return suffix
     suffix = secrets.token_hex(SUFFIX_LENGTH // 2)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         # In here: the configuration loads nothing outside itself when imported.
         from device.whole_file import write_whole
 
-        write_whole(path, (suffix + "\n").encode())  # a torn file would change the id
+        # Whole (a torn file would change the id), and only where none is: two devices
+        # starting at once on one machine keep the first one's, not one each (an
+        # unreadable one is replaced).
+        new = not os.path.lexists(path)
+        write_whole(path, (suffix + "\n").encode(), exclusive=new, sync=True)
+    except FileExistsError:
+        return _kept(path)
     except OSError as exc:
         log.info("cannot keep a device id suffix in %s: %s", directory, exc)
         return None

@@ -17,6 +17,7 @@ import aiohttp
 import anyio
 import pytest
 
+from device.app.scene_allowance import Allowance
 from device.config import ConfigError, build
 from tests.ops.apprun import RunningApp, running_app
 
@@ -133,6 +134,16 @@ async def test_mistakes_get_the_command_lines_one_line_errors_and_change_nothing
             ({"lines": {"a": {**POST, "was": 5}}}, "was must be the name it had"),
             ({"line": {}}, "unknown field 'line'"),
             ({"lines": {f"l{i}": POST for i in range(40)}}, "at most 32 lines"),
+            # A type error anywhere is the client's mistake, said as such: never a 409.
+            ({"revision": "0"}, 'revision must be the whole number GET /api/scene gave, not "0"'),
+            ({"revision": True}, "revision must be the whole number GET /api/scene gave, not true"),
+            ({"revision": 0.0}, "revision must be the whole number GET /api/scene gave, not 0.0"),
+            ({"revision": -1}, "revision must be the whole number GET /api/scene gave, not -1"),
+            ({"lines": None}, "lines must be an object of lines by name, not null"),
+            ({"lines": {"a": [0.1, 0.2]}}, "line a: must be an object with points, not an array"),
+            ({"lines": {"a": {"points": [["0.5", 0.9], [0.5, 0.1]]}}}, "line a: point 1 must"),
+            ({"lines": {"a": {"points": "0.5,0.9,0.5,0.1"}}}, "line a needs exactly two points"),
+            ({"zones": {"z": {"points": [[0, 0], [1, 0], [1, 1]], "dwell": "20"}}}, "dwell must"),
         ]:
             status, answer = await put(run, body)
             assert status == 400 and said in answer["error"], answer
@@ -166,9 +177,18 @@ async def test_without_a_writable_config_file_the_edit_applies_and_the_toml_is_o
         assert status == 200 and answer["saved"] == ""
         assert answer["not_saved"] == f"cannot write {read_only}: the file is read-only"
         assert "lawn" in (await get(run, "api/state"))["zones"]
-    assert read_only.read_text() == CONFIG
+        assert read_only.read_text() == CONFIG
+        # Writable again: the next edit saves what the unsaved one changed too.
+        read_only.chmod(0o644)
+        status, answer = await put(
+            run, {"lines": {"door": POST}, "zones": (await get(run))["zones"]}
+        )
+        assert status == 200 and answer["saved"] == str(read_only), answer
+    again = build({}, config_path=read_only, environ={}, system_config=tmp_path / "none.toml")
+    assert list(again.scene.lines) == ["door"] and list(again.scene.zones) == ["lawn"]
+    assert read_only.read_text().startswith(CONFIG)
     scene = [e for e in run.events() if e["type"] == "scene"]
-    assert scene and scene[-1]["not_saved"].endswith("the file is read-only")
+    assert scene and scene[-2]["not_saved"].endswith("the file is read-only")
 
 
 @pytest.mark.slow
@@ -204,3 +224,25 @@ async def test_a_line_drawn_after_the_start_can_be_watched_without_a_restart(
         assert said[0]["line"] == "post" and said[0]["in"] + said[0]["out"] >= 1
         wrong = await session.call_tool("watch_line", {"name": "door"})
         assert "no line named 'door' (lines now: post)" in str(wrong.response["error"])
+
+
+async def test_edits_may_log_only_so_much_an_hour(tmp_path: Path) -> None:
+    """Each edit logs the whole scene (up to ~50 KB): a client looping on PUT would grow
+    the logs without end; past the hour's allowance an edit is refused, and said when."""
+    now = [0.0]
+    async with running_app(tmp_path) as run:
+        editor = run.app.state.scene
+        assert editor is not None
+        editor.allowance = Allowance(per_hour=1000, clock=lambda: now[0])
+        status, _ = await put(run, {"lines": {"a": POST}})
+        assert status == 200
+        status, answer = await put(run, {"lines": {"b": POST}})
+        assert status == 429 and answer["error"].startswith("too many scene edits: each is "), (
+            answer
+        )
+        assert answer["error"].endswith("try again in 3600 s")
+        now[0] += 3600
+        status, _ = await put(run, {"lines": {"b": POST}})
+        assert status == 200
+        assert list((await get(run))["lines"]) == ["b"]
+    assert [e["revision"] for e in run.events() if e["type"] == "scene"] == [1, 2]

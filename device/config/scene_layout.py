@@ -1,0 +1,247 @@
+"""Lines and zones changed by name in a configuration file's text, in the file's layout.
+
+A file keeps its lines (and zones) in one of the places the reader takes them from
+(``device/config/layers.py:load_file`` and ``read``): ``[lines.NAME]`` at the top,
+``[scene.lines.NAME]`` (the scene section), either inside ``[lookout]``, or beside a
+``[lookout]`` table; as tables, dotted keys or inline tables. A change goes where the
+reader will look for it: a name set is edited in place (its comments and position
+kept), a name removed is removed from there (so it cannot come back at the next start),
+and a table left empty goes with it. Everything else stays as the user wrote it:
+tomlkit keeps a document's formatting, which the standard library's ``tomllib``
+(read-only) cannot.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, MutableMapping
+from copy import deepcopy as copy_deep
+from typing import Any
+
+import tomlkit
+from tomlkit.items import InlineTable, Table
+
+from device.config.scene import LineSpec, ZoneSpec
+
+DIGITS = 4  # a ten-thousandth of the frame: under a pixel at 4K
+KINDS = ("lines", "zones")
+Path_ = tuple[str, ...]  # keys from the document's top to a table
+
+
+def points(spec: LineSpec | ZoneSpec) -> list[list[float]]:
+    return [[round(x, DIGITS), round(y, DIGITS)] for x, y in spec.points]
+
+
+def _fields(spec: LineSpec | ZoneSpec) -> dict[str, Any]:
+    fields: dict[str, Any] = {"points": points(spec)}
+    if isinstance(spec, ZoneSpec) and spec.dwell is not None:
+        fields["dwell"] = spec.dwell
+    return fields
+
+
+def _get(doc: Mapping[str, Any], path: Path_) -> Any:
+    value: Any = doc
+    for key in path:
+        value = value[key]
+    return value
+
+
+def _where(doc: Mapping[str, Any], key: str) -> Path_ | None:
+    """Where the reader takes the top-level ``key`` from: inside ``[lookout]`` first."""
+    inner = doc.get("lookout")
+    if isinstance(inner, Mapping) and key in inner:
+        return ("lookout",)
+    return () if key in doc else None
+
+
+def place(doc: Mapping[str, Any], kind: str) -> Path_ | None:
+    """The table of ``kind`` (lines or zones) that the reader reads, if there is one."""
+    flat = _where(doc, kind)
+    if flat is not None:
+        return (*flat, kind)
+    section = _where(doc, "scene")
+    if section is not None:
+        scene = _get(doc, (*section, "scene"))
+        if isinstance(scene, Mapping) and kind in scene:
+            return (*section, "scene", kind)
+    return None
+
+
+def _new_place(doc: tomlkit.TOMLDocument, kind: str) -> Path_:
+    """Where a file without ``kind`` gets it: beside the other kind, else in its scene
+    section, else at the top (beside ``[lookout]`` too, as earlier versions wrote it)."""
+    other = place(doc, KINDS[1 - KINDS.index(kind)])
+    if other is not None:
+        return (*other[:-1], kind)
+    section = _where(doc, "scene")
+    if section is not None and isinstance(_get(doc, (*section, "scene")), Mapping):
+        return (*section, "scene", kind)
+    return (kind,)
+
+
+def names(doc: Mapping[str, Any], kind: str) -> list[str]:
+    found = place(doc, kind)
+    table = _get(doc, found) if found is not None else {}
+    return list(table) if isinstance(table, Mapping) else []
+
+
+def _table(inline: bool, fields: Mapping[str, Any]) -> Table | InlineTable:
+    new = tomlkit.inline_table() if inline else tomlkit.table()
+    for key, value in fields.items():
+        new.add(key, value)
+    if isinstance(new, Table):
+        new.add(tomlkit.nl())  # a blank line before whatever table follows
+    return new
+
+
+def _set(table: MutableMapping[str, Any], name: str, spec: LineSpec | ZoneSpec) -> None:
+    fields = _fields(spec)
+    item = table.get(name)
+    if isinstance(item, Table | InlineTable):
+        # In place: its comments and its position in the file stay.
+        item["points"] = fields["points"]
+        if "dwell" in fields:
+            item["dwell"] = fields["dwell"]
+        elif "dwell" in item:
+            del item["dwell"]
+        return
+    if name in table:
+        del table[name]
+    table[name] = _table(isinstance(table, InlineTable), fields)
+
+
+def _container(doc: tomlkit.TOMLDocument, path: Path_) -> MutableMapping[str, Any]:
+    """The table at ``path``, made (as a header-less table) where it is not there yet."""
+    value: MutableMapping[str, Any] = doc
+    for key in path:
+        if key not in value:
+            inline = isinstance(value, InlineTable)
+            value[key] = tomlkit.inline_table() if inline else tomlkit.table(is_super_table=True)
+        value = value[key]
+        if not isinstance(value, MutableMapping):
+            raise ValueError(f"{'.'.join(path)} is not a table in it")
+    return value
+
+
+def _prune(doc: tomlkit.TOMLDocument, path: Path_) -> None:
+    """Tables of lines, zones or a scene section left empty go (``[lookout]`` stays)."""
+    while path and path[-1] in (*KINDS, "scene"):
+        parent = _get(doc, path[:-1])
+        table = parent.get(path[-1], {})
+        if not isinstance(table, Mapping) or table:
+            return
+        if path[-1] in parent:
+            del parent[path[-1]]
+        path = path[:-1]
+
+
+Changes = Mapping[str, LineSpec | ZoneSpec | None]
+
+
+def _in_place(text: str, kind: str, changes: Changes, want: Mapping[str, Any]) -> str:
+    """Each name set or removed where it is: comments, order and spacing kept."""
+    doc = tomlkit.parse(text)
+    path = place(doc, kind) or _new_place(doc, kind)
+    table = _container(doc, path)
+    for name, spec in changes.items():
+        if spec is None:
+            if name in table:
+                del table[name]
+        else:
+            _set(table, name, spec)
+    _prune(doc, path)
+    return tomlkit.dumps(doc)
+
+
+def _rebuilt(text: str, kind: str, changes: Changes, want: Mapping[str, Any]) -> str:
+    """The whole table of ``kind`` written again, as ``[kind.NAME]`` tables: for the
+    layouts tomlkit cannot edit in place (dotted keys mixed with tables)."""
+    doc = tomlkit.parse(text)
+    path = place(doc, kind) or _new_place(doc, kind)
+    holder = _container(doc, path[:-1])
+    if kind in holder:
+        del holder[kind]
+    if want:
+        inline = isinstance(holder, InlineTable)
+        table = tomlkit.inline_table() if inline else tomlkit.table(is_super_table=True)
+        for name, fields in want.items():
+            table.add(name, _table(inline, fields))
+        holder[kind] = table
+    _prune(doc, path)
+    return tomlkit.dumps(doc)
+
+
+def _without(plain: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The file's data but for its table of ``kind`` (and an empty scene section)."""
+    copy = copy_deep(plain)
+    path = place(copy, kind)
+    if path is not None:
+        del _get(copy, path[:-1])[kind]
+    for holder in (copy, copy.get("lookout")):
+        if isinstance(holder, dict) and holder.get("scene") == {}:
+            del holder["scene"]
+    return copy
+
+
+def _holds(text: str, kind: str, before: dict[str, Any], want: Mapping[str, Any]) -> bool:
+    """``text`` keeps ``want`` where the reader looks, and nothing else changed."""
+    try:
+        after = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return False
+    path = place(after, kind)
+    got = _get(after, path) if path is not None else {}
+    return bool(got == want and _without(after, kind) == _without(before, kind))
+
+
+def _edit_kind(text: str, kind: str, changes: Changes, before: dict[str, Any]) -> str:
+    path = place(before, kind)
+    now = _get(before, path) if path is not None else {}
+    if not isinstance(now, Mapping):
+        raise ValueError(f"its {kind} are not a table")
+    want = {n: v for n, v in now.items() if n not in changes or changes[n] is not None}
+    want.update({n: _fields(s) for n, s in changes.items() if s is not None})
+    for way in (_in_place, _rebuilt):
+        try:
+            out = way(text, kind, changes, want)
+        except Exception:  # tomlkit fails on some layouts in its own ways: try the next
+            continue
+        if _holds(out, kind, before, want):
+            return out
+    raise ValueError(f"its {kind} cannot be edited where they are (write them as [{kind}.NAME])")
+
+
+def edited(
+    text: str,
+    lines: Mapping[str, LineSpec | None],
+    zones: Mapping[str, ZoneSpec | None],
+    *,
+    whole: bool = False,
+) -> str:
+    """``text`` with these lines and zones set (None: removed), where the file keeps them.
+
+    ``whole``: the scene is these, and any other line or zone of the file goes too.
+    Each change is checked made (the text read again, only that table changed); raises
+    ``ValueError`` when the text is not TOML or cannot be changed so.
+    """
+    given: tuple[tuple[str, Changes], ...] = (("lines", lines), ("zones", zones))
+    for kind, asked in given:
+        try:
+            before = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"it is not valid TOML now ({' '.join(str(exc).split())})") from None
+        changes = dict(asked)
+        if whole:
+            changes.update({n: None for n in names(before, kind) if n not in changes})
+        changes = {n: s for n, s in changes.items() if s is not None or n in names(before, kind)}
+        if changes:
+            text = _edit_kind(text, kind, changes, before)
+    return text
+
+
+def scene_toml(lines: Mapping[str, LineSpec], zones: Mapping[str, ZoneSpec]) -> str:
+    """The ``[lines.NAME]`` and ``[zones.NAME]`` tables of a configuration file."""
+    return edited("", lines, zones)
+
+
+__all__ = ["DIGITS", "KINDS", "edited", "names", "place", "points", "scene_toml"]
