@@ -8,13 +8,14 @@ the count would fall behind the scene. Readers can never be allowed to buy that.
 
 So every request waits for its turn before anything is done for it. Turns come
 at a fixed rate with a burst allowance (a page that opens loads a dozen files at
-once), in the order asked (``rate.Pacer``). A request whose turn is further off than ``max_wait_s`` is not queued:
-it is answered ``429`` with ``Retry-After`` once ``max_wait_s`` has passed (the
-refusal is paced too: a reader that ignores ``Retry-After`` still gets at most
-one answer per ``max_wait_s``). What the readers lose is how often they are
-answered; what they are told is always current (the bodies are the device's state
-at the moment of answering, ``bodies.py``). ``/healthz`` has a lane of its own, so
-a monitor's probe never waits behind pollers of the page.
+once), in the order asked (``rate.Pacer``). A request whose turn is further off
+than ``max_wait_s`` is not queued: it is answered ``429`` with ``Retry-After``
+once ``max_wait_s`` has passed (the refusal is paced too: a reader that ignores
+``Retry-After`` still gets at most one answer per ``max_wait_s``). What the
+readers lose is how often they are answered; what they are told is always
+current (the bodies are the device's state at the moment of answering,
+``bodies.py``). ``/healthz`` has a lane of its own, so a monitor's probe never
+waits behind pollers of the page.
 
 Connections are paced the same way, before they are accepted
 (``connection_guard.serve``): a reader that opens a new connection per request,
