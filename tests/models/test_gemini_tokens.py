@@ -86,7 +86,7 @@ def test_a_refused_token_is_fetched_again_once_and_the_same_one_is_a_retryable_l
     [
         (("--token-file", "/nonexistent/token"), {}, "--token-file /nonexistent/token: no such"),
         (("--token-file", str(README), "--token-url", "https://x/t"), {}, "not both"),
-        (("--token-url", "ftp://x/t"), {}, "--token-url must be an http:// or https:// URL"),
+        (("--token-url", "ftp://x/t"), {}, "--token-url 'ftp://x/t': must start with http:// or https://"),
         (
             ("--token-url", "https://x/t"),
             {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p",
