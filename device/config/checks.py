@@ -156,6 +156,32 @@ def _check_vertex(project: str, location: str, base_url: str | None) -> None:
 API_KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 
 
+def check_gemini_env(config: Config, environ: Mapping[str, str] = os.environ) -> None:
+    """The SDK's own variables that a Gemini model's connections are made of: the API
+    version (one segment of each request's path), the Gemini API's base URL and the key."""
+    if not config.uses_gemini:
+        return  # the local model reads none of them
+    version = environ.get("GOOGLE_GENAI_API_VERSION", "").strip()
+    odd = next((c for c in version if not (c.isascii() and (c.isalnum() or c in "._-"))), None)
+    if odd is not None:
+        raise ConfigError(
+            f"GOOGLE_GENAI_API_VERSION {version!r} has {describe(odd)}: it is one segment of "
+            "each request's path (v1beta, v1alpha, v1beta1)"
+        )
+    if config.model.vertex is not None:
+        return  # its base URL, project and location: vertex_from_env
+    base_url = environ.get("GOOGLE_GEMINI_BASE_URL", "").strip()
+    if base_url:
+        from device.config.urls import check_url
+
+        try:
+            check_url(base_url, ("http", "https", "ws", "wss"))
+        except ValueError as exc:
+            raise ConfigError(f"GOOGLE_GEMINI_BASE_URL {exc}") from None
+    if not config.uses_tokens:
+        check_api_key(environ)
+
+
 def check_api_key(environ: Mapping[str, str] = os.environ) -> None:
     """The API key the SDK picks goes in an HTTP header: websockets refuses a line break
     in one, and Google's keys are letters, digits, - and _ (a space or an accented letter
@@ -195,6 +221,7 @@ __all__ = [
     "api_key_from_env",
     "check_api_key",
     "check_device_id",
+    "check_gemini_env",
     "read_token",
     "token_from_env",
     "validate",

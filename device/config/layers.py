@@ -25,7 +25,7 @@ from typing import Any
 
 from device.config.checks import (
     api_key_from_env,
-    check_api_key,
+    check_gemini_env,
     token_from_env,
     validate,
     vertex_from_env,
@@ -289,8 +289,7 @@ def build(
     if config.outputs.http_token is None and config.outputs.http_token_file is None:
         update["http_token"] = token_from_env(environ)  # out of ps and shell history
     config = validate(config.model_copy(update=update))
-    if config.uses_gemini and config.model.vertex is None and not config.uses_tokens:
-        check_api_key(environ)  # only a key that is used: the local model needs none
+    check_gemini_env(config, environ)
     for given in layers:  # only once every layer is good: a mistake is one line
         _say(given)
     return config

@@ -161,6 +161,10 @@ VERTEX = {
         ({**VERTEX, "GOOGLE_CLOUD_PROJECT": "my/project"}, "GOOGLE_CLOUD_PROJECT", "'/'"),
         ({**VERTEX, "GOOGLE_VERTEX_BASE_URL": "https://gw..lan/"}, "GOOGLE_VERTEX_BASE_URL",
          "empty label"),
+        ({"GEMINI_API_KEY": "AIzaX", "GOOGLE_GEMINI_BASE_URL": "https://live:0"},
+         "GOOGLE_GEMINI_BASE_URL", "port '0'"),
+        ({"GEMINI_API_KEY": "AIzaX", "GOOGLE_GENAI_API_VERSION": "v1 beta"},
+         "GOOGLE_GENAI_API_VERSION", "' ' (SPACE): it is one segment of each request's path"),
     ],
 )  # fmt: skip
 def test_the_gemini_and_vertex_variables_are_checked_as_the_sdk_uses_them(
