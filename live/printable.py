@@ -34,6 +34,14 @@ def printable(text: str) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
+def first_unsafe(text: str) -> tuple[int, str] | None:
+    """Where the first character ``printable`` would escape is in ``text``, and that
+    character (None: there is none). For settings that are refused rather than escaped:
+    a device id or a URL is used as it is, so it must show as it is."""
+    match = _UNSAFE.search(text)
+    return None if match is None else (match.start(), match.group(0))
+
+
 def printable_lines(text: str) -> str:
     """``text`` keeping its line breaks (CRLF becomes LF), everything else as ``printable``.
 
@@ -41,4 +49,4 @@ def printable_lines(text: str) -> str:
     return "\n".join(printable(line) for line in text.replace("\r\n", "\n").split("\n"))
 
 
-__all__ = ["printable", "printable_lines"]
+__all__ = ["first_unsafe", "printable", "printable_lines"]

@@ -24,13 +24,18 @@ from live.printable import printable, printable_lines
 
 HIDDEN = "***"  # whatever is left out: a value, user info, a host that cannot be told
 
-# Google API keys, bearer tokens and key=value pairs in messages.
+_LABEL = r"(?:api[_-]?key|key|token|secret|password|passwd|pwd|signature|sig)"
+# Google API keys, bearer tokens, an Authorization header's credentials and key=value
+# pairs in messages. A label that ends a URL's path (``https://host/lookout/token: why``)
+# is no label: the reason after it is not a secret. After a slash, only ``=`` or a colon
+# with no space after it (``/token=X``, ``/token:X``) still marks a value.
 _PATTERNS = (
     re.compile(r"AIza[0-9A-Za-z_\-]{20,}"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]+"),
+    re.compile(r"(?i)((?<![a-z])authorization\s*[=:]\s*(?:[a-z]+\s+)?)[^\s&'\",;]+"),
     re.compile(
-        r"(?i)((?<![a-z])(?:api[_-]?key|key|token|secret|password|passwd|pwd|signature|sig)"
-        r"\s*[=:]\s*)[^\s&'\",;]+"
+        rf"(?i)((?<![a-z/]){_LABEL}\s*[=:]\s*|(?<=/){_LABEL}(?:\s*=\s*|:(?!\s)))"
+        r"[^\s&'\",;]+"
     ),
 )
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")

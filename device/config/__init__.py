@@ -7,7 +7,8 @@
 - ``layers``: defaults < profile < TOML < ``LOOKOUT_`` variables < flags; ``build``.
 - ``checks``: what the values need from the world (files, token, API key).
 - ``explain``: a validation error as one line naming the setting as the user wrote it.
-- ``values``, ``scene``: the kinds of value, and lines and zones.
+- ``values``, ``scene``: the kinds of value, and lines and zones; ``urls``, ``text``: the
+  rules of what uses a URL, a host name or a name (paho, getaddrinfo, urllib, a terminal).
 - ``profiles``, ``paths``, ``device_id``: presets for a CPU, the files a run writes,
   the default device id.
 

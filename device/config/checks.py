@@ -15,7 +15,8 @@ from device.config.errors import ConfigError
 from device.config.model import Config
 from device.config.model_sections import VertexPlace
 from device.config.paths import check_writable_file
-from device.config.values import no_empty_token
+from device.config.text import TOPIC_SAFE, describe
+from device.config.values import no_empty_token, shown
 
 
 def validate(config: Config) -> Config:
@@ -46,6 +47,7 @@ def validate(config: Config) -> Config:
             f"second to follow people (--detect-fps is {config.detection_fps():g})"
         )
     check_tokens(config)
+    check_device_id(config)
     if config.uses_gemini and not config.has_gemini_access:
         raise ConfigError(
             f"model {config.model_name()} needs an API key: set GEMINI_API_KEY "
@@ -67,8 +69,18 @@ def check_tokens(config: Config) -> None:
         )
     if model.token_file is not None and not model.token_file.is_file():
         raise ConfigError(f"--token-file {model.token_file}: no such file")
-    if model.token_url is not None and not model.token_url.startswith(("https://", "http://")):
-        raise ConfigError("--token-url must be an http:// or https:// URL")
+
+
+def check_device_id(config: Config) -> None:
+    """With MQTT, the device id names topics and Home Assistant's ids: Home Assistant
+    takes letters, digits, - and _ in a discovery topic's ids, MQTT no + or # in a topic."""
+    device_id = config.device.device_id
+    if config.outputs.mqtt and not TOPIC_SAFE.fullmatch(device_id):
+        where = config.given("device_id") or "--device-id"
+        raise ConfigError(
+            f"{where} {shown(device_id)} cannot name MQTT topics "
+            f"({config.given('mqtt') or '--mqtt'} is set): use letters, digits, - and _"
+        )
 
 
 def read_token(path: Path) -> str:
@@ -110,17 +122,108 @@ def vertex_from_env(environ: Mapping[str, str] = os.environ) -> VertexPlace | No
         raise ConfigError(str(exc)) from None
     if found is None:
         return None
+    _check_vertex(found.project, found.location, found.base_url)
     return VertexPlace(project=found.project, location=found.location, base_url=found.base_url)
 
 
+def _check_vertex(project: str, location: str, base_url: str | None) -> None:
+    """What the SDK builds of these: the host ``{location}-aiplatform.googleapis.com`` and
+    the path ``projects/{project}/locations/{location}``, each taken as it is."""
+    from device.config.urls import check_url, host_problem
+
+    problem = host_problem(f"{location}-aiplatform.googleapis.com")
+    if problem is not None:
+        raise ConfigError(
+            f"GOOGLE_CLOUD_LOCATION {location!r} cannot name the host the SDK connects to "
+            f"({location}-aiplatform.googleapis.com): it {problem}"
+        )
+    odd = next((c for c in project if c in "/?#%" or not "\x20" < c < "\x7f"), None)
+    if odd is not None:
+        # One segment of the URL's path, as the SDK writes it in: a / would make two.
+        raise ConfigError(
+            f"GOOGLE_CLOUD_PROJECT {project!r} has {describe(odd)}, which a project id "
+            "never has (it is a part of each request's URL)"
+        )
+    if base_url is not None:
+        try:
+            check_url(base_url, ("http", "https"))
+        except ValueError as exc:
+            raise ConfigError(f"GOOGLE_VERTEX_BASE_URL {exc}") from None
+
+
+# The SDK prefers GOOGLE_API_KEY when both are set; so do we, never to report one key
+# while the client uses the other.
+API_KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+
+
+def check_gemini_env(config: Config, environ: Mapping[str, str] = os.environ) -> None:
+    """The SDK's own variables that a Gemini model's connections are made of: the API
+    version (one segment of each request's path), the Gemini API's base URL and the key."""
+    if not config.uses_gemini:
+        return  # the local model reads none of them
+    version = environ.get("GOOGLE_GENAI_API_VERSION", "").strip()
+    odd = next((c for c in version if not (c.isascii() and (c.isalnum() or c in "._-"))), None)
+    if odd is not None:
+        raise ConfigError(
+            f"GOOGLE_GENAI_API_VERSION {version!r} has {describe(odd)}: it is one segment of "
+            "each request's path (v1beta, v1alpha, v1beta1)"
+        )
+    if config.model.vertex is not None:
+        return  # its base URL, project and location: vertex_from_env
+    base_url = environ.get("GOOGLE_GEMINI_BASE_URL", "").strip()
+    if base_url:
+        from device.config.urls import check_url
+
+        try:
+            check_url(base_url, ("http", "https", "ws", "wss"))
+        except ValueError as exc:
+            raise ConfigError(f"GOOGLE_GEMINI_BASE_URL {exc}") from None
+    if not config.uses_tokens:
+        check_api_key(environ)
+
+
+def check_api_key(environ: Mapping[str, str] = os.environ) -> None:
+    """The API key the SDK picks goes in an HTTP header: websockets refuses a line break
+    in one, and Google's keys are letters, digits, - and _ (a space or an accented letter
+    is something pasted with it). Such a key would fail every connection, said only as the
+    model's failure; here it is said at start, never shown."""
+    for name in API_KEY_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value:
+            break
+    else:
+        return
+    odd = next((i for i, c in enumerate(value) if not "\x20" < c < "\x7f"), None)
+    if odd is not None:
+        char = value[odd]
+        what = (
+            "a space"
+            if char == " "
+            else "a line break or a control character"
+            if char.isspace() or ord(char) < 0x20 or ord(char) == 0x7F
+            else "a character that is not ASCII"
+        )
+        raise ConfigError(
+            f"{name} has {what} at character {odd + 1}: an API key is sent in an HTTP "
+            "header, as visible ASCII only (was something pasted with it?)"
+        )
+
+
 def api_key_from_env(environ: Mapping[str, str] = os.environ) -> str | None:
-    # The SDK prefers GOOGLE_API_KEY when both are set; do the same so we never
-    # report one key while the client uses the other.
-    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY"):
+    for name in API_KEY_VARIABLES:
         value = environ.get(name, "").strip()
         if value:
             return value
     return None
 
 
-__all__ = ["api_key_from_env", "read_token", "token_from_env", "validate", "vertex_from_env"]
+__all__ = [
+    "api_key_from_env",
+    "check_api_key",
+    "check_device_id",
+    "check_gemini_env",
+    "read_token",
+    "token_from_env",
+    "validate",
+    "vertex_from_env",
+]

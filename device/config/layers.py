@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from device.config.checks import api_key_from_env, token_from_env, validate, vertex_from_env
+from device.config.checks import (
+    api_key_from_env,
+    check_gemini_env,
+    token_from_env,
+    validate,
+    vertex_from_env,
+)
 from device.config.errors import COMMAND_LINE, ENVIRONMENT, ConfigError
 from device.config.model import (
     ENV_ONLY,
@@ -283,6 +289,7 @@ def build(
     if config.outputs.http_token is None and config.outputs.http_token_file is None:
         update["http_token"] = token_from_env(environ)  # out of ps and shell history
     config = validate(config.model_copy(update=update))
+    check_gemini_env(config, environ)
     for given in layers:  # only once every layer is good: a mistake is one line
         _say(given)
     return config

@@ -9,9 +9,12 @@ from device.config.values import (
     MAX_FPS,
     EmitMode,
     FilePath,
+    HttpUrl,
     ModelFamily,
+    ModelName,
     OnOff,
     Scheduling,
+    Utf8Text,
 )
 
 
@@ -29,7 +32,7 @@ class VertexPlace(BaseModel):
 class ModelSettings(Section):
     """The live model: which, what it is sent, how it is told, how hard to insist on it."""
 
-    model: str | None = Field(
+    model: ModelName | None = Field(
         default=None,
         description="local, or a Gemini model name",
         json_schema_extra=unset("a Gemini model when an API key is set, else local"),
@@ -83,7 +86,7 @@ class ModelSettings(Section):
     scheduling: Scheduling = Field(
         default="when_idle", description="when the model reacts to a count change"
     )
-    system_instruction: str | None = Field(
+    system_instruction: Utf8Text | None = Field(
         default=None,
         description="system instruction given to the model",
         json_schema_extra=unset("the built-in one"),
@@ -109,7 +112,7 @@ class ModelSettings(Section):
         "re-read at every connection, instead of an API key on the device",
         json_schema_extra=unset("none"),
     )
-    token_url: str | None = Field(
+    token_url: HttpUrl | None = Field(
         default=None,
         description="connect with ephemeral tokens fetched from this URL (GET), a fresh one "
         "for every connection, instead of an API key on the device",

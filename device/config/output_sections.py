@@ -7,7 +7,16 @@ from pydantic import Field
 
 from device.config.device_id import default_device_id
 from device.config.section import Section, unset
-from device.config.values import DeviceId, FilePath, Level, SnapshotPrivacy, Token
+from device.config.values import (
+    DeviceId,
+    FilePath,
+    HostNames,
+    HttpAddress,
+    Level,
+    MqttUrl,
+    SnapshotPrivacy,
+    Token,
+)
 
 
 class DeviceSettings(Section):
@@ -44,7 +53,7 @@ class OutputSettings(Section):
         description="record events in this SQLite file (ask: also jobs and per-minute counts)",
         json_schema_extra=unset("none"),
     )
-    http: str | None = Field(
+    http: HttpAddress | None = Field(
         default="127.0.0.1:8765",
         description='status server address HOST:PORT ("": no status server)',
     )
@@ -64,12 +73,12 @@ class OutputSettings(Section):
         description="serve the status page beyond this machine without a token (anyone on "
         "the network can watch the camera and stop streams)",
     )
-    http_hosts: str = Field(
+    http_hosts: HostNames = Field(
         default="",
         description="more host names the page may be reached by, comma-separated (a DNS name, "
         "a reverse proxy's name); the machine's own names and IP addresses always work",
     )
-    mqtt: str | None = Field(
+    mqtt: MqttUrl | None = Field(
         default=None,
         description="publish to an MQTT broker, mqtt://host:port",
         json_schema_extra=unset("no MQTT"),

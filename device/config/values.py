@@ -12,6 +12,15 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, BeforeValidator
 
+from device.config.text import not_utf8, unsafe
+from device.config.urls import (
+    check_host_names,
+    check_http,
+    check_http_url,
+    check_mqtt_url,
+    check_source,
+)
+
 Pace = Literal["realtime", "fast"]
 Anchor = Literal["feet", "center"]
 EmitMode = Literal["function_response", "text"]
@@ -73,12 +82,52 @@ def _not_blank(value: str) -> str:
     return value
 
 
+# The id is in every MQTT topic, which carries at most 65,535 bytes; the default id is a
+# host name (at most 253 characters, RFC 1035) and a suffix of 7.
+MAX_DEVICE_ID = 260
+
+
+def _device_id(value: str) -> str:
+    """A device id names MQTT topics and Home Assistant entities, and is shown on the
+    console, the page and in logs, as it is: nothing a terminal or a browser would obey."""
+    _not_blank(value)
+    problem = unsafe(value)
+    if problem is not None:
+        raise ValueError(f"{shown(value)} {problem}: a device id is shown as it is")
+    if len(value) > MAX_DEVICE_ID:
+        raise ValueError(f"is {len(value)} characters long (at most {MAX_DEVICE_ID})")
+    return value
+
+
+def _model_name(value: str) -> str:
+    # A model's name is a segment of the resource name the API is sent (models/NAME),
+    # and shown on the console and the page.
+    problem = unsafe(value)
+    if problem is None and any(c.isspace() for c in value):
+        problem = "has a space in it"
+    if problem is not None:
+        raise ValueError(f"{shown(value)} {problem}: a model's name has none")
+    return value
+
+
+def _utf8(value: str) -> str:
+    problem = not_utf8(value)
+    if problem is not None:  # sent as UTF-8: a byte of argv that is not would not encode
+        raise ValueError(f"is not UTF-8 text: it {problem}")
+    return value
+
+
 def no_empty_token(value: str) -> str:
     """A token as given; an empty one (an unset shell variable) is refused."""
     if not value.strip():
         raise ValueError("is empty (an unset shell variable?): give a token, or leave it out")
     if value != value.strip() or any(c.isspace() for c in value):
         raise ValueError("must not contain spaces or line breaks")
+    problem = unsafe(value)
+    if problem is not None:
+        # Compared with an HTTP header's bytes: a control character or a byte that is
+        # not UTF-8 (the token's own, so not shown) can never match.
+        raise ValueError(f"must be text without control characters: it {problem}")
     return value
 
 
@@ -94,8 +143,14 @@ def _on_off(value: object) -> object:
 
 
 FilePath = Annotated[Path, BeforeValidator(_to_path)]
-SourceSpec = Annotated[str, BeforeValidator(_camera_index)]
-DeviceId = Annotated[str, AfterValidator(_not_blank)]
+SourceSpec = Annotated[str, BeforeValidator(_camera_index), AfterValidator(check_source)]
+DeviceId = Annotated[str, AfterValidator(_device_id)]
+ModelName = Annotated[str, AfterValidator(_model_name)]
+Utf8Text = Annotated[str, AfterValidator(_utf8)]
+MqttUrl = Annotated[str, AfterValidator(check_mqtt_url)]
+HttpAddress = Annotated[str, AfterValidator(check_http)]
+HostNames = Annotated[str, AfterValidator(check_host_names)]
+HttpUrl = Annotated[str, AfterValidator(check_http_url)]
 # An empty token (``--http-token "$UNSET"``) would silently turn authentication off.
 Token = Annotated[str, AfterValidator(no_empty_token)]
 Level = Annotated[LogLevel, BeforeValidator(_lower)]
@@ -104,6 +159,7 @@ OnOff = Annotated[Literal["on", "off"], BeforeValidator(_on_off)]
 __all__ = [
     "DETECT_FPS",
     "EMIT_MODES",
+    "MAX_DEVICE_ID",
     "MAX_DURATION_S",
     "MAX_DWELL_S",
     "MAX_FPS",
@@ -114,9 +170,14 @@ __all__ = [
     "DeviceId",
     "EmitMode",
     "FilePath",
+    "HostNames",
+    "HttpAddress",
+    "HttpUrl",
     "Level",
     "LogLevel",
     "ModelFamily",
+    "ModelName",
+    "MqttUrl",
     "OnOff",
     "Pace",
     "Precision",
@@ -125,6 +186,7 @@ __all__ = [
     "SnapshotPrivacy",
     "SourceSpec",
     "Token",
+    "Utf8Text",
     "no_empty_token",
     "shown",
 ]

@@ -8,6 +8,7 @@ import socket
 from dataclasses import dataclass
 
 from device.config import ConfigError
+from device.config.urls import split_http
 from device.outputs.host_check import is_loopback
 
 
@@ -27,23 +28,10 @@ class HttpAddress:
 
 def parse_http(spec: str) -> HttpAddress:
     """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` (all interfaces) or ``PORT`` (loopback)."""
-    text = spec.strip()
-    host: str
-    if text.isdigit():
-        host, port_text = "127.0.0.1", text
-    elif text.startswith("["):
-        end = text.find("]")
-        if end < 0 or text[end + 1 : end + 2] != ":":
-            raise ConfigError(f"http: expected HOST:PORT, not {spec!r}")
-        host, port_text = text[1:end], text[end + 2 :]
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep or ":" in host:
-            raise ConfigError(f"http: expected HOST:PORT (IPv6 as [ADDR]:PORT), not {spec!r}")
-        host = host or "0.0.0.0"
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(f"http: port must be 0..65535, not {port_text!r}")
-    return HttpAddress(host, int(port_text))
+    try:
+        return HttpAddress(*split_http(spec))
+    except ValueError as exc:
+        raise ConfigError(f"http: {exc}") from None
 
 
 def bind(address: HttpAddress, *, fallback_ports: int = 0, given_as: str = "") -> socket.socket:

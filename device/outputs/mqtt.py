@@ -45,7 +45,7 @@ from anyio.abc import TaskStatus
 
 from device.outputs.mqtt_client import Client
 from device.outputs.mqtt_connection import Connection
-from device.outputs.mqtt_health import LinkHealth, MqttStats
+from device.outputs.mqtt_health import LinkHealth, MqttStats, client_error
 from device.outputs.mqtt_images import ImageFeed, image_removal
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
 from device.outputs.mqtt_presence import Instance, Presence, held_instance
@@ -304,6 +304,11 @@ class MqttPublisher:
                 failures = max(failures, 64)  # a refusal is not fixed by retrying sooner
             except aiomqtt.MqttError as exc:
                 self.health.failed(_reason(exc))
+            except Exception as exc:
+                # Not the broker's doing: the client refused what it was given (a setting
+                # the start checks did not foresee). Said once; the run goes on without it.
+                self.health.failed(client_error(exc))
+                failures = max(failures, 64)
             finally:
                 if self.health.ended():
                     failures = 0  # it was up: a new outage starts with a short wait

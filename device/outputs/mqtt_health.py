@@ -38,6 +38,16 @@ class MqttStats:
     down_since: float | None = None  # wall clock of the failure that started an outage
 
 
+def client_error(exc: BaseException) -> str:
+    """What the client raised that is not an MQTT error, as one line: the first error of
+    a task group's, its type and text (its traceback in the debug log)."""
+    log.debug("MQTT client error", exc_info=exc)
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split())
+    return f"the MQTT client failed: {type(exc).__name__}{': ' + text if text else ''}"
+
+
 def clock_time(wall: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(wall))
 
@@ -236,4 +246,4 @@ class LinkHealth:
         )
 
 
-__all__ = ["LinkHealth", "MqttStats", "clock_time"]
+__all__ = ["LinkHealth", "MqttStats", "client_error", "clock_time"]

@@ -1,55 +1,27 @@
-"""Where the MQTT broker is and what names may become topics: settings, checked once."""
+"""Where the MQTT broker is and what names may become topics: settings, checked once.
+
+The URL's rules (what paho and the broker take) are the configuration's
+(``device/config/urls.py``), so that a bad ``--mqtt`` is refused at start with the
+setting's name; here they are read into ``MqttSettings`` for the publisher.
+"""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
-
 from device.config.errors import ConfigError
-from live.redact import safe_url
-
-_TOPIC_SAFE = re.compile(r"[A-Za-z0-9_-]+")
-
-
-@dataclass(frozen=True)
-class MqttSettings:
-    host: str
-    port: int = 1883
-    tls: bool = False
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-
-    def __str__(self) -> str:
-        scheme = "mqtts" if self.tls else "mqtt"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{scheme}://{host}:{self.port}"
+from device.config.text import TOPIC_SAFE
+from device.config.urls import MqttSettings, mqtt_settings
 
 
 def parse_mqtt(url: str) -> MqttSettings:
     """``mqtt://[user[:password]@]host[:port]`` (1883) or ``mqtts://...`` (TLS, 8883)."""
-    shown = safe_url(url)
     try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        raise ConfigError(f"mqtt: expected mqtt://host[:port], not {shown!r}") from None
-    if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
-        raise ConfigError(f"mqtt: expected mqtt://host[:port] or mqtts://..., not {shown!r}")
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ConfigError(f"mqtt: the URL takes no path or query: {shown!r}")
-    tls = parts.scheme == "mqtts"
-    return MqttSettings(
-        host=parts.hostname,
-        port=port if port is not None else (8883 if tls else 1883),
-        tls=tls,
-        username=unquote(parts.username) if parts.username else None,
-        password=unquote(parts.password) if parts.password else None,
-    )
+        return mqtt_settings(url)
+    except ValueError as exc:
+        raise ConfigError(f"mqtt: {exc}") from None
 
 
 def check_device_id(device_id: str) -> str:
-    if not _TOPIC_SAFE.fullmatch(device_id):
+    if not TOPIC_SAFE.fullmatch(device_id):
         raise ConfigError(
             f"device_id {device_id!r} cannot name MQTT topics: use letters, digits, - and _"
         )
@@ -57,7 +29,7 @@ def check_device_id(device_id: str) -> str:
 
 
 def check_scene_name(kind: str, name: str) -> str:
-    if not _TOPIC_SAFE.fullmatch(name):
+    if not TOPIC_SAFE.fullmatch(name):
         raise ConfigError(f"{kind} {name!r} cannot name MQTT topics: use letters, digits, - and _")
     return name
 

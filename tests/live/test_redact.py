@@ -111,6 +111,44 @@ def test_the_secret_parts_of_a_url_are_known_for_redaction_elsewhere() -> None:
     assert url_secrets("rtsp://admin:1234@cam/x?type=stream&mode=running") == ()
 
 
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        # A URL whose path ends in a label's word, then ": why": the reason stays readable.
+        ("no ephemeral token from --token-url http://127.0.0.1:9/lookout/token: [Errno 111] "
+         "Connection refused",
+         "no ephemeral token from --token-url http://127.0.0.1:9/lookout/token: [Errno 111] "
+         "Connection refused"),
+        ("GET https://issuer.lan/v1/token: HTTP 503", "GET https://issuer.lan/v1/token: HTTP 503"),
+        ("http://10.0.0.2/api/key: timed out", "http://10.0.0.2/api/key: timed out"),
+        ("lookout/token: no such file", "lookout/token: no such file"),
+        # Secrets stay hidden: labelled, in a query, in a path, in headers.
+        ("the http token: s3cret-tok now", "the http token: *** now"),
+        ("token:abc123 password = hunter22", "token:*** password = ***"),
+        ("fetching https://h/x?key=AIzaSyD0123456789abcdefghijkl&channel=1",
+         "fetching https://h/x?key=***&channel=1"),
+        ("api_key=abc123, secret: xyz", "api_key=***, secret: ***"),
+        ("key AIzaSyD0123456789abcdefghijkl leaked", "key *** leaked"),
+        ("Authorization: Bearer abc.def-123", "Authorization: Bearer ***"),
+        ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic ***"),
+        ("proxy-authorization=dXNlcjpwYXNz", "proxy-authorization=***"),
+        ("cam/token=abc123 failed", "cam/token=*** failed"),
+        ("https://h/token:abc123 failed", "https://h/token:*** failed"),
+        ("rtsp://cam/stream/token=abc123", "rtsp://cam/stream/token=***"),
+    ],
+)  # fmt: skip
+def test_a_url_path_ending_in_a_label_is_no_label_but_secrets_stay_hidden(
+    said: str, shown: str
+) -> None:
+    assert redact(said) == shown
+
+
+def test_the_status_servers_token_is_hidden_wherever_it_turns_up() -> None:
+    token = "Zq8-long-random-token"
+    said = f"GET http://device:8765/api/state?token={token}: 401, then Bearer {token}"
+    assert token not in redact(said, (token,))
+
+
 def test_control_characters_are_shown_escaped() -> None:
     hostile = "ok\x1b[2J\r\n[   99.9s] count: 0 (was 7)\u202eevil\x9b\x07\x7f\ud800\u2028\t"
     shown = printable(hostile)

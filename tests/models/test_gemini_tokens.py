@@ -86,7 +86,7 @@ def test_a_refused_token_is_fetched_again_once_and_the_same_one_is_a_retryable_l
     [
         (("--token-file", "/nonexistent/token"), {}, "--token-file /nonexistent/token: no such"),
         (("--token-file", str(README), "--token-url", "https://x/t"), {}, "not both"),
-        (("--token-url", "ftp://x/t"), {}, "--token-url must be an http:// or https:// URL"),
+        (("--token-url", "ftp://x/t"), {}, "--token-url 'ftp://x/t': must start with http:// or https://"),
         (
             ("--token-url", "https://x/t"),
             {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p",
@@ -162,3 +162,25 @@ def test_a_token_that_cannot_be_fetched_is_said_with_where_it_was_looked_for(
     said = redact(caught.value.reason, ())
     assert f"no ephemeral token from --token-file {tmp_path / 'missing'}" in said
     assert "***" not in said
+
+
+def test_a_token_url_ending_in_token_keeps_its_failures_reason_readable() -> None:
+    """``…/lookout/token: [Errno 111] Connection refused``: the path's last word is no
+    label of a secret (it was said ``…/lookout/token: *** 111] Connection refused``)."""
+    import socket
+
+    from live.redact import redact
+    from models.gemini.tokens import TokenUrl
+
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/lookout/token"
+
+    async def never(token: str) -> str:
+        raise AssertionError("nothing to open with")
+
+    with pytest.raises(ConnectionLost) as caught:
+        anyio.run(with_fresh_token, TokenUrl(url, timeout_s=2.0), never)
+    said = redact(caught.value.reason, ())
+    assert f"--token-url {url}: " in said and "Connection refused" in said, said
+    assert "***" not in said, said

@@ -58,9 +58,9 @@ async def test_the_wiring_adds_what_the_config_asks_for(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        ({"http": "nonsense"}, "http: expected HOST:PORT"),
-        ({"http": "", "mqtt": "http://broker"}, "mqtt: expected mqtt://host"),
-        ({"http": "", "mqtt": "mqtt://u:s3cret@b:1883/x"}, "mqtt: the URL takes no path"),
+        ({"http": "nonsense"}, "--http expected HOST:PORT"),
+        ({"http": "", "mqtt": "http://broker"}, "--mqtt must be mqtt://host"),
+        ({"http": "", "mqtt": "mqtt://u:s3cret@b:1883/x"}, "--mqtt takes no path"),
         ({"http": "", "mqtt": "mqtt://b", "device_id": "a/b"}, "cannot name MQTT topics"),
     ],
 )

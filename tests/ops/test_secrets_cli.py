@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli import LOOKOUT, lookout, offline_env
+from tests.cli import LOOKOUT, lookout, lookout_in_process, offline_env
 from tests.datafiles import REPO_ROOT
 from tests.mjpeg_camera import MjpegCamera, vtest_jpegs
 from tests.ops.support import Broker, Subscriber, free_port, wait_until
@@ -265,10 +265,10 @@ def test_a_report_of_an_old_log_does_not_show_the_password_it_recorded(tmp_path:
 )
 def test_a_refused_broker_url_is_quoted_without_its_password(tmp_path: Path, mqtt: str) -> None:
     (tmp_path / "empty.toml").write_text("")
-    # A subprocess: the broker is refused after logging is set up (in process, that
-    # would leave its filters on the test's own handlers).
-    result = lookout("run", "--config", str(tmp_path / "empty.toml"), "--no-http", "--mqtt", mqtt)
+    # In process: the URL is refused with the settings, before logging is set up.
+    args = ("run", "--config", str(tmp_path / "empty.toml"), "--no-http", "--mqtt", mqtt)
+    result = lookout_in_process(*args)
     assert result.returncode == 2
     line = result.stderr.strip()
-    assert line.startswith("lookout: mqtt: ") and "\n" not in line, line
+    assert line.startswith("lookout: --mqtt ") and "\n" not in line, line
     assert "hunter" not in result.stdout + line, line
