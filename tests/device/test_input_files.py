@@ -1,0 +1,137 @@
+"""Every file a flag names is checked before it is read: a regular file, of a sane size.
+
+``--config /dev/zero`` once filled the memory (2.5 GB in 5 s) and a named pipe hung the
+start for ever. Each case is run through the real CLI (``device.cli.main``) in one
+child process, under a cap on its address space and a time limit, so a regression is
+a failed test rather than a machine out of memory or a hung suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.datafiles import REPO_ROOT, data_file
+
+ADDRESS_SPACE = 3_000_000_000  # bytes; a refused start stays far below it
+
+# Runs each case's command line through device.cli.main, and reads each token file as a
+# running device does; prints what each said, as JSON.
+CASES = """
+import contextlib, io, json, os, sys
+import anyio
+from device.cli import main
+from models.gemini.tokens import TokenFile, TokenUnavailable
+
+os.environ.pop("GEMINI_API_KEY", None)
+os.environ.pop("GOOGLE_API_KEY", None)
+results = []
+for case in json.loads(sys.argv[1]):
+    if case[0] == "token-file":
+        try:
+            anyio.run(TokenFile(__import__("pathlib").Path(case[1])).token)
+            results.append([0, "read"])
+        except TokenUnavailable as exc:
+            results.append([2, str(exc)])
+        continue
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(case)
+        except SystemExit as exc:
+            code = exc.code
+    results.append([code, err.getvalue()])
+print(json.dumps(results))
+"""
+
+
+def run_cases(cases: list[list[str]]) -> list[tuple[int, str]]:
+    def capped() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+    done = subprocess.run(
+        [sys.executable, "-c", CASES, json.dumps(cases)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False,
+        preexec_fn=capped,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [(code, said) for code, said in json.loads(done.stdout)]
+
+
+@pytest.fixture
+def odd_files(tmp_path: Path) -> dict[str, Path]:
+    """A named pipe nobody writes, a directory, and files too big for their kind."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    big_config = tmp_path / "big.toml"
+    big_config.write_text("# a comment\n" * 100_000)  # 1.2 MB of valid TOML
+    big_token = tmp_path / "big-token"
+    big_token.write_text("auth_tokens/" + "x" * 20_000)
+    return {"fifo": fifo, "dir": tmp_path, "big_config": big_config, "big_token": big_token}
+
+
+def test_a_flag_naming_a_device_a_pipe_or_a_huge_file_is_refused_at_start_in_one_line(
+    tmp_path: Path, odd_files: dict[str, Path]
+) -> None:
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    video = str(data_file("vtest.avi"))
+    run = ["run", "--no-http", "--model", "local", "--source", video, "--duration", "1"]
+    fifo = str(odd_files["fifo"])
+    expected = [
+        (["--config", "/dev/zero"], "cannot read --config /dev/zero: a device, not a regular file"),
+        (["--config", fifo], f"cannot read --config {fifo}: a named pipe, not a regular file"),
+        (["--config", str(odd_files["big_config"])], "1.2 MB, over the limit of 1 MB"),
+        (["--http-token-file", "/dev/zero"], "--http-token-file /dev/zero: a device, not a"),
+        (["--http-token-file", fifo], f"--http-token-file {fifo}: a named pipe, not a regular"),
+        (["--http-token-file", str(odd_files["big_token"])], "20 KB, over the limit of 16 KB"),
+        (["--detector", fifo], f"--detector {fifo}: a named pipe, not a regular file"),
+        (["--detector", str(odd_files["dir"])], "a directory, not a file"),
+    ]
+    cases = [
+        [*run, *(args if args[0] == "--config" else ["--config", str(empty), *args])]
+        for args, _ in expected
+    ]
+    gemini = ["run", "--no-http", "--config", str(empty), "--model", "gemini-3.8-live"]
+    token_cases = [
+        ("/dev/zero", "--token-file /dev/zero: a device, not a regular file"),
+        (fifo, f"--token-file {fifo}: a named pipe, not a regular file"),
+        (str(odd_files["big_token"]), "20 KB, over the limit of 16 KB"),
+    ]
+    cases += [[*gemini, "--token-file", path] for path, _ in token_cases]
+    results = run_cases(cases)
+    for (code, said), (args, wanted) in zip(results, [*expected, *token_cases], strict=True):
+        assert code == 2, (args, said)
+        lines = said.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("lookout: "), (args, said)
+        assert wanted in lines[0], (args, said)
+
+
+def test_a_token_file_swapped_while_running_is_refused_not_read_whole_nor_waited_on(
+    tmp_path: Path, odd_files: dict[str, Path]
+) -> None:
+    """What a running device's reconnection reads: a token file that became /dev/zero,
+    a named pipe or a huge file is one line (said as a failed connection, and retried)."""
+    token = tmp_path / "token"
+    token.write_text("auth_tokens/abc\n")
+    swapped = tmp_path / "swapped"
+    swapped.symlink_to("/dev/zero")
+    cases = [
+        ["token-file", str(token)],
+        ["token-file", str(swapped)],
+        ["token-file", str(odd_files["fifo"])],
+        ["token-file", str(odd_files["big_token"])],
+    ]
+    assert run_cases(cases) == [
+        (0, "read"),
+        (2, f"--token-file {swapped}: a device, not a regular file"),
+        (2, f"--token-file {odd_files['fifo']}: a named pipe, not a regular file"),
+        (2, f"--token-file {odd_files['big_token']}: 20 KB, over the limit of 16 KB"),
+    ]
