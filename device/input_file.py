@@ -56,7 +56,7 @@ def size_text(size: int) -> str:
     return f"{size} bytes"
 
 
-def _kind(mode: int) -> str | None:
+def file_kind(mode: int) -> str | None:
     """What a file that is not a regular one is (None: a regular file)."""
     if stat.S_ISREG(mode):
         return None
@@ -85,7 +85,7 @@ def _checked(path: Path, info: os.stat_result, limit: int) -> int:
         raise IsADirectoryError(errno.EISDIR, "a directory, not a file", str(path))
     if _is_devnull(info):
         return 0
-    kind = _kind(info.st_mode)
+    kind = file_kind(info.st_mode)
     if kind is not None:
         raise InputRefused(path, f"{kind}, not a regular file")
     if info.st_size > limit:
@@ -145,6 +145,7 @@ __all__ = [
     "WAV_MAX",
     "InputRefused",
     "check_input",
+    "file_kind",
     "open_input",
     "read_input",
     "size_text",
