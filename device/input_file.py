@@ -35,7 +35,8 @@ SMALL_MAX = 4 * KB  # an id: /etc/machine-id, the device id suffix
 WAV_MAX = 256 * MB  # a WAV said as the microphone (its samples are checked apart)
 IMAGE_MAX = 256 * MB  # an image file of a folder source: a 50-megapixel PNG fits
 MODEL_MAX = 1000 * MB  # an ONNX detector (the shipped one is 4 MB)
-EVENTS_MAX = 512 * MB  # a JSON-lines event log read back whole by report and ask
+EVENTS_MAX = 256 * MB  # JSON lines read back whole by report and ask (weeks of a busy scene)
+DATABASE_MAX = 2000 * MB  # a SQLite event log report and ask read
 CREDENTIALS_MAX = 1 * MB  # a service account's JSON key
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
@@ -135,6 +136,7 @@ def read_input(path: Path, limit: int) -> bytes:
 __all__ = [
     "CONFIG_MAX",
     "CREDENTIALS_MAX",
+    "DATABASE_MAX",
     "EVENTS_MAX",
     "IMAGE_MAX",
     "KB",

@@ -135,3 +135,21 @@ def test_a_token_file_swapped_while_running_is_refused_not_read_whole_nor_waited
         (2, f"--token-file {odd_files['fifo']}: a named pipe, not a regular file"),
         (2, f"--token-file {odd_files['big_token']}: 20 KB, over the limit of 16 KB"),
     ]
+
+
+def test_a_log_that_report_cannot_read_whole_is_refused_in_one_line(
+    tmp_path: Path, odd_files: dict[str, Path]
+) -> None:
+    """``lookout report`` reads a JSON-lines log whole: a pipe, a device or a runaway file
+    (300 MB here, sparse) is refused before a byte is read."""
+    huge = tmp_path / "events.jsonl"
+    huge.write_text('{"type":"run","t":0}\n')
+    os.truncate(huge, 300_000_000)
+    out = str(tmp_path / "report.html")
+    fifo = odd_files["fifo"]
+    results = run_cases([["report", str(p), "--out", out] for p in ("/dev/zero", fifo, huge)])
+    assert results == [
+        (2, "lookout: /dev/zero: a device, not a regular file\n"),
+        (2, f"lookout: {fifo}: a named pipe, not a regular file\n"),
+        (2, f"lookout: {huge}: 300 MB of JSON lines, over the limit of 256 MB\n"),
+    ]
