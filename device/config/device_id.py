@@ -55,10 +55,19 @@ def _hashed(secret: bytes) -> str:
     return hashlib.sha256(_KEY + secret).hexdigest()[:SUFFIX_LENGTH]
 
 
+def _read_id(path: Path) -> str:
+    """An id file's text; ``OSError`` for one that is not a small regular file (a pipe
+    there would hang every start)."""
+    # In here: the configuration loads nothing outside itself when imported.
+    from device.input_file import SMALL_MAX, read_input
+
+    return read_input(path, SMALL_MAX).decode("utf-8", "replace").strip()
+
+
 def machine_suffix(files: Sequence[Path] = MACHINE_ID_FILES) -> str | None:
     for path in files:
         try:
-            text = path.read_text().strip()
+            text = _read_id(path)
         except OSError:
             continue
         if text:
@@ -70,7 +79,7 @@ def stored_suffix(directory: Path) -> str | None:
     """The suffix kept in ``directory`` (made and kept there the first time)."""
     path = directory / "device-suffix"
     try:
-        text = path.read_text().strip()
+        text = _read_id(path)
         if _SUFFIX.fullmatch(text):
             return text
     except OSError:

@@ -91,13 +91,15 @@ def write_scene(path: Path, lines: Mapping[str, LineSpec], zones: Mapping[str, Z
     # No write bit at all is the owner's "do not change": refused even to root.
     if not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222:
         raise PermissionError(13, "the file is read-only", str(path))
-    text = target.read_text(encoding="utf-8")
+    # In here: the configuration loads nothing outside itself when imported.
+    from device.input_file import CONFIG_MAX, read_input
+
+    text = read_input(target, CONFIG_MAX).decode("utf-8")  # swapped since the start?
     try:
         new_text = with_scene(text, lines, zones)
     except tomlkit.exceptions.TOMLKitError as exc:
         raise ValueError(f"it is not valid TOML now ({exc})") from None
     _check(new_text, lines, zones)
-    # In here: the configuration loads nothing outside itself when imported.
     from device.whole_file import write_whole
 
     write_whole(target, new_text.encode("utf-8"), mode=target.stat().st_mode & 0o7777, sync=True)

@@ -12,12 +12,16 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from tests.datafiles import REPO_ROOT, data_file
 
+T = TypeVar("T")
 ADDRESS_SPACE = 3_000_000_000  # bytes; a refused start stays far below it
 
 # Runs each case's command line through device.cli.main, and reads each token file as a
@@ -50,7 +54,7 @@ print(json.dumps(results))
 """
 
 
-def run_cases(cases: list[list[str]]) -> list[tuple[int, str]]:
+def run_cases(cases: list[list[str]], env: dict[str, str] | None = None) -> list[tuple[int, str]]:
     def capped() -> None:
         import resource
 
@@ -59,7 +63,7 @@ def run_cases(cases: list[list[str]]) -> list[tuple[int, str]]:
     done = subprocess.run(
         [sys.executable, "-c", CASES, json.dumps(cases)],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False,
-        preexec_fn=capped,
+        preexec_fn=capped, env={**os.environ, **(env or {})},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     return [(code, said) for code, said in json.loads(done.stdout)]
@@ -153,3 +157,97 @@ def test_a_log_that_report_cannot_read_whole_is_refused_in_one_line(
         (2, f"lookout: {fifo}: a named pipe, not a regular file\n"),
         (2, f"lookout: {huge}: 300 MB of JSON lines, over the limit of 256 MB\n"),
     ]
+
+
+@pytest.mark.parametrize("credentials", ["/dev/zero", "fifo"])
+def test_vertex_credentials_that_are_no_file_are_refused_before_google_auth_reads_them(
+    tmp_path: Path, odd_files: dict[str, Path], credentials: str
+) -> None:
+    """google-auth reads GOOGLE_APPLICATION_CREDENTIALS whole: a named pipe hung the start."""
+    named = str(odd_files["fifo"]) if credentials == "fifo" else credentials
+    (tmp_path / "empty.toml").write_text("")
+    vertex = {
+        "GOOGLE_GENAI_USE_VERTEXAI": "true",
+        "GOOGLE_CLOUD_PROJECT": "p",
+        "GOOGLE_CLOUD_LOCATION": "us-central1",
+        "GOOGLE_APPLICATION_CREDENTIALS": named,
+    }
+    run = ["run", "--no-http", "--config", str(tmp_path / "empty.toml"), "--model",
+           "gemini-3.8-live", "--source", str(data_file("vtest.avi"))]  # fmt: skip
+    ((code, said),) = run_cases([run], env=vertex)
+    kind = "a device" if credentials == "/dev/zero" else "a named pipe"
+    assert (code, said) == (
+        2,
+        f"lookout: GOOGLE_APPLICATION_CREDENTIALS {named}: {kind}, not a regular file\n",
+    )
+
+
+def within(seconds: float, fifo: Path, work: Callable[[], T]) -> T:
+    """``work()``, which must not wait on ``fifo``: if it does, a writer lets it go and the
+    test fails (instead of hanging the suite)."""
+    done: list[T] = []
+    thread = threading.Thread(target=lambda: done.append(work()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # its reader is there: it opens
+        thread.join(seconds)
+        pytest.fail(f"waited on the named pipe {fifo}")
+    return done[0]
+
+
+def test_files_read_while_running_refuse_a_pipe_at_once(tmp_path: Path) -> None:
+    """The configuration read again to save the scene, a snapshot read back for the page,
+    the device id kept between starts: each swapped for a named pipe."""
+    from device.config.device_id import stored_suffix
+    from device.config.scene_file import write_scene
+    from device.outputs.picture_files import read_picture
+
+    config = tmp_path / "lookout.toml"
+    os.mkfifo(config)
+
+    def save() -> str:
+        with pytest.raises(OSError) as caught:
+            write_scene(config, {}, {})
+        return str(caught.value.strerror)
+
+    assert within(10, config, save) == "a named pipe, not a regular file"
+    picture = "0123456789ab-12.50-count-cam.jpg"
+    os.mkfifo(tmp_path / picture)
+    assert within(10, tmp_path / picture, lambda: read_picture(tmp_path, picture)) is None
+    os.mkfifo(tmp_path / "device-suffix")
+    suffix = within(10, tmp_path / "device-suffix", lambda: stored_suffix(tmp_path))
+    assert suffix is not None and len(suffix) == 6  # a new one, kept in its place
+    assert (tmp_path / "device-suffix").read_text().strip() == suffix
+
+
+# Runs the command as its only child (stdin: /dev/zero); the last line is its exit status
+# and its peak RSS in KB.
+ZERO_STDIN = """
+import resource, subprocess, sys
+limit = 6_000_000_000  # a regression fails the run (MemoryError), not the machine
+def capped():
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+with open("/dev/zero", "rb") as zero:
+    code = subprocess.run(sys.argv[1:], stdin=zero, preexec_fn=capped).returncode
+print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+@pytest.mark.slow
+def test_stdin_that_never_ends_a_line_is_said_and_no_longer_read(tmp_path: Path) -> None:
+    """``lookout run --stdin < /dev/zero`` once took 4 GB in 5 s, one line never ending."""
+    (tmp_path / "empty.toml").write_text("")
+    run = [sys.executable, "-m", "device.cli", "run", "--config", str(tmp_path / "empty.toml"),
+           "--model", "local", "--no-http", "--source", str(data_file("vtest.avi")),
+           "--duration", "3", "--stdin"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", ZERO_STDIN, *run],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    *said, last = done.stdout.splitlines()
+    code, peak_kb = (int(x) for x in last.split())
+    assert code == 0, done.stderr[-3000:]
+    assert peak_kb / 1024 < 1000, f"peak RSS {peak_kb / 1024:.0f} MB"
+    assert any("stdin: a line over 4096 characters is no command" in x for x in said), said
+    assert any("replayed 30 frames" in x for x in said), said[-5:]  # to its end
