@@ -203,7 +203,7 @@ def test_a_camera_of_10000x10000_frames_runs_in_bounded_memory(tmp_path: Path) -
     camera = MjpegCamera([jpeg(10_000, 10_000)], fps=5).start()
     (tmp_path / "empty.toml").write_text("")
     run = [*LOOKOUT, "run", "--config", str(tmp_path / "empty.toml"), "--model", "local",
-           "--no-http", "--source", camera.url, "--duration", "4"]  # fmt: skip
+           "--no-http", "--source", camera.url, "--duration", "2"]  # fmt: skip
     try:
         done = subprocess.run(
             [sys.executable, "-c", PEAK, *run],
