@@ -23,7 +23,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import numpy as np
 
@@ -74,30 +74,24 @@ class MjpegStream:
         read_timeout_s: float,
     ) -> MjpegStream | None:
         """The stream at ``url`` when it answers with one; None for anything else (the
-        connection closed again). Raises ``SourceError`` when it cannot be reached."""
+        connection closed again). Raises ``SourceError`` when it cannot be reached.
+
+        The URL's password is sent only when the camera asks for Basic authentication (as
+        FFmpeg does); a camera asking for Digest is left to FFmpeg, which answers it."""
         parts = urlsplit(url)
-        try:
-            host, port = parts.hostname or "", parts.port
-            connection = (
-                http.client.HTTPSConnection(
-                    host, port, timeout=open_timeout_s, context=ssl.create_default_context()
-                )
-                if parts.scheme.lower() == "https"
-                else http.client.HTTPConnection(host, port, timeout=open_timeout_s)
-            )
-            headers = {"Accept": "multipart/x-mixed-replace, */*"}
-            if parts.username is not None:
-                user = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-                headers["Authorization"] = "Basic " + base64.b64encode(user.encode()).decode()
-            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            connection.request("GET", target, headers=headers)
-            sock = connection.sock  # the answer takes it over (an HTTP/1.0 answer's own)
-            answer = connection.getresponse()
-        except ssl.SSLError:
-            # A camera's own certificate, most likely: FFmpeg takes it (as it always did).
+        opened = _get(parts, None, name, open_timeout_s)
+        if opened is None:
             return None
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            raise SourceError(f"cannot open stream {name}: {_why(exc)}") from None
+        connection, answer, sock = opened
+        challenge = answer.getheader("WWW-Authenticate", "")
+        if answer.status == 401 and parts.username and challenge.lower().startswith("basic"):
+            connection.close()
+            user = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            basic = "Basic " + base64.b64encode(user.encode()).decode()
+            opened = _get(parts, basic, name, open_timeout_s)
+            if opened is None:
+                return None
+            connection, answer, sock = opened
         kind_of, _, params = answer.getheader("Content-Type", "").partition(";")
         boundary = _boundary(params)
         if answer.status != 200 or kind_of.strip().lower() != "multipart/x-mixed-replace":
@@ -238,6 +232,39 @@ class MjpegStream:
         if not data:
             raise SourceError(f"{self.name}: the stream ended")
         self._buffer += data
+
+
+def _get(
+    parts: SplitResult, authorization: str | None, name: str, timeout_s: float
+) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse, socket.socket | None] | None:
+    """GET the URL: the connection, its answer and its socket; None where FFmpeg should
+    try instead (a certificate this machine does not trust)."""
+    try:
+        host, port = parts.hostname or "", parts.port
+    except ValueError as exc:  # a port that is not a number
+        raise SourceError(f"cannot open stream {name}: {exc}") from None
+    connection = (
+        http.client.HTTPSConnection(
+            host, port, timeout=timeout_s, context=ssl.create_default_context()
+        )
+        if parts.scheme.lower() == "https"
+        else http.client.HTTPConnection(host, port, timeout=timeout_s)
+    )
+    headers = {"Accept": "multipart/x-mixed-replace, */*"}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        connection.request("GET", target, headers=headers)
+        sock = connection.sock  # the answer takes it over (an HTTP/1.0 answer's own)
+        return connection, connection.getresponse(), sock
+    except ssl.SSLError:
+        # A camera's own certificate, most likely: FFmpeg takes it (as it always did).
+        connection.close()
+        return None
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        connection.close()
+        raise SourceError(f"cannot open stream {name}: {_why(exc)}") from None
 
 
 def _boundary(params: str) -> bytes | None:

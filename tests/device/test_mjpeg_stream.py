@@ -154,6 +154,45 @@ def test_a_camera_that_drips_bytes_is_a_stalled_camera_within_the_read_timeout()
     assert time.monotonic() - started < 3
 
 
+def test_a_password_is_sent_only_to_a_camera_that_asks_for_basic_authentication() -> None:
+    """Sent unasked over plain HTTP, a password could be read on the way to a camera that
+    would have taken Digest (FFmpeg's answer to it, as before)."""
+    frame = jpeg(48, 64)
+    asked: list[str | None] = []
+
+    class Camera(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.headers.get("Authorization"))
+            if self.headers.get("Authorization") != "Basic dmlld2VyOnMzY3JldA==":
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="cam"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "multipart/x-mixed-replace; boundary=b")
+            self.end_headers()
+            self.wfile.write(part(frame) * 2)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Camera)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://viewer:s3cret@127.0.0.1:{server.server_address[1]}/video.mjpg"
+    source = OpenCVSource(url, clock_now=time.monotonic, read_timeout_s=2)
+    try:
+        source.open()
+        first = source.read()
+    finally:
+        source.close()
+        server.shutdown()
+        server.server_close()
+    assert first is not None and first.image.shape == (48, 64, 3)
+    assert asked == [None, "Basic dmlld2VyOnMzY3JldA=="]  # asked first, then answered
+
+
 def test_an_http_answer_that_is_not_mjpeg_is_left_to_ffmpeg(tmp_path: Path) -> None:
     """A video file over HTTP: not multipart, so OpenCV reads it as it always did."""
     folder = data_file("vtest.avi").parent
