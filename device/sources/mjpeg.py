@@ -167,13 +167,11 @@ class MjpegStream:
         skipped = 0
         while True:
             line = self._line().strip()
-            # "--" and the boundary, or (some cameras) the boundary as given, dashes and all.
-            core = line.lstrip(b"-")
-            if line.startswith(b"--") and core.startswith(self._boundary):
-                if core == self._boundary + b"--":
-                    raise SourceError(f"{self.name}: the stream ended")
-                if core == self._boundary:
-                    return
+            core = line.lstrip(b"-")  # "--" and the boundary, or more dashes (_boundary)
+            if line.startswith(b"--") and core == self._boundary:
+                return
+            if line.startswith(b"--") and core == self._boundary + b"--":
+                raise SourceError(f"{self.name}: the stream ended")
             skipped += len(line)
             if skipped > _LINE_MAX:
                 raise SourceError(f"{self.name}: not an MJPEG stream (no part delimiter)")
@@ -268,11 +266,14 @@ def _get(
 
 
 def _boundary(params: str) -> bytes | None:
+    """The boundary without its leading dashes: cameras disagree on how many there are
+    (some put the delimiter's two in the parameter too), so delimiter lines are matched
+    by what follows the dashes."""
     for param in params.split(";"):
         name, _, value = param.strip().partition("=")
-        if name.strip().lower() == "boundary" and value.strip().strip('"'):
-            # Some cameras put the delimiter's leading dashes in the parameter too.
-            return value.strip().strip('"').removeprefix("--").encode("latin-1")
+        boundary = value.strip().strip('"').lstrip("-")
+        if name.strip().lower() == "boundary" and boundary:
+            return boundary.encode("latin-1")
     return None
 
 
