@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from device.input_file import file_kind
+
 # A configuration edited in place is at most this big: a maximal scene is under 64 KiB,
 # and keeping comments costs tomlkit ~5 s a MiB here (more on a Pi) while the lock is held.
 MAX_EDIT_BYTES = 256 * 1024
@@ -64,8 +66,9 @@ def _who(uid: int) -> str:
 def _refuse_kind(st: os.stat_result, path: Path) -> None:
     if stat.S_ISLNK(st.st_mode):
         raise Refused(errno.ELOOP, "it is a symbolic link: give the file it points to", str(path))
-    if not stat.S_ISREG(st.st_mode):
-        raise Refused(errno.EINVAL, "it is not a regular file", str(path))
+    kind = file_kind(st.st_mode)
+    if kind is not None:
+        raise Refused(errno.EINVAL, f"{kind}, not a regular file", str(path))
     if st.st_nlink > 1:
         raise Refused(
             errno.EMLINK,

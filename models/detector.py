@@ -21,6 +21,7 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
+from device.input_file import MODEL_MAX, check_input
 from models.detections import Detections, FloatArray
 
 __all__ = [
@@ -214,8 +215,12 @@ class PersonDetector:
         self.iou = float(iou)
         self.last_timing = DetectTiming()
         self._lock = threading.Lock()
-        if not self.path.is_file():
-            raise DetectorError(f"detector model not found: {self.path}")
+        try:  # onnxruntime reads it whole: a pipe would hang it, /dev/zero fill the memory
+            check_input(self.path, MODEL_MAX)
+        except FileNotFoundError:
+            raise DetectorError(f"detector model not found: {self.path}") from None
+        except OSError as exc:
+            raise DetectorError(f"detector model {self.path}: {exc.strerror}") from None
         opts = ort.SessionOptions()
         if threads is not None:
             opts.intra_op_num_threads = int(threads)

@@ -306,7 +306,8 @@ def _check_audio(mic: str | None, speaker: str | None) -> list[str]:
                 _line(OK, "audio", f"{flag} {spec}: {device.label()}")
                 continue
         except AudioError as exc:
-            _line(FAIL, "audio", f"{flag} {spec}: {exc}")
+            why = str(exc).removeprefix(f"{spec}: ")  # a file's error names it
+            _line(FAIL, "audio", f"{flag} {spec}: {why}")
             results.append(FAIL)
             continue
         _line(OK, "audio", f"{flag} {spec}: usable")

@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from device.app.report_jsonl import NotEvents, Skipped, is_event, read_jsonl
+from device.app.report_jsonl import NotEvents, Skipped, is_event, read_jsonl, read_log_bytes
 from device.app.report_scene import build_scene, summarize_scene
+from device.input_file import InputRefused
 from live.redact import safe_url
 from live.walltime import wall_time
 
@@ -75,20 +76,17 @@ def read_log(path: Path) -> tuple[list[dict[str, Any]], Skipped]:
     """Every event of a JSON-lines file or a SQLite event log, in order, and what of a
     JSON-lines file was skipped (torn or corrupt lines, NUL bytes; see ``report_jsonl``)."""
     try:
-        with path.open("rb") as file:
-            head = file.read(len(SQLITE_MAGIC))
+        data = read_log_bytes(path)
     except FileNotFoundError:
         raise ReportError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ReportError(f"{path}: is a directory, not an events file") from None
+    except InputRefused as exc:
+        raise ReportError(f"{path}: {exc.strerror}") from None
     except OSError as exc:
         raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
-    if head == SQLITE_MAGIC:
+    if data is None:
         return _load_sqlite(path), Skipped()
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
     try:
         return read_jsonl(data, path)
     except NotEvents as exc:

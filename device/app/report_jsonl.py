@@ -17,9 +17,13 @@ which no line is an event is not a Lookout events file: refused.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
+
+from device.input_file import DATABASE_MAX, EVENTS_MAX, InputRefused, open_input, size_text
+from live.store_file import SQLITE_MAGIC
 
 EVENT_START = b'{"type":'  # how every line Lookout writes begins
 SHOWN_LINES = 5  # line numbers named in the one-line warning; the rest are counted
@@ -70,6 +74,24 @@ class Skipped:
 
 def _plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def read_log_bytes(path: Path) -> bytes | None:
+    """A JSON-lines log's bytes, or None for a SQLite database (read by its own means).
+    Raises ``OSError``: a log is read whole, so a named pipe, a device or a file past
+    ``EVENTS_MAX`` is refused before it is read (``InputRefused``)."""
+    with open_input(path, DATABASE_MAX) as file:
+        head = file.read(len(SQLITE_MAGIC))
+        if head == SQLITE_MAGIC:
+            return None
+        size = os.fstat(file.fileno()).st_size
+        data = head + file.read(EVENTS_MAX + 1 - len(head)) if size <= EVENTS_MAX else b""
+    if size > EVENTS_MAX or len(data) > EVENTS_MAX:
+        size = max(size, len(data))
+        raise InputRefused(
+            path, f"{size_text(size)} of JSON lines, over the limit of {size_text(EVENTS_MAX)}"
+        )
+    return data
 
 
 def read_jsonl(data: bytes, path: Path) -> tuple[list[dict[str, Any]], Skipped]:

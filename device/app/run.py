@@ -53,6 +53,7 @@ log = logging.getLogger("lookout.app")
 
 EXIT_FAILURE = 1  # the run failed (a required model, a source that failed for good)
 EXIT_LOG_INCOMPLETE = 3  # the run ended, but its event log (or MQTT) misses events (said why)
+COMMAND_MAX = 4096  # characters of one line of --stdin (a command is a few words)
 CLOCK_CHECK_S = 1.0  # how often the wall clock is compared with the monotonic one
 VOICE_DRAIN_S = 10.0  # at the end of a run, at most this long to finish a sentence
 # A signal ends the run within 2 s (the README's promise), counted from the signal to the
@@ -258,8 +259,14 @@ class App:
             self.console.say(text, bus.elapsed())
 
         while not self.queue.closed:
-            line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+            line = await anyio.to_thread.run_sync(
+                sys.stdin.readline, COMMAND_MAX, abandon_on_cancel=True
+            )
             if not line:
+                return
+            if len(line) >= COMMAND_MAX and not line.endswith("\n"):
+                # Not typed: /dev/zero, a binary file. Read on, it would never end.
+                say(f"stdin: a line over {COMMAND_MAX} characters is no command: not read on")
                 return
             text = line.strip()
             if not text:

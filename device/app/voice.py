@@ -296,7 +296,8 @@ def build_voice(
             try:
                 mic = open_microphone(audio.mic, clock)
             except AudioError as exc:
-                raise ConfigError(f"--mic {audio.mic}: {exc}") from None
+                why = str(exc).removeprefix(f"{audio.mic}: ")  # a file's error names it
+                raise ConfigError(f"--mic {audio.mic}: {why}") from None
     speaker: Speaker | None = None
     if audio.speaker is not None:
         if is_file(audio.speaker):
@@ -310,7 +311,8 @@ def build_voice(
 
         def lost(message: str) -> None:
             retry = "; trying it again meanwhile" if out.paces_itself else ""
-            say(f"loudspeaker {out.name}: {message}{retry}")
+            why = message.removeprefix(f"{out.name}: ")  # a file's error names it
+            say(f"loudspeaker {out.name}: {why}{retry}")
 
         def back() -> None:
             say(f"loudspeaker {out.name}: back")

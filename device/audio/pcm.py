@@ -142,18 +142,26 @@ class PcmResampler:
             return pcm[:whole]
         return encode_pcm16(self._push(decode_pcm16(pcm[:whole])))
 
+    def push_samples(self, samples: Samples) -> Samples:
+        """``push`` for decoded samples (a file read block by block: no PCM16 in between)."""
+        return samples if self.from_rate == self.to_rate else self._push(samples)
+
     def flush(self) -> bytes:
         """What the filter still holds, and the last sample's share; then starts afresh."""
+        return encode_pcm16(self.flush_samples())
+
+    def flush_samples(self) -> Samples:
+        """``flush`` as samples."""
         self._odd = b""
         if self.from_rate == self.to_rate:
-            return b""
+            return np.zeros(0)
         out = self._push(np.zeros(0 if self._taps is None else (_TAPS - 1) // 2))
         if self._held.size and self._next < 1:
             # The last input sample's own period, as a whole-recording resample would give.
             count = int(np.ceil((1 - self._next) / self._step))
             out = np.concatenate([out, np.full(count, self._held[0])])
         self.reset()
-        return encode_pcm16(out)
+        return out
 
     def reset(self) -> None:
         """Forgets the stream (barge-in: what comes next is not a continuation)."""

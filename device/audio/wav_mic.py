@@ -6,26 +6,16 @@ an unusable file is said at start-up, in one line, before a session connects.
 
 from __future__ import annotations
 
-import struct
-import wave
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import BinaryIO
 
-from device.audio.pcm import decode_pcm, to_mono_pcm16
+from device.audio.pcm import PcmResampler, decode_pcm, encode_pcm16, to_mono
 from device.audio.ports import CHUNK_MS, MIC_RATE, SAMPLE_BYTES, AudioError
+from device.audio.wav_header import WavFormat, read_header
+from device.input_file import WAV_MAX, InputRefused, open_input
 from live.clock import Clock
-
-# WAV format tags wave cannot read, named so the error says what the file is.
-_FORMATS = {
-    0x0002: "Microsoft ADPCM",
-    0x0003: "32/64-bit float",
-    0x0006: "A-law",
-    0x0007: "µ-law",
-    0x0011: "IMA ADPCM",
-    0x0055: "MP3",
-}
-_EXTENSIBLE = 0xFFFE
-_CONVERT = "convert it with: ffmpeg -i IN -ac 1 -ar 16000 -c:a pcm_s16le OUT.wav"
 
 
 class WavMicrophone:
@@ -62,59 +52,43 @@ class WavMicrophone:
 
 
 def read_wav(path: Path, rate: int) -> bytes:
-    """A WAV file's samples as mono PCM16 at ``rate``; ``AudioError`` says what is wrong."""
+    """A WAV file's samples as mono PCM16 at ``rate``; ``AudioError`` says what is wrong.
+
+    Read and converted a second at a time: what is held is the result (at most an hour
+    at ``rate``), never the whole file as floats.
+    """
     try:
-        with wave.open(str(path), "rb") as wav:
-            channels = wav.getnchannels()
-            width = wav.getsampwidth()
-            file_rate = wav.getframerate()
-            frames = wav.readframes(wav.getnframes())
+        with open_input(path, WAV_MAX) as file:
+            found = read_header(file, os.fstat(file.fileno()).st_size)
+            return _converted(file, found, rate)
+    except AudioError as exc:
+        raise AudioError(f"{path}: {exc}") from None
     except FileNotFoundError:
         raise AudioError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise AudioError(f"{path}: is a directory, not a WAV file") from None
+    except InputRefused as exc:
+        raise AudioError(f"{path}: {exc.strerror}") from None
     except OSError as exc:
         raise AudioError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except (wave.Error, EOFError, struct.error) as exc:
-        raise AudioError(f"{path}: {_why_unreadable(path, exc)}") from None
-    if width not in (1, 2, 3, 4):
-        raise AudioError(f"{path}: {width * 8}-bit samples are not supported; {_CONVERT}")
-    if file_rate <= 0 or channels <= 0:
-        raise AudioError(f"{path}: a broken header ({channels} channels at {file_rate} Hz)")
-    samples = decode_pcm(frames, width)
-    return to_mono_pcm16(samples, channels, file_rate, rate)
 
 
-def _why_unreadable(path: Path, exc: Exception) -> str:
-    tag = _format_tag(path)
-    if tag is None:
-        return f"not a WAV file ({exc})"
-    if tag == _EXTENSIBLE:
-        # Python 3.12's wave reads extensible PCM; 3.11's does not.
-        return f"a WAVE_FORMAT_EXTENSIBLE file this Python cannot read; {_CONVERT}"
-    if tag in _FORMATS:
-        return f"{_FORMATS[tag]} WAV is not supported (integer PCM only); {_CONVERT}"
-    return f"WAV format {tag:#06x} is not supported (integer PCM only); {_CONVERT}"
-
-
-def _format_tag(path: Path) -> int | None:
-    """The format tag in a RIFF/WAVE file's ``fmt `` chunk; None when it is not one."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(12)
-            if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
-                return None
-            while True:
-                chunk = f.read(8)
-                if len(chunk) < 8:
-                    return None
-                size = int.from_bytes(chunk[4:8], "little")
-                if chunk[:4] == b"fmt ":
-                    fmt = f.read(2)
-                    return int.from_bytes(fmt, "little") if len(fmt) == 2 else None
-                f.seek(size + size % 2, 1)  # chunks are padded to an even length
-    except OSError:
-        return None
+def _converted(file: BinaryIO, found: WavFormat, rate: int) -> bytes:
+    resampler = PcmResampler(found.rate, rate)
+    out: list[bytes] = []
+    left = found.frames
+    while left > 0:
+        block = file.read(min(left, found.rate) * found.frame_bytes)
+        if len(block) < found.frame_bytes:
+            break  # the file shrank while being read
+        left -= len(block) // found.frame_bytes
+        mono = to_mono(decode_pcm(block, found.width), found.channels)
+        out.append(encode_pcm16(resampler.push_samples(mono)))
+    out.append(encode_pcm16(resampler.flush_samples()))
+    pcm = b"".join(out)
+    # As long as a whole-recording resample makes it (the stream may differ by a sample).
+    length = round((found.frames - left) * rate / found.rate) * SAMPLE_BYTES
+    return pcm[:length] + bytes(max(0, length - len(pcm)))
 
 
 __all__ = ["WavMicrophone", "read_wav"]

@@ -78,11 +78,14 @@ class WavLoudspeaker:
         if wav is None or file is None:
             return
         try:
-            wav.close()
+            try:
+                wav.close()
+            finally:
+                # On a full disk this fails too (what is still buffered), after
+                # closing the descriptor: said like the first failure, not raised past it.
+                file.close()
         except OSError as exc:
             raise AudioError(f"{self._path}: closing failed ({exc.strerror or exc})") from None
-        finally:
-            file.close()
 
 
 __all__ = ["WavLoudspeaker"]

@@ -25,8 +25,8 @@ def validate(config: Config) -> Config:
     The values themselves were checked when the Config was made.
     """
     perception, outputs = config.perception, config.outputs
-    if perception.detector is not None and not perception.detector.is_file():
-        raise ConfigError(f"detector model not found: {perception.detector}")
+    if perception.detector is not None:
+        check_model_file(perception.detector)
     for name, path, what in (
         ("events", outputs.events, "file"),
         ("db", outputs.db, "database file"),
@@ -67,8 +67,15 @@ def check_tokens(config: Config) -> None:
             "ephemeral tokens (--token-file, --token-url) are for the Gemini API, not Vertex "
             "AI: unset GOOGLE_GENAI_USE_VERTEXAI or drop the token option"
         )
-    if model.token_file is not None and not model.token_file.is_file():
-        raise ConfigError(f"--token-file {model.token_file}: no such file")
+    if model.token_file is not None:
+        from device.input_file import TOKEN_MAX, check_input
+
+        try:
+            check_input(model.token_file, TOKEN_MAX)
+        except FileNotFoundError:
+            raise ConfigError(f"--token-file {model.token_file}: no such file") from None
+        except OSError as exc:
+            raise ConfigError(f"--token-file {model.token_file}: {exc.strerror}") from None
 
 
 def check_device_id(config: Config) -> None:
@@ -85,10 +92,12 @@ def check_device_id(config: Config) -> None:
 
 def read_token(path: Path) -> str:
     """The first line of a token file (``--http-token-file``), checked like a flag's."""
+    from device.input_file import TOKEN_MAX, read_input
+
     try:
         # utf-8-sig: an editor's byte-order mark is not part of the token (with it,
         # every client was refused 401 and nothing said why).
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_input(path, TOKEN_MAX).decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not UTF-8 text"
         raise ConfigError(f"--http-token-file {path}: {reason}") from None
@@ -97,6 +106,18 @@ def read_token(path: Path) -> str:
         return no_empty_token(token)
     except ValueError as exc:
         raise ConfigError(f"--http-token-file {path}: the token {exc}") from None
+
+
+def check_model_file(path: Path) -> None:
+    """``--detector``: a regular file of a model's size, before onnxruntime reads it."""
+    from device.input_file import MODEL_MAX, check_input
+
+    try:
+        check_input(path, MODEL_MAX)
+    except FileNotFoundError:
+        raise ConfigError(f"detector model not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"--detector {path}: {exc.strerror}") from None
 
 
 def token_from_env(environ: Mapping[str, str]) -> str | None:

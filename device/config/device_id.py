@@ -55,10 +55,19 @@ def _hashed(secret: bytes) -> str:
     return hashlib.sha256(_KEY + secret).hexdigest()[:SUFFIX_LENGTH]
 
 
+def _read_id(path: Path) -> str:
+    """An id file's text; ``OSError`` for one that is not a small regular file (a pipe
+    there would hang every start)."""
+    # In here: the configuration loads nothing outside itself when imported.
+    from device.input_file import SMALL_MAX, read_input
+
+    return read_input(path, SMALL_MAX).decode("utf-8", "replace").strip()
+
+
 def machine_suffix(files: Sequence[Path] = MACHINE_ID_FILES) -> str | None:
     for path in files:
         try:
-            text = path.read_text().strip()
+            text = _read_id(path)
         except OSError:
             continue
         if text:
@@ -68,7 +77,7 @@ def machine_suffix(files: Sequence[Path] = MACHINE_ID_FILES) -> str | None:
 
 def _kept(path: Path) -> str | None:
     try:
-        text = path.read_text().strip()
+        text = _read_id(path)
     except OSError:
         return None
     return text if _SUFFIX.fullmatch(text) else None

@@ -204,16 +204,20 @@ def parse_flags(model: type[M], flags: Mapping[str, Any]) -> M:
     return validated(model, given, flag_name)
 
 
-def load_file(path: Path) -> dict[str, Any]:
-    """A config file's settings: its top level, or its ``[lookout]`` table."""
+def load_file(path: Path, flag: str = "config file") -> dict[str, Any]:
+    """A config file's settings: its top level, or its ``[lookout]`` table; ``flag``
+    names it in what is said (``--config``, or the system's file)."""
+    # In here: the configuration loads nothing outside itself when imported.
+    from device.input_file import CONFIG_MAX, read_input
+
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_input(path, CONFIG_MAX).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except IsADirectoryError:
         raise ConfigError(f"cannot read config file {path}: it is a directory") from None
     except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read {flag} {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
@@ -256,7 +260,8 @@ def stacked(
     layers: list[Given] = []
     path = config_path if config_path is not None else system_config
     if config_path is not None or system_config.is_file():
-        layers.append(read(load_file(path), str(path)))
+        flag = "--config" if config_path is not None else "config file"
+        layers.append(read(load_file(path, flag), str(path)))
     layers.append(from_env(environ))
     layers.append(read({k: v for k, v in flags.items() if v is not None}, COMMAND_LINE))
     config = _stack(Config(), layers)

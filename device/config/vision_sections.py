@@ -71,8 +71,9 @@ class SourceSettings(Section):
         default=50_000_000,
         ge=100_000,
         le=1_000_000_000,
-        description="largest image a folder source decodes (a bigger JPEG is decoded at 1/2, "
-        "1/4 or 1/8 size; other formats are skipped and said)",
+        description="largest image or frame decoded (a bigger JPEG, of a folder or an MJPEG "
+        "camera, is decoded at 1/2, 1/4 or 1/8 size; other frames are skipped and said; a "
+        "video whose frames are bigger is refused)",
     )
     max_side: int = Field(
         default=768, ge=64, le=4096, description="resize frames to at most this many pixels"

@@ -15,7 +15,8 @@ from pathlib import Path
 from device.outputs.snapshots import NAME
 
 MAX_BYTES = 8_000_000  # far above a drawn frame's JPEG (50-300 KB); past it, not ours
-_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a named pipe planted under a picture's name is refused (fstat), not waited on.
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def valid_name(name: str) -> bool:

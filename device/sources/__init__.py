@@ -7,11 +7,13 @@ share (the protocol, errors, the capture-backed base) in ``base``.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from device.frame import Frame
+from device.input_file import file_kind
 from device.sources.base import (
     _URL_RE,
     IMAGE_EXTENSIONS,
@@ -86,9 +88,19 @@ def open_source(
         video = OpenCVSource(str(path), clock_now=clock_now)
         video.max_pixels = max_image_pixels
         return video
-    if path.exists():  # a device node such as /dev/video0
-        return OpenCVSource(str(path), clock_now=clock_now)
+    if path.exists():
+        mode = path.stat().st_mode
+        if not stat.S_ISCHR(mode):
+            # A named pipe would hang the open for ever (FFmpeg waits for a writer).
+            raise SourceError(
+                f"{path}: {file_kind(mode)}, not a video file, an image folder or a camera"
+            )
+        return OpenCVSource(str(path), clock_now=clock_now)  # a device node: /dev/video0
     raise SourceError(f"file not found: {safe_url(text)}")  # a mistyped URL, perhaps
+
+
+# What check_decodable passes on as it is: it says the file's problem already.
+_SAID_WHOLE = ("cannot open video file", "no frame in it", "--max-image-pixels")
 
 
 def check_decodable(source: FrameSource) -> None:
@@ -114,7 +126,7 @@ def check_decodable(source: FrameSource) -> None:
         raise SourceError(f"{source.name}: no frame in it (not {what})")
     except SourceError as exc:
         message = str(exc)
-        if "cannot open video file" in message or "no frame in it" in message:
+        if any(said in message for said in _SAID_WHOLE):
             raise
         raise SourceError(f"{source.name}: cannot read a first frame ({message})") from None
     finally:

@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 
 from device.frame import Frame
+from device.sources.pixels import FrameTooLarge, check_pixels
 
 log = logging.getLogger("lookout.source")
 
@@ -304,7 +305,14 @@ class CaptureSource(Generic[C]):
                 pending, held.pending = held.pending, None
             if pending is None:
                 raise SourceError(f"{self.name}: no frame grabbed to decode")
-            image = self._retrieve_capture(held.capture, pending.grab)
+            try:  # a capture that reads a frame's size first refuses it undecoded
+                image = self._retrieve_capture(held.capture, pending.grab)
+                if image is not None:
+                    check_pixels(image.shape[1], image.shape[0], self.max_pixels)
+            except FrameTooLarge as exc:
+                raise UnreadableFrame(
+                    f"{self.name}: frame {pending.index} {exc}", index=pending.index
+                ) from None
         with self._lock:
             if held.retired:
                 raise SourceError(f"{self.name}: closed while reading")
@@ -313,14 +321,6 @@ class CaptureSource(Generic[C]):
                 raise SourceError(f"{self.name}: a frame could not be decoded")
             raise UnreadableFrame(
                 f"{self.name}: frame {pending.index} could not be decoded", index=pending.index
-            )
-        pixels = image.shape[0] * image.shape[1]
-        if self.max_pixels is not None and pixels > self.max_pixels:
-            raise UnreadableFrame(
-                f"{self.name}: frame {pending.index} is {image.shape[1]}x{image.shape[0]}, "
-                f"{pixels / 1e6:.1f} megapixels, over the limit of "
-                f"{self.max_pixels / 1e6:g} (--max-image-pixels): not used",
-                index=pending.index,
             )
         return Frame(
             as_bgr(image),

@@ -97,7 +97,8 @@ class ImageFolderSource:
         except TooLarge as exc:
             raise UnreadableFrame(f"image {path} not decoded: {exc}", index=index) from None
         except OSError as exc:
-            raise UnreadableFrame(f"cannot read image {path}: {exc}", index=index) from None
+            why = exc.strerror or str(exc)  # not a regular file, too big, unreadable
+            raise UnreadableFrame(f"cannot read image {path}: {why}", index=index) from None
         if image is None:
             raise UnreadableFrame(f"cannot read image {path}", index=index)
         return Frame(as_bgr(image), t_media=index / self._fps, index=index, source=self.name)

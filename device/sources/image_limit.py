@@ -13,12 +13,15 @@ same way: a 100-megapixel HDR named ``.png`` took 1.65 GB to decode.
 
 from __future__ import annotations
 
+import io
 import logging
 from pathlib import Path
+from typing import BinaryIO
 
 import cv2
 import numpy as np
 
+from device.input_file import IMAGE_MAX, read_input
 from device.sources.base import decode_image
 
 log = logging.getLogger("lookout.source")
@@ -36,16 +39,16 @@ class UnknownSize(TooLarge):
     """An image whose size cannot be read before decoding it: it could be any size."""
 
 
-def header_size(path: Path) -> tuple[int, int, str] | None:
+def header_size(image: Path | BinaryIO) -> tuple[int, int, str] | None:
     """(width, height, format) from the header, or None when Pillow does not know the file."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         # Our limit is the one that applies; Pillow's own bomb check would raise first.
         Image.MAX_IMAGE_PIXELS = None
-        with Image.open(path) as image:
-            width, height = image.size
-            return int(width), int(height), str(image.format or "")
+        with Image.open(image) as opened:
+            width, height = opened.size
+            return int(width), int(height), str(opened.format or "")
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
         return None
 
@@ -54,9 +57,10 @@ def decode_file(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray 
     """BGR pixels of the image at ``path``, at most ``max_pixels``; None if undecodable.
 
     Raises TooLarge for an image over the limit that cannot be decoded smaller,
-    and OSError when the file cannot be read.
+    and OSError when the file cannot be read (a named pipe, a file over ``IMAGE_MAX``).
     """
-    size = header_size(path)
+    data = read_input(path, IMAGE_MAX)
+    size = header_size(io.BytesIO(data))
     if size is None:
         if not cv2.haveImageReader(str(path)):
             return None  # no decoder knows it either: not an image (said by the caller)
@@ -64,6 +68,19 @@ def decode_file(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray 
             "its size cannot be read before decoding it (not a JPEG, PNG, BMP, TIFF, WebP "
             "or other format Pillow knows), so it is not decoded: convert it to JPEG or PNG"
         )
+    return _decode(data, size, max_pixels, str(path))
+
+
+def decode_jpeg(data: bytes, max_pixels: int, where: str) -> np.ndarray | None:
+    """A JPEG's BGR pixels, at most ``max_pixels`` (``decode_file``'s rule), its size read
+    from its header first; None when it has no header an image has."""
+    size = header_size(io.BytesIO(data))
+    return None if size is None else _decode(data, size, max_pixels, where)
+
+
+def _decode(
+    data: bytes, size: tuple[int, int, str], max_pixels: int, where: str
+) -> np.ndarray | None:
     width, height, kind = size
     pixels = width * height
     if pixels > max_pixels:
@@ -76,16 +93,23 @@ def decode_file(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray 
         factor, flag = next(
             ((f, flag) for f, flag in _REDUCED if pixels / f**2 <= max_pixels), _REDUCED[-1]
         )
-        image = cv2.imread(str(path), flag)
+        image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), flag)
         if image is not None:
-            log.info("%s: %dx%d decoded at 1/%d size", path, width, height, factor)
+            log.info("%s: %dx%d decoded at 1/%d size", where, width, height, factor)
             if image.shape[0] * image.shape[1] <= max_pixels:
                 return np.asarray(image)
         raise TooLarge(
             f"{width}x{height} is {pixels / 1e6:.0f} megapixels, too large even at 1/8 "
             f"size for the limit of {max_pixels / 1e6:.0f} (--max-image-pixels)"
         )
-    return decode_image(np.fromfile(path, dtype=np.uint8).tobytes())
+    return decode_image(data)
 
 
-__all__ = ["DEFAULT_MAX_PIXELS", "TooLarge", "UnknownSize", "decode_file", "header_size"]
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "TooLarge",
+    "UnknownSize",
+    "decode_file",
+    "decode_jpeg",
+    "header_size",
+]

@@ -64,6 +64,15 @@ class OpenCVSource(CaptureSource[Any]):
             if not Path(self.name).exists():
                 raise SourceError(f"file not found: {self.name}")
             raise SourceError(f"cannot open video file {self.name} (not a video OpenCV can decode)")
+        width = int(capture.get(cv2.CAP_PROP_FRAME_WIDTH) or 0)
+        height = int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0)
+        if self.max_pixels is not None and width * height > self.max_pixels:
+            # A video or a stream whose size is known: refused before a frame is decoded.
+            capture.release()
+            raise SourceError(
+                f"{self.name}: its frames are {width}x{height}, {width * height / 1e6:.1f} "
+                f"megapixels, over the limit of {self.max_pixels / 1e6:g} (--max-image-pixels)"
+            )
         self.fps = self._fps_of(capture)
         if self.kind == "file":
             frames = float(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0.0)
@@ -121,6 +130,21 @@ class OpenCVSource(CaptureSource[Any]):
                 self._ask_for_fewer_frames(capture, self.wanted_fps)
             return capture
         if self.kind == "stream":
+            if str(self._target).lower().startswith(("http://", "https://")):
+                # MJPEG is read here, each frame's size known before it is decoded.
+                # (Imported here: http.client and ssl are for network cameras only.)
+                from device.sources.mjpeg import MjpegStream
+
+                stream = MjpegStream.connect(
+                    str(self._target),
+                    name=self.name,
+                    open_timeout_s=self._open_timeout_s,
+                    read_timeout_s=self._read_timeout_s,
+                )
+                if stream is not None:
+                    if self.max_pixels is not None:
+                        stream.max_pixels = self.max_pixels
+                    return stream
             params: list[int] = []
             if hasattr(cv2, "CAP_PROP_OPEN_TIMEOUT_MSEC"):
                 params += [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, int(self._open_timeout_s * 1000)]

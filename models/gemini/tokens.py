@@ -26,13 +26,14 @@ from typing import Protocol, TypeVar
 import anyio
 from google.genai import errors
 
+from device.input_file import KB, TOKEN_MAX, read_input
 from live.model import ConnectionLost
 from live.redact import safe_url
 
 TOKEN_PREFIX = "auth_tokens/"
 TOKEN_API_VERSION = "v1alpha"
 _URL_TIMEOUT_S = 10.0
-_MAX_BODY = 64 * 1024
+_MAX_BODY = 64 * KB
 
 # The SDK warns at every token connection that its token support is experimental; the
 # device uses it on purpose, and a warning per reconnect would fill the console.
@@ -139,15 +140,18 @@ class TokenFile:
         return f"--token-file {self.path}"
 
     def _read(self) -> TokenDetails:
+        # A file swapped for /dev/zero or a named pipe while the device runs is refused
+        # (said as a failed connection), never read whole nor waited on.
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = read_input(self.path, TOKEN_MAX).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or "not UTF-8 text"
             raise TokenUnavailable(f"{self.describe()}: {reason}") from None
         return details_from_text(text, self.describe())
 
     async def details(self) -> TokenDetails:
-        return await anyio.to_thread.run_sync(self._read)
+        # Abandoned on cancellation: a file on a hung network mount must not hold up a stop.
+        return await anyio.to_thread.run_sync(self._read, abandon_on_cancel=True)
 
     async def token(self) -> str:
         return (await self.details()).name
@@ -168,12 +172,16 @@ class TokenUrl:
         request = urllib.request.Request(self.url, headers=accept)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
-                body = answer.read(_MAX_BODY)
+                body = answer.read(_MAX_BODY + 1)
         except urllib.error.HTTPError as exc:
             raise TokenUnavailable(f"{self.describe()}: HTTP {exc.code}") from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", None) or type(exc).__name__
             raise TokenUnavailable(f"{self.describe()}: {reason}") from None
+        if len(body) > _MAX_BODY:
+            raise TokenUnavailable(
+                f"{self.describe()}: an answer over {_MAX_BODY // 1000} KB is not a token"
+            )
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
@@ -181,7 +189,12 @@ class TokenUrl:
         return details_from_text(text, self.describe())
 
     async def details(self) -> TokenDetails:
-        return await anyio.to_thread.run_sync(self._get)
+        # urlopen's timeout is per socket operation: a server that drips a byte now and
+        # then would hold a connection attempt for ever. The whole fetch has this long;
+        # the thread is abandoned when it is up, or when the run stops (SIGTERM's 2 s).
+        with anyio.move_on_after(self.timeout_s):
+            return await anyio.to_thread.run_sync(self._get, abandon_on_cancel=True)
+        raise TokenUnavailable(f"{self.describe()}: no answer in {self.timeout_s:g} s")
 
     async def token(self) -> str:
         return (await self.details()).name

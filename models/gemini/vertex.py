@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from models.gemini.api_version import api_version_from_env
@@ -118,6 +119,16 @@ def default_credentials() -> Credentials:
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError
 
+    from device.input_file import CREDENTIALS_MAX, check_input
+
+    named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    try:  # google-auth reads it whole: a named pipe would hang the start, /dev/zero fill it
+        if named:
+            check_input(Path(named), CREDENTIALS_MAX)
+    except FileNotFoundError:
+        pass  # said below, in google-auth's words
+    except OSError as exc:
+        raise VertexError(f"GOOGLE_APPLICATION_CREDENTIALS {named}: {exc.strerror}") from None
     try:
         found: tuple[Any, Any] = google.auth.default(scopes=list(SCOPES))
     except DefaultCredentialsError as exc:
