@@ -222,7 +222,6 @@ def test_files_read_while_running_refuse_a_pipe_at_once(tmp_path: Path) -> None:
     # device id falls back to the machine's suffix.
     assert suffix is None
     assert stat.S_ISFIFO(os.lstat(tmp_path / "device-suffix").st_mode)
-    assert (tmp_path / "device-suffix").read_text().strip() == suffix
 
 
 # Runs the command as its only child (stdin: /dev/zero); the last line is its exit status
