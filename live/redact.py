@@ -228,8 +228,23 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, HIDDEN)
     for pattern in _PATTERNS:
-        text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + HIDDEN, text)
+        text = pattern.sub(_hidden, text)
     return strip_credentials(text)
+
+
+_PROSE_AFTER = re.compile(r":\s+$")
+
+
+def _hidden(match: re.Match[str]) -> str:
+    """A secret's value hidden; a file path that ends in a label's word
+    (``/run/lookout/gemini-token: a named pipe``) is a path and its reason, kept."""
+    label = match.group(1) if match.groups() else ""
+    if label and _PROSE_AFTER.search(label):
+        before = match.string[max(0, match.start() - 256) : match.start()]
+        word = before.rsplit(None, 1)[-1] if before.strip() else ""
+        if "/" in word and not before[-1:].isspace():
+            return match.group(0)
+    return label + HIDDEN
 
 
 def short_error(exc: BaseException, secrets: Iterable[str] = (), limit: int = 200) -> str:

@@ -196,3 +196,18 @@ def test_scrubbing_a_large_state_takes_linear_time() -> None:
     started = time.perf_counter()
     redact(text, ("abcd1234",))
     assert time.perf_counter() - started < 3.0
+
+
+def test_a_file_path_that_ends_in_a_labels_word_keeps_its_reason() -> None:
+    # The README's token file: its name ends in "token", and what follows is why it
+    # cannot be read, not a secret.
+    said = "no ephemeral token from --token-file /run/lookout/gemini-token: a named pipe"
+    assert redact(said) == said
+    assert redact("--config /etc/lookout/api-key: no such file") == (
+        "--config /etc/lookout/api-key: no such file"
+    )
+    # A label that is no path's end still hides what follows it.
+    assert redact("GEMINI_API_KEY: AbCdEf123") == "GEMINI_API_KEY: ***"
+    assert redact("in /etc/x token: s3cret") == "in /etc/x token: ***"
+    assert redact("/run/lookout/token:s3cret") == "/run/lookout/token:***"
+    assert redact("/run/lookout/secret=s3cret") == "/run/lookout/secret=***"
