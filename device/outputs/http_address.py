@@ -46,7 +46,7 @@ def bind(address: HttpAddress, *, fallback_ports: int = 0, given_as: str = "") -
     port = address.port
     while True:
         try:
-            return socket.create_server((host, port), family=family, backlog=128)
+            return socket.create_server((host, port), family=family, backlog=1024)
         except OSError as exc:
             in_use = exc.errno == errno.EADDRINUSE
             if in_use and port < address.port + fallback_ports and port:

@@ -77,7 +77,7 @@ class StatusServer:
         keepalive_s: float = 15.0,
         connections: GuardStats | None = None,
         pacing: RequestPacing | None = None,
-        accept_rate_per_s: float = 100.0,
+        accept_rate_per_s: float = 500.0,
         body_max_age_s: float = 0.25,
     ) -> None:
         """``connections``: where the server counts its connections (the metrics read
