@@ -46,7 +46,7 @@ from machine import describe_cpu
 from tests.cli import LOOKOUT, offline_env
 from tests.datafiles import REPO_ROOT, data_file
 from tests.detection_cache import ENV as DETECTIONS_ENV
-from tests.ops.support import free_port
+from tests.ops.support import free_port, health
 from tests.pollers import Pollers, Tally
 
 POST = "post=0.5599,0.7292,0.5599,0.2083"
@@ -66,16 +66,6 @@ class Result:
     @property
     def det_per_s(self) -> float:
         return self.detections / self.wall_s if self.wall_s else 0.0
-
-
-def health(port: int, timeout: float = 5.0) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=timeout) as a:
-            return int(a.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except OSError:
-        return 0
 
 
 # ----------------------------------------------------------------------- the decoy

@@ -13,16 +13,13 @@ import os
 import stat
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from tests.datafiles import REPO_ROOT, data_file
+from tests.fifos import within
 
-T = TypeVar("T")
 ADDRESS_SPACE = 3_000_000_000  # bytes; a refused start stays far below it
 
 # Runs each case's command line through device.cli.main, and reads each token file as a
@@ -181,20 +178,6 @@ def test_vertex_credentials_that_are_no_file_are_refused_before_google_auth_read
         2,
         f"lookout: GOOGLE_APPLICATION_CREDENTIALS {named}: {kind}, not a regular file\n",
     )
-
-
-def within(seconds: float, fifo: Path, work: Callable[[], T]) -> T:
-    """``work()``, which must not wait on ``fifo``: if it does, a writer lets it go and the
-    test fails (instead of hanging the suite)."""
-    done: list[T] = []
-    thread = threading.Thread(target=lambda: done.append(work()), daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # its reader is there: it opens
-        thread.join(seconds)
-        pytest.fail(f"waited on the named pipe {fifo}")
-    return done[0]
 
 
 def test_files_read_while_running_refuse_a_pipe_at_once(tmp_path: Path) -> None:

@@ -9,10 +9,7 @@ over ``--max-image-pixels`` was decoded frame by frame only to be refused.
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import cv2
 import numpy as np
@@ -21,23 +18,7 @@ import pytest
 from device.sources import ImageFolderSource, UnreadableFrame
 from tests.cli import lookout_in_process
 from tests.datafiles import data_file
-
-T = TypeVar("T")
-
-
-def within(seconds: float, fifo: Path, work: Callable[[], T]) -> T:
-    """``work()``, which must not wait on ``fifo``: if it does, a writer lets it go and the
-    test fails (instead of hanging the suite)."""
-    done: list[T] = []
-    thread = threading.Thread(target=lambda: done.append(work()), daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # the reader is there: it opens
-        os.close(fd)
-        thread.join(seconds)
-        pytest.fail(f"waited on the named pipe {fifo}")
-    return done[0]
+from tests.fifos import within
 
 
 @pytest.mark.parametrize("command", ["run", "count"])

@@ -16,8 +16,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from device.outputs.connection_guard import BUSY
 from tests.cli import LOOKOUT, offline_env
 from tests.datafiles import REPO_ROOT
 from tests.mjpeg_camera import MjpegCamera, vtest_jpegs
-from tests.ops.support import free_port
+from tests.ops.support import free_port, health
 
 pytestmark = pytest.mark.slow
 SOFT_LIMIT = 1024  # systemd's default soft limit, what a unit without LimitNOFILE gets
@@ -56,16 +54,6 @@ def events(path: Path) -> list[dict[str, Any]]:
 
 def source_states(path: Path) -> list[dict[str, Any]]:
     return [e for e in events(path) if e["type"] == "source_state"]
-
-
-def health(port: int) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=3) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except OSError:
-        return 0
 
 
 def wait_until(predicate: Any, timeout: float, what: str) -> None:

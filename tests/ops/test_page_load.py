@@ -18,8 +18,6 @@ import re
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -27,7 +25,7 @@ import pytest
 from tests.cli import LOOKOUT, offline_env
 from tests.datafiles import REPO_ROOT, data_file
 from tests.detection_cache import ENV as DETECTIONS_ENV
-from tests.ops.support import free_port
+from tests.ops.support import free_port, health
 from tests.pollers import Pollers
 
 pytestmark = pytest.mark.slow
@@ -39,16 +37,6 @@ DUE = MEDIA_S * 5  # 5 detections a second with a line configured
 # frames 19, 53, 152, 173; in at 96, 108, 157); the device counts the same with no reader.
 HAND_COUNT = (3, 4)
 START_S = 120.0  # a generous bound on a loaded machine: imports, the model, the first frame
-
-
-def health(port: int) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except OSError:
-        return 0
 
 
 def test_hundreds_of_tight_pollers_cost_the_count_nothing(tmp_path: Path) -> None:
