@@ -81,7 +81,11 @@ def _default_text(field: FieldInfo) -> str:
 
 
 _METAVARS: dict[Any, str] = {int: "N", float: "N", Path: "PATH"}
-REPEATED = {"lines": "NAME=X1,Y1,X2,Y2", "zones": "NAME=X1,Y1,X2,Y2,X3,Y3[,...]"}
+REPEATED = {
+    "lines": "[CAMERA:]NAME=X1,Y1,X2,Y2",
+    "zones": "[CAMERA:]NAME=X1,Y1,X2,Y2,X3,Y3[,...]",
+    "source": "[CAMERA=]SOURCE",
+}
 
 
 def _add_settings(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:

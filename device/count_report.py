@@ -11,12 +11,13 @@ once per run of failures.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 
-from device.events import CountChanged
+from device.events import CameraEvent, CountChanged
 from device.frame import Frame
-from device.percept import CountUnknown, Percept, Track
+from device.percept import MAIN_CAMERA, CountUnknown, Percept, Track
 from device.scene import Scene
 from live.events import ErrorEvent, Event
 from models.detections import Detections
@@ -35,9 +36,12 @@ class CountReport:
         on_percept: Callable[[Percept], None],
         on_unknown: Callable[[CountUnknown], None],
         now: Callable[[], float],
+        camera: str = MAIN_CAMERA,
     ) -> None:
+        """``camera``: whose count it is; its percepts and events say so."""
         self._scene = scene
-        self._publish = publish
+        self.camera = camera
+        self._publish_any = publish
         self._on_percept = on_percept
         self._on_unknown = on_unknown
         self._now = now
@@ -51,6 +55,11 @@ class CountReport:
     @property
     def known(self) -> bool:
         return self.latest is not None and self.latest.count is not None
+
+    def _publish(self, event: Event) -> None:
+        if isinstance(event, CameraEvent) and event.camera != self.camera:
+            event = dataclasses.replace(event, camera=self.camera)
+        self._publish_any(event)
 
     def perceived(
         self,
@@ -90,6 +99,7 @@ class CountReport:
             gated=gated,
             motion=motion,
             people=people,
+            camera=self.camera,
         )
         self.latest = percept
         if changed:
@@ -130,6 +140,7 @@ class CountReport:
             error=reason[:200],
             lines=self._scene.line_totals(),
             zones=self._scene.zone_states(),
+            camera=self.camera,
         )
         self._deliver(percept)
         return percept
@@ -151,7 +162,7 @@ class CountReport:
             self._publish(
                 CountChanged(count=None, previous=previous, reason=reason, t_media=t_media)
             )
-            self._on_unknown(CountUnknown(reason))
+            self._on_unknown(CountUnknown(reason, camera=self.camera))
         return was_known
 
     def _deliver(self, percept: Percept) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from device.percept import MAIN_CAMERA
 from live.events import Event
 from live.redact import safe_url, strip_credentials
 
@@ -13,7 +14,14 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SourceStateEvent(Event):
+class CameraEvent(Event):
+    """An event of one camera: ``camera`` names it (``main`` on a device that names none)."""
+
+    camera: str = MAIN_CAMERA
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceStateEvent(CameraEvent):
     type: ClassVar[str] = "source_state"
     source: str
     state: str
@@ -21,7 +29,7 @@ class SourceStateEvent(Event):
     attempt: int = 0
 
     @classmethod
-    def of(cls, source: str, change: StateChange) -> SourceStateEvent:
+    def of(cls, source: str, change: StateChange, camera: str = MAIN_CAMERA) -> SourceStateEvent:
         # Made safe here, once, for every output: a reason is often a driver's error
         # text (OpenCV, FFmpeg), which may quote the URL it was given.
         return cls(
@@ -29,11 +37,12 @@ class SourceStateEvent(Event):
             state=change.state.value,
             reason=strip_credentials(change.reason),
             attempt=change.attempt,
+            camera=camera,
         )
 
 
 @dataclass(frozen=True, kw_only=True)
-class CountChanged(Event):
+class CountChanged(CameraEvent):
     """The device's people count changed at a frame (``t_media``: its time in its source,
     ``frame``: its index there).
 
@@ -50,7 +59,7 @@ class CountChanged(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LineCrossed(Event):
+class LineCrossed(CameraEvent):
     """A tracked person crossed a named line (``direction``: in or out; totals after it)."""
 
     type: ClassVar[str] = "crossing"
@@ -63,7 +72,7 @@ class LineCrossed(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ZoneCount(Event):
+class ZoneCount(CameraEvent):
     """The number of people in a named zone (or of those dwelling) changed.
 
     ``people`` is null when the count became unknown (the source is down).
@@ -79,7 +88,7 @@ class ZoneCount(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class DwellPassed(Event):
+class DwellPassed(CameraEvent):
     """A tracked person has stayed in a zone for longer than its dwell time."""
 
     type: ClassVar[str] = "dwell"
@@ -90,7 +99,7 @@ class DwellPassed(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SnapshotSaved(Event):
+class SnapshotSaved(CameraEvent):
     """A JPEG of the frame an event happened at was written (``--snapshots``).
 
     Published once the file is on disk (not when it was queued), so whatever links to it
@@ -115,7 +124,7 @@ class SnapshotSaved(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SceneChanged(Event):
+class SceneChanged(CameraEvent):
     """The lines and zones were edited while running (the status page, ``PUT /api/scene``).
 
     ``lines``: each line's two points now; ``zones``: each zone's points and dwell time
@@ -158,7 +167,7 @@ class SceneChanged(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CaptureStatsEvent(Event):
+class CaptureStatsEvent(CameraEvent):
     """Capture counters, reported at the end of a run (and on request)."""
 
     type: ClassVar[str] = "capture_stats"

@@ -17,6 +17,8 @@ from models.detections import Detections
 
 TrackState = Literal["tentative", "confirmed", "lost"]
 Anchor = Literal["feet", "center"]
+# The camera of a device that names none (``device/config/cameras.py``: the same name).
+MAIN_CAMERA = "main"
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class Percept:
     gated: bool = False
     motion: float | None = None
     people: tuple[Track, ...] = ()  # who the count counts (``device/presence.py``)
+    camera: str = MAIN_CAMERA  # whose frame it is
 
     @property
     def t_media(self) -> float:
@@ -122,12 +125,14 @@ class CountUnknown:
     """
 
     reason: str
+    camera: str = MAIN_CAMERA
 
 
 # The newest percept of a running source, or None (nothing yet, or the source is down).
 CurrentPercept = Callable[[], Percept | None]
 
 __all__ = [
+    "MAIN_CAMERA",
     "Anchor",
     "CountUnknown",
     "CurrentPercept",

@@ -43,7 +43,7 @@ from device.count_report import CountReport
 from device.frame import Frame
 from device.grid import SampleGrid
 from device.motion import MotionConfig, MotionGate
-from device.percept import CountUnknown, Percept, Track
+from device.percept import MAIN_CAMERA, CountUnknown, Percept, Track
 from device.presence import PresenceRule, each_detection
 from device.scene import Scene, SceneSpec
 from device.shared_detector import DetectorFactory, SharedDetector
@@ -89,7 +89,7 @@ class Perception:
 
     def __init__(
         self,
-        detector: Detector | DetectorFactory,
+        detector: SharedDetector | Detector | DetectorFactory,
         *,
         detect_fps: float,
         threshold: float = TrackerConfig.high,
@@ -101,15 +101,20 @@ class Perception:
         motion: MotionConfig | None = None,
         presence: PresenceRule | None = None,
         photos: bool = False,
+        camera: str = MAIN_CAMERA,
     ) -> None:
-        """``threshold``: boxes at or above it are people; a detector run with a lower
+        """``detector``: the device's shared detector (one model serves every camera), or
+        a detector (or its factory) of this perception's own.
+        ``threshold``: boxes at or above it are people; a detector run with a lower
         threshold also hands over doubtful ones, which only keep tracks going.
         ``motion``: gate the detector on motion (None: detect every frame on the grid).
         ``photos``: the frames are unrelated photos: each is counted on its own.
+        ``camera``: whose frames these are; its percepts, events and unknowns say so.
         """
         if detect_fps <= 0:
             raise ValueError("detect_fps must be positive")
-        self.shared = SharedDetector(detector)
+        self.camera = camera
+        self.shared = detector if isinstance(detector, SharedDetector) else SharedDetector(detector)
         self.threshold = threshold
         tracker = tracker_config(threshold)
         self.tracker = Tracker(tracker)
@@ -125,7 +130,12 @@ class Perception:
         # what a gated frame shows, since nothing moved since.
         self._shown: tuple[Detections, int] = (Detections.empty(), 0)
         self._report = CountReport(
-            self.scene, publish=publish, on_percept=on_percept, on_unknown=on_unknown, now=now
+            self.scene,
+            publish=publish,
+            on_percept=on_percept,
+            on_unknown=on_unknown,
+            now=now,
+            camera=camera,
         )
         self._slowest_s = 0.0  # recent detector latency, so a slow device is not called stale
         self._seen_t: float | None = None  # media time of the newest frame offered

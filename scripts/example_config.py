@@ -67,6 +67,24 @@ TABLES = {
 # points = [[0.1, 0.5], [0.4, 0.5], [0.4, 0.95], [0.1, 0.95]]
 # dwell = 20          # seconds; else the dwell setting above
 """,
+    "cameras": """\
+# Several cameras on one device, one detector serving them all: each camera takes
+# the settings above as its defaults and overrides them value by value (a camera
+# sets its source, how it is read, detect_fps, threshold, the motion gate, its
+# lines, zones, dwell and anchor, and privacy; the detector is the device's).
+# Without [cameras] the device has one camera, "main", made of the settings above.
+# Flags: --source door=rtsp://... --source till=1 --line door:post=...
+#
+# [cameras.door]
+# source = "rtsp://door.local/stream"
+# [cameras.door.lines.post]
+# points = [[0.56, 0.73], [0.56, 0.21]]
+#
+# [cameras.till]
+# source = "1"
+# detect_fps = 5
+# privacy = true
+""",
 }
 
 

@@ -95,14 +95,27 @@ def _requirement(error: ErrorDetails, field: FieldInfo | None) -> tuple[str, boo
 
 
 def _field_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[str, FieldInfo | None]:
-    """The setting an error's location points at: through sections, down to a field."""
+    """The setting an error's location points at: through sections (and a table of them
+    by name, ``cameras.door``), down to a field, named by its path from the first table
+    of names on (``cameras.door.detect_fps``)."""
     name, field = "", None
-    for part in loc:
-        found = model.model_fields.get(str(part))
+    prefix: list[str] = []
+    parts = list(loc)
+    while parts:
+        part = str(parts.pop(0))
+        found = model.model_fields.get(part)
         if found is None:  # not a setting (extra_forbidden): named as given
-            return str(part), None
-        name, field = str(part), found
+            return ".".join([*prefix, part]), None
+        name, field = ".".join([*prefix, part]), found
         inner = base_type(found)
+        if get_origin(inner) is dict and parts:
+            # A table of sections by name (``cameras``): the name is part of the path.
+            value = get_args(inner)[-1]
+            if not (isinstance(value, type) and issubclass(value, BaseModel)):
+                break
+            prefix = [*prefix, part, str(parts.pop(0))]
+            name, model = ".".join(prefix), value
+            continue
         if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
             break
         model = inner

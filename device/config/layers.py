@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from device.config.cameras import cameras_table, scene_flags, sources_flags
 from device.config.checks import (
     api_key_from_env,
     check_gemini_env,
@@ -87,6 +88,11 @@ class Given:
     def where(self, name: str) -> str:
         """A setting as a message names it for this source."""
         raw = self.spelled.get(name, name)
+        if self.origin == COMMAND_LINE and name.startswith("cameras."):
+            # A camera's value on the command line came from its named flag.
+            _, camera, setting = [*name.split("."), "", ""][:3]
+            flag = flag_name(setting) if setting else "--source"
+            return f"{flag} {camera}{'=' if flag == '--source' else ':'}"
         if self.origin == COMMAND_LINE:
             return flag_name(raw.replace("-", "_"))
         if self.origin == ENVIRONMENT:
@@ -110,6 +116,10 @@ def read(values: Mapping[str, Any], origin: str) -> Given:
     given = Given(origin)
     for raw, value in values.items():
         key = raw.replace("-", "_")
+        if key == "cameras" and origin != COMMAND_LINE:
+            given.values["cameras"] = cameras_table(value, f"{origin}: {raw}")
+            given.spelled["cameras"] = raw
+            continue
         if origin != COMMAND_LINE and is_section(key, value):
             for inner, inner_value in value.items():
                 _take(given, inner, inner_value, section=(key, raw))
@@ -179,6 +189,7 @@ def apply(
         given = read(given, origin)
     updates = dict(given.values)
     if given.origin == COMMAND_LINE:
+        updates = _camera_flags(config, updates)
         for name in PARSERS.keys() & updates.keys():
             # A flag adds a line (or replaces the file's of that name); the others stay.
             try:
@@ -190,6 +201,41 @@ def apply(
     if say_notes:
         _say(given)
     return config
+
+
+def _camera_flags(config: Config, updates: dict[str, Any]) -> dict[str, Any]:
+    """``--source`` (given once or more, named or not) and ``--line``/``--zone`` naming a
+    camera, as the settings they mean: the device's, or a camera's (``cameras.py``)."""
+    cameras: dict[str, dict[str, Any]] = {}
+    sources = updates.get("source")
+    if isinstance(sources, list):
+        single, named = sources_flags(sources)
+        if single is not None and config.cameras:
+            raise ConfigError(
+                f"--source {single!r} names no camera, and the configuration has cameras "
+                f"({', '.join(config.cameras)}): give it as --source NAME={single}"
+            )
+        if single is None:
+            del updates["source"]
+        else:
+            updates["source"] = single
+        for name, spec in named.items():
+            cameras.setdefault(name, {})["source"] = spec
+    known = set(config.cameras) | set(cameras)
+    for setting in PARSERS:
+        items = updates.get(setting)
+        if not isinstance(items, list):
+            continue
+        own, by_camera = scene_flags(setting, items, known)
+        if own:
+            updates[setting] = own
+        else:
+            del updates[setting]
+        for name, flags in by_camera.items():
+            cameras.setdefault(name, {})[setting] = flags
+    if cameras:
+        updates["cameras"] = cameras
+    return updates
 
 
 def _say(given: Given) -> None:
@@ -234,7 +280,7 @@ def load_file(path: Path, flag: str = "config file") -> dict[str, Any]:
     if nested:
         # Tables beside [lookout] ([lines.NAME], [zones.NAME], [perception]...) belong
         # to it too.
-        for name in (*PARSERS, *SECTIONS):
+        for name in (*PARSERS, *SECTIONS, "cameras"):
             if name in data and name not in section:
                 section[name] = data[name]
     return section

@@ -14,6 +14,7 @@ from typing import Any, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
+from device.config.cameras import MAIN, CameraSettings, merge_cameras
 from device.config.errors import ConfigError
 from device.config.explain import explain
 from device.config.model_sections import AudioSettings, ModelSettings
@@ -85,6 +86,9 @@ class Config(BaseModel):
     audio: AudioSettings = Field(default_factory=AudioSettings)
     device: DeviceSettings = Field(default_factory=DeviceSettings)
     outputs: OutputSettings = Field(default_factory=OutputSettings)
+    # Named cameras, each the settings above overridden by its own (``cameras.py``); none:
+    # the device has one camera, ``main``, made of the settings above alone.
+    cameras: dict[str, CameraSettings] = Field(default_factory=dict)
     # Which settings a user gave, and how their source spells each (``--http``,
     # ``LOOKOUT_HTTP``, ``lookout.toml: http``): a value equal to its default may still be
     # one the user chose (an address that must not move), which the values cannot say.
@@ -92,6 +96,8 @@ class Config(BaseModel):
     # The configuration file the settings were read from (None: none was): where the
     # lines and zones edited on the status page are written back.
     _file: Path | None = PrivateAttr(default=None)
+    # The camera these settings are of (``camera()``); a device's own: its first camera.
+    _camera: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -118,6 +124,34 @@ class Config(BaseModel):
     def file(self) -> Path | None:
         """The configuration file this config was read from (None: none was)."""
         return self._file
+
+    @property
+    def camera_names(self) -> list[str]:
+        """The device's cameras, in the order configured (``main`` when none is named)."""
+        return list(self.cameras) or [self._camera or MAIN]
+
+    @property
+    def camera_name(self) -> str:
+        """The camera these settings are of (a device's own settings: its first camera)."""
+        return self._camera or self.camera_names[0]
+
+    @property
+    def named_cameras(self) -> bool:
+        """Cameras are named in the configuration (a device of one camera, ``main``,
+        names none: its outputs are as they were before cameras had names)."""
+        return bool(self.cameras)
+
+    def camera(self, name: str) -> Self:
+        """The settings of camera ``name``: the device's, with the camera's own over them
+        (ConfigError: no such camera)."""
+        if name not in self.camera_names:
+            raise ConfigError(f"no camera named {name!r} (cameras: {', '.join(self.camera_names)})")
+        own = self.cameras.get(name)
+        data = merged(self, camera_values(own) if own is not None else {})
+        data["cameras"] = {}
+        view = validated(type(self), data, lambda key: f"camera {name}: {key}")
+        view._given, view._file, view._camera = dict(self._given), self._file, name
+        return view
 
     def given(self, name: str) -> str | None:
         """How the user gave setting ``name`` (``--http``, ``cfg.toml: http``), or None
@@ -162,8 +196,9 @@ class Config(BaseModel):
         from live.redact import url_secrets
 
         found = (self.model.api_key, self.outputs.http_token, self.mqtt_password())
+        sources = [self.source.source, *(getattr(c, "source", None) for c in self.cameras.values())]
         urls = (
-            *url_secrets(self.source.source),
+            *(secret for source in sources for secret in url_secrets(source)),
             *url_secrets(self.outputs.mqtt),
             *url_secrets(self.model.token_url),
         )
@@ -189,6 +224,11 @@ class Config(BaseModel):
         data: dict[str, Any] = {}
         for key in SECTIONS:
             data |= getattr(self, key).model_dump(mode="json")  # api_key is never dumped
+        if self.cameras:
+            data["cameras"] = {
+                name: camera.model_dump(mode="json", exclude_none=True)
+                for name, camera in self.cameras.items()
+            }
         return data
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
@@ -214,13 +254,25 @@ def value_of(config: Config, name: str) -> Any:
 
 def merged(config: Config, updates: Mapping[str, Any]) -> dict[str, Any]:
     """``config``'s values (as sections) with ``updates`` (flat or sectioned) over them."""
-    data = {key: _section_values(getattr(config, key)) for key in SECTIONS}
+    data: dict[str, Any] = {key: _section_values(getattr(config, key)) for key in SECTIONS}
+    data["cameras"] = {name: camera_values(c) for name, c in config.cameras.items()}
     for key, value in nest(updates).items():
         if key in SECTIONS and isinstance(value, dict):
             data[key] = data[key] | value
+        elif key == "cameras" and isinstance(value, Mapping):
+            data[key] = merge_cameras(data[key], value)
         else:
             data[key] = value
     return data
+
+
+def camera_values(camera: BaseModel) -> dict[str, Any]:
+    """What a camera sets for itself, by setting name (its unset ones left out)."""
+    return {
+        name: value
+        for name in type(camera).model_fields
+        if (value := getattr(camera, name)) is not None
+    }
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -244,6 +296,7 @@ __all__ = [
     "SECTION_OF",
     "SETTINGS",
     "Config",
+    "camera_values",
     "is_section",
     "merged",
     "nest",

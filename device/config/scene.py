@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
@@ -161,6 +161,9 @@ def _area(points: tuple[tuple[float, float], ...]) -> float:
 Lines = Annotated[dict[str, LineSpec], BeforeValidator(parse_lines)]
 Zones = Annotated[dict[str, ZoneSpec], BeforeValidator(parse_zones)]
 # Repeatable flags whose values add to (or replace, by name) the file's.
-PARSERS = {"lines": parse_lines, "zones": parse_zones}
+PARSERS: dict[str, Callable[[object], dict[str, Any]]] = {
+    "lines": parse_lines,
+    "zones": parse_zones,
+}
 
 __all__ = ["PARSERS", "LineSpec", "Lines", "ZoneSpec", "Zones", "parse_lines", "parse_zones"]

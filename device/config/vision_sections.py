@@ -27,7 +27,8 @@ class SourceSettings(Section):
 
     source: SourceSpec | None = Field(
         default=None,
-        description="camera index (0), video file, image folder, RTSP/HTTP URL, or picam",
+        description="camera index (0), video file, image folder, RTSP/HTTP URL, or picam; "
+        "several cameras: NAME=SOURCE, repeated (TOML: [cameras.NAME] source = ...)",
         json_schema_extra=unset("the sample video"),
     )
     pace: Pace = Field(
@@ -173,13 +174,15 @@ class SceneSettings(Section):
         default_factory=dict,
         description="a named line to count crossings of, NAME=X1,Y1,X2,Y2 (0..1 of the frame; "
         "in = from its left to its right side walking from the first point to the second); "
-        "repeatable; TOML: [lines.NAME] points = [[x1, y1], [x2, y2]]",
+        "repeatable; CAMERA:NAME=... for one camera of several; "
+        "TOML: [lines.NAME] points = [[x1, y1], [x2, y2]]",
         json_schema_extra=unset("none"),
     )
     zones: Zones = Field(
         default_factory=dict,
         description="a named zone to count people in, NAME=X1,Y1,X2,Y2,X3,Y3[,...] (0..1); "
-        "repeatable; TOML: [zones.NAME] points = [[x, y], ...], dwell = seconds",
+        "repeatable; CAMERA:NAME=... for one camera of several; "
+        "TOML: [zones.NAME] points = [[x, y], ...], dwell = seconds",
         json_schema_extra=unset("none"),
     )
     dwell: float = Field(
