@@ -244,18 +244,19 @@ class Perception:
             return None
         # Only a known count can be held: the first frame, and the first after the count
         # was given up, are always detected (a failed detection re-arms the gate).
-        if (
-            gate is not None
-            and not force
-            and self._report.latest is not None
-            and gate.decide(frame.t_media) is None
-        ):
-            return self._hold(frame, share)
+        why: str | None = "start"
+        if gate is not None and not force and self._report.latest is not None:
+            why = gate.decide(frame.t_media)
+            if why is None:
+                return self._hold(frame, share)
         epoch = self._epoch
         try:
-            detections, detect_ms = await anyio.to_thread.run_sync(
-                self._detect, frame, limiter=self.shared.limiter
-            )
+            # Cameras take turns at the one detector; a still one's heartbeat goes after
+            # the frames of cameras where something moves (``shared_detector.py``).
+            async with self.shared.turn(urgent=why != "heartbeat"):
+                detections, detect_ms = await anyio.to_thread.run_sync(
+                    self._detect, frame, limiter=self.shared.limiter
+                )
         except Exception as exc:
             # One bad inference must not blind the device; a persistent failure is said.
             return self._failed(frame, exc)
