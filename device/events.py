@@ -226,3 +226,5 @@ class RunStarted(Event):
     model: str
     command: str = "run"
     config: dict[str, Any] = field(default_factory=dict)
+    # Every camera's source (without credentials) and whether it is live, by name.
+    cameras: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -77,6 +77,7 @@ class SceneWatchers:
     min_interval_s: float = LINE_MIN_INTERVAL_S
     # Lines and zones may change while the session runs (the status page's editor).
     editable: bool = False
+    camera: str | None = None  # the camera watched (None: whichever percepts come)
 
     def _name_type(self, kind: str, names: Sequence[str]) -> Any:
         if not self.editable:
@@ -190,7 +191,7 @@ class SceneWatchers:
             min_interval_s=self.min_interval_s,
             gone=lambda percept: None if name in percept.lines else _gone("line", name),
         )
-        return watch_changes(stream, self.current, watch)
+        return watch_changes(stream, self.current, watch, self.camera)
 
     def _zone(
         self, stream: InputStream[Percept | CountUnknown], name: str, dwell_s: float | None
@@ -213,7 +214,7 @@ class SceneWatchers:
             ),
             gone=lambda percept: None if name in percept.zones else _gone("zone", name),
         )
-        return watch_changes(stream, self.current, watch)
+        return watch_changes(stream, self.current, watch, self.camera)
 
 
 __all__ = ["LINE_TOOL", "ZONE_TOOL", "SceneWatchers", "line_payload", "zone_payload"]

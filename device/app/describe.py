@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from device.config import Config
@@ -20,9 +21,11 @@ def run_started(
     described: dict[str, Any],
     command: str = "run",
     wall: float | None = None,
+    cameras: Mapping[str, FrameSource] | None = None,
 ) -> RunStarted:
     """The ``run`` event; ``wall``: the wall-clock time now (the system's by default);
-    ``source`` None: none was opened (a question about the log), said as ``""``."""
+    ``source`` None: none was opened (a question about the log), said as ``""``;
+    ``cameras``: every camera's source by name (``source`` is the first's)."""
     wall = time.time() if wall is None else wall
     return RunStarted(
         run_id=run_id,
@@ -33,6 +36,10 @@ def run_started(
         model=config.model_name(),
         command=command,
         config=described,
+        cameras={
+            name: {"source": safe_url(camera.name), "live": camera.is_camera}
+            for name, camera in (cameras or {}).items()
+        },
     )
 
 
@@ -47,6 +54,9 @@ def describe_config(config: Config) -> dict[str, Any]:
         k: (safe_url(v) if k in URL_SETTINGS else strip_credentials(v)) if isinstance(v, str) else v
         for k, v in data.items()
     }
+    for camera in data.get("cameras", {}).values():
+        if isinstance(camera.get("source"), str):
+            camera["source"] = safe_url(camera["source"])
     data["model"] = config.model_name()
     return data
 

@@ -16,6 +16,7 @@ import time
 from device.bus import EventBus
 from device.events import SourceStateEvent
 from device.feeds.runner import SourceState, StateChange
+from device.percept import MAIN_CAMERA
 from device.perception import Perception
 from device.sources import FrameSource
 from live.clock import Clock
@@ -27,9 +28,15 @@ class CountFreshness:
     """Makes the count unknown while the source is down or its frames stop coming."""
 
     def __init__(
-        self, bus: EventBus, perception: Perception, source: FrameSource, clock: Clock
+        self,
+        bus: EventBus,
+        perception: Perception,
+        source: FrameSource,
+        clock: Clock,
+        camera: str = MAIN_CAMERA,
     ) -> None:
         self.bus = bus
+        self.camera = camera
         self.perception = perception
         self.source = source
         self.clock = clock
@@ -39,7 +46,7 @@ class CountFreshness:
         """The source runner's state callback."""
         if not change.said:
             return  # one more attempt of a run already said: nothing new to tell or forget
-        self.bus.publish(SourceStateEvent.of(self.source.name, change))
+        self.bus.publish(SourceStateEvent.of(self.source.name, change, camera=self.camera))
         if change.state is SourceState.RUNNING:
             self._down_since = None
             return

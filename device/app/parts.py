@@ -19,9 +19,10 @@ from device.app.scene_tools import scene_editable
 from device.config import Config, ConfigError
 from device.feeds.runner import SourceRunner, StateChange
 from device.motion import MotionConfig
-from device.percept import CountUnknown, Percept
+from device.percept import MAIN_CAMERA, CountUnknown, Percept
 from device.perception import Perception, tracker_config
 from device.scene import SceneSpec
+from device.shared_detector import SharedDetector
 from device.sources import (
     FrameSource,
     ImageFolderSource,
@@ -118,13 +119,16 @@ def configured_source(config: Config, clock: Clock) -> FrameSource:
     )
 
 
-def detector_factory(config: Config) -> Callable[[], PersonDetector]:
+def detector_factory(
+    config: Config, threshold: float | None = None
+) -> Callable[[], PersonDetector]:
     """Builds the configured detector when first needed (loading takes a while).
 
     It reports boxes down to the tracker's low score: those below the user's
     threshold are never counted, they only keep a half-hidden person's track.
+    ``threshold``: the lowest of the cameras it serves (default: the device's).
     """
-    low = tracker_config(config.perception.threshold).low
+    low = tracker_config(config.perception.threshold if threshold is None else threshold).low
     path = config.perception.detector or shipped_model(
         config.perception.precision
     )  # an explicit file wins
@@ -173,13 +177,17 @@ def configured_perception(
     on_percept: Callable[[Percept], None] = lambda percept: None,
     on_unknown: Callable[[CountUnknown], None] = lambda unknown: None,
     now: Callable[[], float] = time.monotonic,
+    *,
+    detector: SharedDetector | None = None,
+    camera: str = MAIN_CAMERA,
 ) -> Perception:
-    """Perception with the configured detector, scene and gate (run, count and ask).
+    """Perception with the configured detector, scene and gate (run, count and ask);
+    ``detector``: the device's shared one (None: one of its own); ``camera``: whose.
 
     Raises ConfigError for lines on frames that cannot be linked (unrelated photos).
     """
     perception = Perception(
-        detector_factory(config),
+        detector if detector is not None else detector_factory(config),
         detect_fps=detect_fps,
         threshold=config.perception.threshold,
         publish=publish,
@@ -189,6 +197,7 @@ def configured_perception(
         scene=scene_spec(config),
         motion=motion_config(config),
         photos=unrelated_photos(config, source),
+        camera=camera,
     )
     if config.scene.lines and not perception.linked:
         raise ConfigError(unlinked_lines(source))

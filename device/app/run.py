@@ -2,11 +2,13 @@
 
 ``App`` is handed every part already built (``device/app/wiring.py:build_app``)
 and only runs them: the live session, the services (status server, MQTT),
-the source runner, the capture loop, the count's freshness watch, the
-wall-clock watch, the console's commands and progress line. It ends when the
-source ends, ``--duration`` passes, the console says quit, or a signal comes
-(exiting within 2 s); its exit code says whether the run failed (1) or its
-event logs or MQTT miss events (3).
+each camera (its source runner, capture loop and count's freshness watch:
+``device/app/camera.py``), the wall-clock watch, the console's commands and
+progress line. It ends when every camera's source has ended (a file, or
+``--duration`` passed), the console says quit, or a signal comes (exiting
+within 2 s); its exit code says whether the run failed (1: a required model,
+a source that failed for good) or its event logs or MQTT miss events (3).
+One camera's source failing or ending leaves the others counting.
 
 The device is the product and the model one consumer of what it sees: while
 the source runs, perception counts and the bus carries every count change to
@@ -26,8 +28,10 @@ from typing import Any, TextIO
 import anyio
 from anyio import CancelScope
 
+from device.app.camera import Camera
 from device.app.commands import QUIT, TALK, run_command
 from device.app.describe import describe_config, run_started
+from device.app.detector_load import DetectorLoad
 from device.app.freshness import CountFreshness
 from device.app.logs import EventLogs
 from device.app.operations import Operations
@@ -41,7 +45,7 @@ from device.feeds.runner import SourceRunner
 from device.outputs.console import ConsoleSink
 from device.percept import CountUnknown, Percept
 from device.perception import Perception
-from device.sources import FrameSource, SourceError
+from device.sources import FrameSource
 from live import LiveRequestQueue, LiveSession
 from live.clock import Clock
 from live.events import ErrorEvent
@@ -88,16 +92,12 @@ class App:
     out: TextIO
     read_stdin: bool
     run_id: str
-    source: FrameSource
-    perception: Perception
+    cameras: list[Camera]  # in the order configured; at least one
     counter: CountPeople
     queue: LiveRequestQueue[Percept | CountUnknown]
     session: LiveSession
     console: ConsoleSink
     logs: EventLogs
-    freshness: CountFreshness
-    source_runner: SourceRunner
-    capture: CaptureLoop
     state: DeviceState  # the read-only view the outputs read
     operations: Operations
     stop: StopSwitch
@@ -108,8 +108,32 @@ class App:
     _hurried: bool = field(default=False, init=False)  # a signal: stop within 2 s
     _source_closed: anyio.Event = field(default_factory=anyio.Event, init=False)
 
+    # The first camera's parts: a device's only camera, unless it names several.
+    @property
+    def source(self) -> FrameSource:
+        return self.cameras[0].source
+
+    @property
+    def perception(self) -> Perception:
+        return self.cameras[0].perception
+
+    @property
+    def capture(self) -> CaptureLoop:
+        return self.cameras[0].capture
+
+    @property
+    def source_runner(self) -> SourceRunner:
+        return self.cameras[0].source_runner
+
+    @property
+    def freshness(self) -> CountFreshness:
+        return self.cameras[0].freshness
+
+    def camera(self, name: str) -> Camera:
+        return next(c for c in self.cameras if c.name == name)
+
     def current_percept(self) -> Percept | None:
-        """Perception's newest result while the count is known; None otherwise."""
+        """The first camera's newest result while its count is known; None otherwise."""
         return self.perception.current()
 
     def request_stop(self) -> None:
@@ -121,7 +145,12 @@ class App:
         log.info("effective configuration: %s", described)
         self.bus.publish(
             run_started(
-                self.run_id, self.source, self.config, described, wall=self.wall_steps.wall()
+                self.run_id,
+                self.source,
+                self.config,
+                described,
+                wall=self.wall_steps.wall(),
+                cameras={c.name: c.source for c in self.cameras},
             )
         )
         session = self.session
@@ -131,27 +160,26 @@ class App:
                 async with session.run():
                     for service in self.operations.services:
                         await tg.start(service.run)
-                    await tg.start(self.source_runner.run)
+                    for camera in self.cameras:
+                        await tg.start(camera.source_runner.run)
                     if self.voice is not None:
                         await tg.start(self.voice.run)
                     tg.start_soon(self._capture_then_close, session)
-                    if self.config.source.duration is not None and self.source.is_camera:
-                        # A camera runs for wall time; a recording for its own media time.
-                        tg.start_soon(self._stop_after, self.config.source.duration)
                     if self.read_stdin:
                         tg.start_soon(self._read_commands, session)
                     if self.console.tty:
                         tg.start_soon(self._show_progress)
-                    if self.source.is_camera or self.config.source.pace == "realtime":
-                        # A fast replay waits for its consumers: a pause there is not staleness.
-                        tg.start_soon(self.freshness.watch)
+                    for camera in self.cameras:
+                        if camera.watched:
+                            tg.start_soon(camera.freshness.watch)
+                    tg.start_soon(self._detector_load().watch)
                     tg.start_soon(self._watch_wall_clock)
                     async for _ in session:
                         pass  # every event already went to the bus (``Runner(on_event=)``)
-                    # The source's last states (and the count going unknown) are said while
+                    # The sources' last states (and the counts going unknown) are said while
                     # the outputs (MQTT) still run.
                     with anyio.CancelScope(shield=True):
-                        await self.source_runner.close()
+                        await self._close_sources()
                     self._source_closed.set()
                     if self.voice is not None and not self._hurried:
                         # What the model said before the end is heard to its end.
@@ -176,20 +204,31 @@ class App:
                 code = EXIT_LOG_INCOMPLETE
         return code
 
+    def _detector_load(self) -> DetectorLoad:
+        return DetectorLoad(
+            self.cameras, lambda line: self.console.say(line, self.bus.elapsed()), self.clock
+        )
+
+    async def _close_sources(self) -> None:
+        for camera in self.cameras:
+            await camera.source_runner.close()
+
     async def _close(self) -> None:
         with anyio.CancelScope(shield=True):
-            await self.source_runner.close()
-        self._say_totals()
-        stats = self.capture.stats
-        self.bus.publish(
-            CaptureStatsEvent(
-                frames_read=stats.frames_read,
-                frames_sampled=stats.frames_sampled,
-                frames_detected=self.perception.stats.detected,
-                dropped=dict(stats.dropped),
-                detect_ms_mean=round(self.perception.stats.detect_ms_mean, 3),
+            await self._close_sources()
+        for camera in self.cameras:
+            self._say_totals(camera)
+            stats = camera.capture.stats
+            self.bus.publish(
+                CaptureStatsEvent(
+                    frames_read=stats.frames_read,
+                    frames_sampled=stats.frames_sampled,
+                    frames_detected=camera.perception.stats.detected,
+                    dropped=dict(stats.dropped),
+                    detect_ms_mean=round(camera.perception.stats.detect_ms_mean, 3),
+                    camera=camera.name,
+                )
             )
-        )
         # What a log can be checked against (the soak benchmark does): every event made.
         log.info("%d events published in this run", self.bus.published)
         self.bus.close()
@@ -203,20 +242,20 @@ class App:
                 self.bus.publish(ClockStep(step_s=round(step, 3), wall=self.wall_steps.wall()))
 
     async def _capture_then_close(self, session: LiveSession) -> None:
-        try:
-            await self.capture.run()
-        except SourceError as exc:
-            self.failure = str(exc)
-            self.bus.publish(ErrorEvent(message=str(exc), where="source"))
+        """Every camera's frames until each has ended; then the session's end."""
+        async with anyio.create_task_group() as cameras:
+            for camera in self.cameras:
+                cameras.start_soon(camera.capture_frames, self._camera_failed)
         if not self.stop.requested and self.failure is None:
             # Let the tools finish the last frames before the session ends.
             with anyio.move_on_after(10):
                 await session.wait_inputs_idle()
         self.request_stop()
 
-    async def _stop_after(self, seconds: float) -> None:
-        await self.clock.sleep(seconds)
-        self.request_stop()
+    def _camera_failed(self, message: str) -> None:
+        # The run fails (exit 1) once it ends; the other cameras count on meanwhile.
+        self.failure = self.failure or message
+        self.bus.publish(ErrorEvent(message=message, where="source"))
 
     async def _watch_signals(self, scope: CancelScope) -> None:
         signals_watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -279,55 +318,60 @@ class App:
                 continue
             await run_command(text, session, self.queue, say)
 
-    def _media_total_s(self) -> float | None:
+    def _media_total_s(self, camera: Camera) -> float | None:
         """How long a replayed file is, in media time (None: a camera, a loop, unknown)."""
-        fps = self.source.fps
-        frames = getattr(self.source, "frame_count", None)
-        if self.source.is_camera or self.config.source.loop or not fps or not frames:
+        source = camera.source
+        fps = source.fps
+        frames = getattr(source, "frame_count", None)
+        if source.is_camera or camera.config.source.loop or not fps or not frames:
             return None
         return float(frames / fps)
 
     async def _show_progress(self) -> None:
+        # The first camera's replay: a progress line is for watching one file go by.
+        camera = self.cameras[0]
         while True:
-            done = self.capture.stats.last_frame_t or 0.0
-            percept = self.current_percept()
+            done = camera.capture.stats.last_frame_t or 0.0
+            percept = camera.perception.current()
             count = percept.count if percept is not None else None
-            self.console.progress(done, self._media_total_s(), count)
+            self.console.progress(done, self._media_total_s(camera), count)
             await anyio.sleep(0.5)
 
-    def _say_totals(self) -> None:
-        """A run ends with its lines' and zones' totals; a replay also with what it went
-        through, terminal or not."""
-        scene = self._scene_totals()
+    def _say_totals(self, camera: Camera) -> None:
+        """A run ends with each camera's lines' and zones' totals; a replay also with what
+        it went through, terminal or not."""
+        whose = f"{camera.name}: " if self.config.named_cameras else ""
+        scene = self._scene_totals(camera)
         if scene:
-            self.console.say(scene, self.bus.elapsed())
-        if self.source.is_camera:
+            self.console.say(whose + scene, self.bus.elapsed())
+        if camera.live:
             return
-        stats = self.capture.stats
+        stats = camera.capture.stats
         media = stats.last_frame_t or 0.0
-        total = self._media_total_s()
+        total = self._media_total_s(camera)
         of = f" of {total:.1f}" if total else ""
         self.console.say(
-            f"replayed {counted(stats.frames_read, 'frame')} ({media:.1f}{of} s of media) from "
-            f"{self.source.name} in {self.bus.elapsed():.1f} s; the detector ran on "
-            f"{self.perception.stats.detected:,}",
+            f"{whose}replayed {counted(stats.frames_read, 'frame')} ({media:.1f}{of} s of "
+            f"media) from {camera.source.name} in {self.bus.elapsed():.1f} s; the detector "
+            f"ran on {camera.perception.stats.detected:,}",
             self.bus.elapsed(),
         )
 
-    def _scene_totals(self) -> str | None:
+    def _scene_totals(self, camera: Camera) -> str | None:
         """``totals: line post 12 in, 16 out; zone left 3 stayed over 30 s`` (None: no
         lines or zones)."""
         # The scene at the end (lines and zones may have been edited on the page).
-        scene = self.perception.scene
+        scene = camera.perception.scene
         if not scene.lines and not scene.zones:
             return None
         parts = [
             f"line {name} {totals.entered} in, {totals.exited} out"
             for name, totals in scene.line_totals().items()
         ]
+        dwells = self.console.of(camera.name).dwells
         for name, zone in scene.zones.items():
             dwell = zone.dwell_s
-            stayed = self.console.dwells.get(name, 0)
+            stayed = dwells.get(name, 0)
             parts.append(
                 f"zone {name} {counted(stayed, 'person', 'people')} stayed over {dwell:g} s"
             )

@@ -28,6 +28,7 @@ def scene_tools(config: Config, current: Callable[[], Percept | None]) -> list[T
         zones=list(config.scene.zones),
         current=current,
         editable=editable,
+        camera=config.camera_name,
     )
     tools: list[Tool] = []
     if config.scene.lines or editable:

@@ -7,9 +7,10 @@ session counts as there once it runs (before that the page says "starting").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from device.app.camera import Camera
 from device.app.logs import EventLogs
 from device.app.scene_editor import SceneEditor
 from device.app.voice import Voice
@@ -40,6 +41,8 @@ class DeviceState:
     voice: Voice | None = None  # the microphone and the loudspeaker, when there are any
     scene: SceneEditor | None = None  # the lines and zones, edited on the status page
     snapshots: Snapshots | None = None  # --snapshots (None: not asked, or privacy)
+    # Every camera by name (the singular parts above are the first camera's).
+    cameras: Mapping[str, Camera] = field(default_factory=dict)
 
     @property
     def session(self) -> LiveSession | None:

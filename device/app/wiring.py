@@ -30,35 +30,31 @@ import sys
 import uuid
 from typing import TextIO
 
-from device.app.freshness import CountFreshness
+from device.app.camera import build_camera
 from device.app.logs import EventLogs
 from device.app.operations import Operations, build_operations
 from device.app.parts import (
     build_model,
-    configured_perception,
-    configured_runner,
-    configured_source,
+    detector_factory,
     look_tool,
     offers_look,
     preflight,
     session_config,
 )
 from device.app.run import App, StopSwitch
-from device.app.scene_editor import SceneEditor
 from device.app.scene_tools import scene_tools
 from device.app.state import DeviceState
 from device.app.voice import build_voice
 from device.bus import EventBus
-from device.capture import CaptureLoop
 from device.config import Config
-from device.outputs.console import ConsoleSink
+from device.outputs.console import CameraLines, ConsoleSink
 from device.outputs.console_log import ConsoleLogs
 from device.outputs.snapshots import open_snapshots
 from device.percept import CountUnknown, Percept
+from device.shared_detector import SharedDetector
 from device.sources import FrameSource
-from live import LiveRequestQueue, Runner
+from live import LiveRequestQueue, LiveSession, Runner
 from live.clock import Clock, MonotonicClock
-from live.events import ErrorEvent
 from live.model import LiveModel
 from live.tool import Tool
 from live.walltime import StepWatch
@@ -91,34 +87,42 @@ def build_app(
     clock = clock or MonotonicClock()
     bus = bus or EventBus(clock)
     out = out or sys.stdout
-    source = source or configured_source(config, clock)
     model = model or build_model(config)
     queue: LiveRequestQueue[Percept | CountUnknown] = LiveRequestQueue()
-
-    def tell_tools(unknown: CountUnknown) -> None:
-        """The tools hear an unknown count in-band, in order with the percepts they read."""
-        if not queue.closed:
-            queue.send_realtime(percept=unknown)
-
-    perception = configured_perception(
-        config,
-        config.detection_fps(),
-        source,
-        bus.publish,
-        bus.percept,
-        tell_tools,
-        clock.now,
+    views = [config.camera(name) for name in config.camera_names]
+    # One model in memory for every camera, reporting boxes down to the lowest camera's
+    # threshold (each camera counts at its own).
+    detector = SharedDetector(detector_factory(config, min(v.perception.threshold for v in views)))
+    consumers = _Consumers()
+    cameras = [
+        build_camera(
+            view,
+            clock=clock,
+            bus=bus,
+            queue=queue,
+            detector=detector,
+            consumers=consumers,
+            sample_fps=_sample_fps(view),
+            source=source if index == 0 else None,
+        )
+        for index, view in enumerate(views)
+    ]
+    first = cameras[0]
+    perception = first.perception
+    counter = CountPeople(
+        current=perception.current,
+        why_unknown=lambda: perception.unknown_reason,
+        camera=first.name,
     )
-    counter = CountPeople(current=perception.current, why_unknown=lambda: perception.unknown_reason)
     tools: list[Tool] = [
         FunctionTool(
             counter, name="count_people", check=check_count_args, coalesce=coalesce_counts
         ),
         FunctionTool(counter.count_people_now),
-        *scene_tools(config, perception.current),
+        *scene_tools(first.config, perception.current),
     ]
-    look = look_tool(config, perception.current, lambda: perception.unknown_reason)
-    if offers_look(config):
+    look = look_tool(first.config, perception.current, lambda: perception.unknown_reason)
+    if offers_look(first.config):
         tools.append(FunctionTool(look.look))
     stop = StopSwitch(queue)
     console = ConsoleSink(
@@ -126,9 +130,11 @@ def build_app(
         fallback_after_s=config.model.fallback_after,
         # Whoever read the console left (``| head -2``): end quietly, like other tools.
         on_closed=stop.request,
-        camera=source.is_camera,
-        lines=len(config.scene.lines),
-        zones=len(config.scene.zones),
+        cameras={
+            c.name: CameraLines(c.live, len(c.config.scene.lines), len(c.config.scene.zones))
+            for c in cameras
+        },
+        named=config.named_cameras,
     )
     bus.subscribe(console)
     if console_logs is not None:
@@ -138,21 +144,6 @@ def build_app(
         bus.subscribe(console_logs)
     run_id = uuid.uuid4().hex[:12]
     logs = EventLogs.open(config, bus, run_id)
-    freshness = CountFreshness(bus, perception, source, clock)
-    source_runner = configured_runner(
-        config,
-        source,
-        clock,
-        freshness.on_source_state,
-        on_skipped=lambda message: bus.publish(ErrorEvent(message=message, where="source")),
-    )
-    sample_fps = config.detection_fps()
-    if config.model.send_frames and not config.device.privacy:
-        sample_fps = max(sample_fps, config.model.model_fps)
-    request_fps = getattr(source, "request_fps", None)
-    if request_fps is not None and config.source.camera_fps != 0:
-        # A camera then sends little more than is sampled (0: leave it at its own rate).
-        request_fps(sample_fps, config.source.camera_fps)
     runner = Runner(
         model,
         tools,
@@ -162,6 +153,7 @@ def build_app(
         epoch=bus.epoch,
     )
     session = runner.session(queue)
+    consumers.session = session
     if session.budget.enabled:
         look.budget = session.budget.look_refusal  # past 80 % of the budget: no looks
     voice = build_voice(
@@ -174,22 +166,9 @@ def build_app(
     )
     if voice is not None:
         bus.subscribe(voice)  # model audio to the loudspeaker, the local model's sentences
-    capture = CaptureLoop(
-        source_runner,
-        queue,
-        clock=clock,
-        sample_fps=sample_fps,
-        perceive=perception.process,
-        max_side=config.source.max_side,
-        jpeg_quality=config.source.jpeg_quality,
-        pace=config.source.pace,
-        is_camera=source.is_camera,
-        consumers=session,  # a fast replay waits for the tools (and the model) to keep up
-        media_duration_s=None if source.is_camera else config.source.duration,
-    )
-    scene = SceneEditor(config, perception, bus.publish, capture=capture, sample_fps=sample_fps)
     if check:
-        preflight(perception, source)
+        for camera in cameras:
+            preflight(camera.perception, camera.source)
     snapshots = open_snapshots(
         config, run_id, bus.publish, lambda line: console.say(line, bus.elapsed())
     )
@@ -197,15 +176,16 @@ def build_app(
         config=config,
         clock=clock,
         live_session=session,
-        capture=capture,
-        source_runner=source_runner,
+        capture=first.capture,
+        source_runner=first.source_runner,
         perception=perception,
-        source=source,
+        source=first.source,
         logs=logs,
         look=look,
         voice=voice,
-        scene=scene,
+        scene=first.scene,
         snapshots=snapshots,
+        cameras={c.name: c for c in cameras},
     )
     ops = (
         # The outputs' own news (the page's address, the broker away or back) reads like
@@ -228,22 +208,46 @@ def build_app(
         out=out,
         read_stdin=read_stdin,
         run_id=run_id,
-        source=source,
-        perception=perception,
+        cameras=cameras,
         counter=counter,
         queue=queue,
         session=session,
         console=console,
         logs=logs,
-        freshness=freshness,
-        source_runner=source_runner,
-        capture=capture,
         state=state,
         operations=ops,
         stop=stop,
         wall_steps=wall_steps or StepWatch(),
         voice=voice,
     )
+
+
+def _sample_fps(config: Config) -> float:
+    """How often a camera's frames are sampled: its detection rate, or the model lane's
+    when frames go to the model and that is faster."""
+    sample_fps = config.detection_fps()
+    if config.model.send_frames and not config.device.privacy:
+        sample_fps = max(sample_fps, config.model.model_fps)
+    return sample_fps
+
+
+class _Consumers:
+    """The session, once made, as the consumers a fast replay waits for (the cameras are
+    made before the session, which takes their tools)."""
+
+    session: LiveSession | None = None
+
+    async def wait_input_consumer(self) -> None:
+        if self.session is not None:
+            await self.session.wait_input_consumer()
+
+    async def wait_inputs_idle(self) -> None:
+        if self.session is not None:
+            await self.session.wait_inputs_idle()
+
+    async def wait_delivered(self) -> None:
+        if self.session is not None:
+            await self.session.wait_delivered()
 
 
 __all__ = ["build_app"]

@@ -98,6 +98,8 @@ class Config(BaseModel):
     _file: Path | None = PrivateAttr(default=None)
     # The camera these settings are of (``camera()``); a device's own: its first camera.
     _camera: str | None = PrivateAttr(default=None)
+    # These are one camera's settings, of a device that names its cameras.
+    _named: bool = PrivateAttr(default=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -139,7 +141,7 @@ class Config(BaseModel):
     def named_cameras(self) -> bool:
         """Cameras are named in the configuration (a device of one camera, ``main``,
         names none: its outputs are as they were before cameras had names)."""
-        return bool(self.cameras)
+        return bool(self.cameras) or self._named
 
     def camera(self, name: str) -> Self:
         """The settings of camera ``name``: the device's, with the camera's own over them
@@ -151,6 +153,7 @@ class Config(BaseModel):
         data["cameras"] = {}
         view = validated(type(self), data, lambda key: f"camera {name}: {key}")
         view._given, view._file, view._camera = dict(self._given), self._file, name
+        view._named = bool(self.cameras)
         return view
 
     def given(self, name: str) -> str | None:

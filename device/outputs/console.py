@@ -12,6 +12,9 @@ the count, every zone and every line stop at the same moment for the same reason
 one line says so (``source cam reconnecting: read failed; retry in 0.5 s — count, 1 zone
 unknown; 2 lines not counting``), not one line per part repeating the reason. The count
 coming back is said by the count (``count: 3``), as at the start.
+
+A device with named cameras says whose each camera's line is (``door: count: 3``);
+one with a single camera that names none says it as it always did.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from device.events import (
+    CameraEvent,
     ClockStep,
     CountChanged,
     DwellPassed,
@@ -33,6 +38,7 @@ from device.events import (
     ZoneCount,
 )
 from device.outputs.transcripts import TranscriptLines, label
+from device.percept import MAIN_CAMERA
 from live.events import (
     BudgetState,
     ConnectionState,
@@ -68,6 +74,21 @@ def _seconds(value: float) -> str:
     return f"{value:.0f} s" if value >= 10 else f"{value:g} s"
 
 
+@dataclass
+class CameraLines:
+    """What the console knows of one camera: whether it is live (its media time says
+    nothing to a reader), how many lines and zones it has (what stops with its source; a
+    ``scene`` event says how many there are after an edit), whether the last thing said
+    of its count was a number (an unknown count is said once, by whichever line says it
+    first: the source's or the count's), and who stayed past each zone's dwell time."""
+
+    live: bool = False
+    lines: int = 0
+    zones: int = 0
+    count_known: bool = False
+    dwells: dict[str, int] = field(default_factory=dict)
+
+
 class ConsoleSink:
     """Human-readable lines, plus a progress line when replaying a file on a terminal."""
 
@@ -81,16 +102,16 @@ class ConsoleSink:
         camera: bool = False,
         lines: int = 0,
         zones: int = 0,
+        cameras: Mapping[str, CameraLines] | None = None,
+        named: bool = False,
     ) -> None:
-        """``lines``, ``zones``: how many are configured (what stops with the source; a
-        ``scene`` event, an edit while running, says how many there are then)."""
+        """``cameras``: each camera's (``camera``, ``lines``, ``zones``: the one camera's,
+        when not given); ``named``: the device names its cameras, and says whose a line is."""
         self.out = out
-        self.camera = camera
-        self.lines = lines
-        self.zones = zones
-        # Whether the last thing this console said of the count was a number: an unknown
-        # count is said once, by whichever line says it first (the source's or the count's).
-        self._count_known = False
+        self.cameras: dict[str, CameraLines] = (
+            dict(cameras) if cameras else {MAIN_CAMERA: CameraLines(camera, lines, zones)}
+        )
+        self.named = named
         self.verbose = verbose
         self.fallback_after_s = fallback_after_s
         self.tty = bool(getattr(out, "isatty", lambda: False)())
@@ -100,8 +121,10 @@ class ConsoleSink:
         self._model_connected = False
         self._model_away_since = 0.0  # event time since when no model has been connected
         self._transcripts = TranscriptLines()
-        # People who stayed longer than a zone's dwell time, by zone (the run's totals line).
-        self.dwells: dict[str, int] = {}
+
+    def of(self, camera: str) -> CameraLines:
+        """What the console knows of ``camera``."""
+        return self.cameras.setdefault(camera, CameraLines())
 
     def _line(self, text: str) -> None:
         prefix = "\r\x1b[2K" if self._progress_shown else ""
@@ -154,15 +177,18 @@ class ConsoleSink:
         if isinstance(event, ConnectionState):
             self._track_model(event)
         if isinstance(event, DwellPassed):
-            self.dwells[event.zone] = self.dwells.get(event.zone, 0) + 1
+            dwells = self.of(event.camera).dwells
+            dwells[event.zone] = dwells.get(event.zone, 0) + 1
         if isinstance(event, SceneChanged):
             # Edited while running: what stops with the source is the scene as it is now.
-            self.lines, self.zones = len(event.lines), len(event.zones)
+            camera = self.of(event.camera)
+            camera.lines, camera.zones = len(event.lines), len(event.zones)
         for direction, said in self._transcripts.lines(event):
             self._line(f"{_fmt_t(event.t)} {label(direction, said)}")
         text = self.describe(event)
         if text is not None:
-            self._line(f"{_fmt_t(event.t)} {text}")
+            whose = f"{event.camera}: " if self.named and isinstance(event, CameraEvent) else ""
+            self._line(f"{_fmt_t(event.t)} {whose}{text}")
 
     def _track_model(self, event: ConnectionState) -> None:
         if event.state == "connected":
@@ -191,15 +217,15 @@ class ConsoleSink:
         if isinstance(event, LineCrossed):
             return (
                 f"line {event.line}: person {event.track} {event.direction} "
-                f"({event.total_in} in, {event.total_out} out){self._where(event.t_media)}"
+                f"({event.total_in} in, {event.total_out} out){self._where(event)}"
             )
         if isinstance(event, ZoneCount):
             dwelling = f", {event.dwelling} dwelling" if event.dwelling else ""
-            return f"zone {event.zone}: {event.people}{dwelling}{self._where(event.t_media)}"
+            return f"zone {event.zone}: {event.people}{dwelling}{self._where(event)}"
         if isinstance(event, DwellPassed):
             return (
                 f"zone {event.zone}: person {event.track} there for {event.seconds:g} s"
-                f"{self._where(event.t_media)}"
+                f"{self._where(event)}"
             )
         if isinstance(event, SceneChanged):
             note = event.said()
@@ -207,11 +233,12 @@ class ConsoleSink:
         if event.type == "source_state":
             reason = f": {data['reason']}" if data.get("reason") else ""
             text = f"source {data['source']} {data['state']}{reason}"
-            if data["state"] != "running" and self._count_known:
+            camera = self.of(data.get("camera", MAIN_CAMERA))
+            if data["state"] != "running" and camera.count_known:
                 # The count (and the scene) goes unknown right after, for this reason:
                 # said here, once, instead of a line for each part.
-                self._count_known = False
-                text += f" — {self._stopped(count=True)}"
+                camera.count_known = False
+                text += f" — {self._stopped(camera, count=True)}"
             return text
         if isinstance(event, BudgetState):
             return f"budget: {event.message}"
@@ -237,37 +264,38 @@ class ConsoleSink:
             return json.dumps(data)
         return None
 
-    def _where(self, t_media: float | None) -> str:
+    def _where(self, event: CountChanged | LineCrossed | ZoneCount | DwellPassed) -> str:
         # A file's own time says where in it; a camera's clock says nothing to a reader.
-        if t_media is None or self.camera:
+        if event.t_media is None or self.of(event.camera).live:
             return ""
-        return f"  at {t_media:.1f}s of the source"
+        return f"  at {event.t_media:.1f}s of the source"
 
     def _count(self, event: CountChanged) -> str | None:
+        camera = self.of(event.camera)
         if event.count is None:
-            if not self._count_known:
+            if not camera.count_known:
                 return None  # already said, with the source's state that caused it
-            self._count_known = False
+            camera.count_known = False
             reason = f": {event.reason}" if event.reason else ""
-            rest = self._stopped(count=False)
+            rest = self._stopped(camera, count=False)
             return f"count: unknown{reason}" + (f" — {rest}" if rest else "")
-        self._count_known = True
-        where = self._where(event.t_media)
+        camera.count_known = True
+        where = self._where(event)
         if self._narrating(event.t):
             # No model to say it: the device does.
             return f"device: {count_sentence(event.count, event.previous)}{where}"
         was = "" if event.previous is None else f" (was {event.previous})"
         return f"count: {event.count}{was}{where}"
 
-    def _stopped(self, *, count: bool) -> str:
+    def _stopped(self, camera: CameraLines, *, count: bool) -> str:
         """What an unknown count takes with it: ``count, 1 zone unknown; 2 lines not
         counting`` (their totals stay; crossings are counted again when frames are back)."""
         unknown = (["count"] if count else []) + (
-            [counted(self.zones, "zone")] if self.zones else []
+            [counted(camera.zones, "zone")] if camera.zones else []
         )
         said = f"{', '.join(unknown)} unknown" if unknown else ""
-        if self.lines:
-            said += ("; " if said else "") + f"{counted(self.lines, 'line')} not counting"
+        if camera.lines:
+            said += ("; " if said else "") + f"{counted(camera.lines, 'line')} not counting"
         return said
 
     def _connection(self, event: ConnectionState) -> str | None:
@@ -314,4 +342,4 @@ def _duration(seconds: float) -> str:
     return f"{sign}{secs} s"
 
 
-__all__ = ["ConsoleSink", "count_sentence", "people"]
+__all__ = ["CameraLines", "ConsoleSink", "count_sentence", "people"]

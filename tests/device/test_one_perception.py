@@ -15,11 +15,10 @@ import json
 import sqlite3
 from pathlib import Path
 
-import cv2
 import pytest
 
 from tests.cli import lookout
-from tests.datafiles import data_file
+from tests.clips import write_clip
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("remembered_detections")]
 
@@ -28,18 +27,7 @@ SECONDS = 15
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("clip") / "clip.avi"
-    cap = cv2.VideoCapture(str(data_file("vtest.avi")))
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), 10.0, (768, 576))
-    try:
-        for _ in range(SECONDS * 10):
-            ok, image = cap.read()
-            assert ok
-            writer.write(image)
-    finally:
-        writer.release()
-        cap.release()
-    return path
+    return write_clip(tmp_path_factory.mktemp("clip") / "clip.avi", SECONDS)
 
 
 def count_records(clip: Path) -> dict[int, int]:

@@ -5,6 +5,7 @@ one never starves."""
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from device.shared_detector import SharedDetector
@@ -29,13 +30,12 @@ async def served_in_order(
         for _ in range(rounds):
             async with shared.turn(urgent=urgent):
                 order.append(name)
-                await anyio.sleep(0)
+                await anyio.lowlevel.checkpoint()
 
-    async with anyio.create_task_group() as group:
-        async with shared.turn():
-            for name, urgent in asks:
-                group.start_soon(camera, name, urgent)
-            await anyio.wait_all_tasks_blocked()
+    async with anyio.create_task_group() as group, shared.turn():
+        for name, urgent in asks:
+            group.start_soon(camera, name, urgent)
+        await anyio.wait_all_tasks_blocked()
     return order
 
 
@@ -61,13 +61,12 @@ async def test_a_heartbeat_that_waited_long_enough_goes_first() -> None:
         async with shared.turn(urgent=urgent):
             order.append(name)
 
-    async with anyio.create_task_group() as group:
-        async with shared.turn():
-            group.start_soon(ask, "still", False)
-            await anyio.wait_all_tasks_blocked()
-            clock.advance(2.5)  # the busy cameras held the detector for 2.5 s
-            group.start_soon(ask, "door", True)
-            await anyio.wait_all_tasks_blocked()
+    async with anyio.create_task_group() as group, shared.turn():
+        group.start_soon(ask, "still", False)
+        await anyio.wait_all_tasks_blocked()
+        clock.advance(2.5)  # the busy cameras held the detector for 2.5 s
+        group.start_soon(ask, "door", True)
+        await anyio.wait_all_tasks_blocked()
     assert order == ["still", "door"]
 
 

@@ -1,0 +1,174 @@
+"""One camera of the device: its parts, made in one place from its settings, and its run.
+
+A camera is its source and how it is read (the runner: opening, reconnecting,
+ending), its capture loop (pace, sampling, resizing), its perception (motion
+gate, tracker, lines and zones, the count: one ``Perception`` with the device's
+shared detector), its count's freshness and its scene's edits. Every camera
+feeds the one request queue and the one bus; its percepts and events say whose
+they are (``camera``). One camera's source failing or ending leaves the others
+counting: each runs in a cancel scope of its own (``run``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+
+from device.app.freshness import CountFreshness
+from device.app.parts import (
+    configured_perception,
+    configured_runner,
+    configured_source,
+)
+from device.app.scene_editor import SceneEditor
+from device.bus import EventBus
+from device.capture import CaptureLoop, Consumers
+from device.config import Config
+from device.feeds.runner import SourceRunner
+from device.percept import CountUnknown, Percept
+from device.perception import Perception
+from device.shared_detector import SharedDetector
+from device.sources import FrameSource, SourceError
+from live.clock import Clock
+from live.events import ErrorEvent
+from live.requests import LiveRequestQueue
+
+
+@dataclass
+class Camera:
+    """A camera's parts (``build_camera``) and how it runs."""
+
+    name: str
+    config: Config  # its settings: the device's with its own over them
+    source: FrameSource
+    perception: Perception
+    freshness: CountFreshness
+    source_runner: SourceRunner
+    capture: CaptureLoop
+    scene: SceneEditor
+    sample_fps: float
+    clock: Clock
+    failure: str | None = None  # why its source failed for good (None: it did not)
+    ended: bool = False  # its source ended (a file), failed, or its duration passed
+    # Detections (and motion-gated holds) a second over the last window while it counted
+    # (None: not measured, or not counting), and whether that is short of its rate: the
+    # shared detector cannot keep up (``detector_load.py``).
+    achieved_fps: float | None = None
+    behind: bool = False
+
+    @property
+    def live(self) -> bool:
+        """A camera or stream (wall-clock time), rather than a file or a folder."""
+        return self.source.is_camera
+
+    @property
+    def watched(self) -> bool:
+        """Whether its count goes unknown when frames stop coming: always for a live
+        source and a replay in real time; a fast replay waits for its consumers, and a
+        pause there is not staleness."""
+        return self.live or self.config.source.pace == "realtime"
+
+    async def capture_frames(self, on_failure: Callable[[str], None]) -> None:
+        """Feed its frames until its source ends, fails, or its duration passes (a live
+        source's duration is wall time; a file's, media time, is the capture loop's)."""
+        duration = self.config.source.duration
+        try:
+            async with anyio.create_task_group() as group:
+                if self.live and duration is not None:
+                    group.start_soon(self._stop_after, duration, group.cancel_scope)
+                await self.capture.run()
+                group.cancel_scope.cancel()
+        except SourceError as exc:
+            self.failure = str(exc)
+            on_failure(str(exc))
+        finally:
+            self.ended = True
+
+    async def _stop_after(self, seconds: float, scope: anyio.CancelScope) -> None:
+        await self.clock.sleep(seconds)
+        scope.cancel()
+
+
+def build_camera(
+    config: Config,
+    *,
+    clock: Clock,
+    bus: EventBus,
+    queue: LiveRequestQueue[Percept | CountUnknown],
+    detector: SharedDetector,
+    consumers: Consumers,
+    sample_fps: float,
+    source: FrameSource | None = None,
+) -> Camera:
+    """Camera ``config.camera_name`` from its settings (``config.camera(name)``) and the
+    device's shared parts. ``source``: injected instead of the configured one (tests).
+    Raises ConfigError or SourceError for what the user got wrong."""
+    name = config.camera_name
+    source = source or configured_source(config, clock)
+
+    def tell_tools(unknown: CountUnknown) -> None:
+        """The tools hear an unknown count in-band, in order with the percepts they read."""
+        if not queue.closed:
+            queue.send_realtime(percept=unknown)
+
+    perception = configured_perception(
+        config,
+        config.detection_fps(),
+        source,
+        bus.publish,
+        bus.percept,
+        tell_tools,
+        clock.now,
+        detector=detector,
+        camera=name,
+    )
+    freshness = CountFreshness(bus, perception, source, clock, camera=name)
+    runner = configured_runner(
+        config,
+        source,
+        clock,
+        freshness.on_source_state,
+        on_skipped=lambda message: bus.publish(
+            ErrorEvent(message=_of(config, name, message), where="source")
+        ),
+    )
+    request_fps = getattr(source, "request_fps", None)
+    if request_fps is not None and config.source.camera_fps != 0:
+        # A camera then sends little more than is sampled (0: leave it at its own rate).
+        request_fps(sample_fps, config.source.camera_fps)
+    capture = CaptureLoop(
+        runner,
+        queue,
+        clock=clock,
+        sample_fps=sample_fps,
+        perceive=perception.process,
+        max_side=config.source.max_side,
+        jpeg_quality=config.source.jpeg_quality,
+        pace=config.source.pace,
+        is_camera=source.is_camera,
+        consumers=consumers,  # a fast replay waits for the tools (and the model) to keep up
+        media_duration_s=None if source.is_camera else config.source.duration,
+    )
+    scene = SceneEditor(config, perception, bus.publish, capture=capture, sample_fps=sample_fps)
+    return Camera(
+        name=name,
+        config=config,
+        source=source,
+        perception=perception,
+        freshness=freshness,
+        source_runner=runner,
+        capture=capture,
+        scene=scene,
+        sample_fps=sample_fps,
+        clock=clock,
+    )
+
+
+def _of(config: Config, name: str, message: str) -> str:
+    """A camera's message, named when the device has several (``door: ...``)."""
+    return f"{name}: {message}" if config.named_cameras else message
+
+
+__all__ = ["Camera", "build_camera"]
