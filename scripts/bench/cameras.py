@@ -78,22 +78,19 @@ def run_all(commands: list[list[str]], names: list[list[str]]) -> Measured:
     """The commands side by side; their peak RSS and CPU from wait4, and each camera's
     detections from its closing line."""
     env = {k: v for k, v in offline_env().items() if k != DETECTIONS_ENV}  # the real cost
+    # Into files, not pipes: a process must never wait for this one to read its output.
+    outputs = [tempfile.TemporaryFile("w+") for _ in commands]  # noqa: SIM115 (closed below)
     procs = [
-        subprocess.Popen(
-            cmd,
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for cmd in commands
+        subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        for cmd, out in zip(commands, outputs, strict=True)
     ]
     measured = Measured()
-    for proc, cameras in zip(procs, names, strict=True):
-        out = proc.stdout.read() if proc.stdout is not None else ""
+    for proc, cameras, output in zip(procs, names, outputs, strict=True):
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
+        output.seek(0)
+        out = output.read()
+        output.close()
         if proc.returncode != 0:
             raise SystemExit(f"lookout exited {proc.returncode}:\n{out[-3000:]}")
         measured.rss_mb += usage.ru_maxrss / 1024
