@@ -1,8 +1,11 @@
-"""Offline person detector: ONNX Runtime on CPU, numpy + OpenCV pre/post-processing.
+"""Offline person detector: the model's pre- and post-processing around an inference backend.
 
 Default model: NanoDet-g 416 (see models/README.md for provenance). A user-supplied
 YOLOv8/YOLO11-style export (one output [1, 4+C, N], class 0 = person) works as well; which
 of the two a file is gets decided from its output shapes, never from output names.
+Making the input tensor (letterbox, normalise) and reading boxes from the outputs
+(decode, NMS) are the model's, here, in numpy and OpenCV; running the network is the
+backend's (``models/backend.py``: ONNX Runtime on the CPU by default).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import hashlib
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -18,10 +22,10 @@ from typing import Any
 
 import cv2
 import numpy as np
-import onnxruntime as ort
 from numpy.typing import NDArray
 
 from device.input_file import MODEL_MAX, check_input
+from models.backend import BackendError, InferenceBackend, OnnxRuntimeBackend
 from models.detections import Detections, FloatArray
 
 __all__ = [
@@ -209,43 +213,35 @@ class PersonDetector:
         threshold: float = 0.45,
         iou: float = 0.5,
         threads: int | None = None,
+        backend: Callable[[Path], InferenceBackend] | None = None,
     ) -> None:
+        """``backend``: what runs the network, made from the model's path (default: ONNX
+        Runtime on the CPU with ``threads`` per inference)."""
         self.path = Path(path) if path is not None else DEFAULT_MODEL_PATH
         self.threshold = float(threshold)
         self.iou = float(iou)
         self.last_timing = DetectTiming()
         self._lock = threading.Lock()
-        try:  # onnxruntime reads it whole: a pipe would hang it, /dev/zero fill the memory
+        try:  # the runtime reads it whole: a pipe would hang it, /dev/zero fill the memory
             check_input(self.path, MODEL_MAX)
         except FileNotFoundError:
             raise DetectorError(f"detector model not found: {self.path}") from None
         except OSError as exc:
             raise DetectorError(f"detector model {self.path}: {exc.strerror}") from None
-        opts = ort.SessionOptions()
-        if threads is not None:
-            opts.intra_op_num_threads = int(threads)
-        opts.log_severity_level = 3  # ORT warnings go to stderr unasked; errors still raise
-        # Detection runs a few times a second, not back to back: spinning worker threads
-        # after each run burned ~40 ms of CPU per frame for ~4 ms less latency, which a
-        # Raspberry Pi cannot spare.
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
         try:
-            self._session: Any = ort.InferenceSession(
-                str(self.path), opts, providers=["CPUExecutionProvider"]
+            self.backend = (
+                backend(self.path)
+                if backend is not None
+                else OnnxRuntimeBackend(self.path, threads=threads)
             )
-        except Exception as exc:
-            raise DetectorError(f"cannot load ONNX model {self.path}: {_one_line(exc)}") from None
-
-        inputs = self._session.get_inputs()
-        if len(inputs) != 1 or len(inputs[0].shape) != 4 or inputs[0].type != "tensor(float)":
-            got = [(i.name, i.shape, i.type) for i in inputs]
+        except BackendError as exc:
+            raise DetectorError(str(exc)) from None
+        dims = self.backend.input_dims
+        if len(dims) != 4 or self.backend.input_type != "tensor(float)":
+            got = (dims, self.backend.input_type)
             raise DetectorError(f"{self.path}: expected one float input [1,3,H,W], got {got}")
-        self._input_name: str = inputs[0].name
-        dims = inputs[0].shape
         if dims[1] not in (3, None) and not isinstance(dims[1], str):
             raise DetectorError(f"{self.path}: input has {dims[1]} channels, expected 3")
-        self._out_names: list[str] = [o.name for o in self._session.get_outputs()]
 
         # Output shapes can be symbolic in the file; one run on a blank canvas gives the real
         # ones (and warms the session up so the first real frame is not slow).
@@ -253,9 +249,7 @@ class PersonDetector:
         size = (int(dims[3]), int(dims[2])) if static else (YOLO_DEFAULT_SIZE, YOLO_DEFAULT_SIZE)
         self.input_size: tuple[int, int] = size  # (w, h)
         try:
-            probe = self._session.run(
-                self._out_names, {self._input_name: np.zeros((1, 3, size[1], size[0]), np.float32)}
-            )
+            probe = self.backend.run(np.zeros((1, 3, size[1], size[0]), np.float32))
         except Exception as exc:
             raise DetectorError(f"{self.path}: test inference failed: {_one_line(exc)}") from None
         shapes = [tuple(int(d) for d in np.shape(o)) for o in probe]
@@ -327,7 +321,7 @@ class PersonDetector:
             t0 = time.perf_counter()
             blob, lb = self._preprocess(frame)
             t1 = time.perf_counter()
-            outs = self._session.run(self._out_names, {self._input_name: blob})
+            outs = self.backend.run(blob)
             t2 = time.perf_counter()
             if self.kind == "nanodet":
                 levels = [

@@ -61,7 +61,7 @@ class DetectionCache:
             model = digest.hexdigest()
             with self.lock:
                 self.models[(str(path), st.st_size, st.st_mtime_ns)] = model
-        threads = detector._session.get_session_options().intra_op_num_threads
+        threads = detector.backend.intra_op_threads
         ident = (model, detector.kind, tuple(detector.input_size), detector.threshold,
                  detector.iou, threads)  # fmt: skip
         return hashlib.sha256(repr(ident).encode()).hexdigest()[:32]

@@ -65,7 +65,7 @@ def test_one_detector_thread_by_default_and_the_setting_reaches_onnxruntime(
 
     def intra_op_threads(cfg: Config) -> int:
         detector = detector_factory(cfg)()
-        return int(detector._session.get_session_options().intra_op_num_threads)
+        return int(detector.backend.intra_op_threads)
 
     assert intra_op_threads(config(tmp_path)) == 1  # the least CPU per detection
     assert intra_op_threads(config(tmp_path, detector_threads="2")) == 2

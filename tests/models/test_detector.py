@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
+from models.backend import BackendError, OnnxRuntimeBackend
 from models.detections import box_iou
 from models.detector import (
     DEFAULT_MODEL_PATH,
@@ -365,3 +366,41 @@ def test_nanodet_outputs_found_by_shape_in_any_order(tmp_path: Path) -> None:
     # All-zero logits: each side's distance is the mean bin, 5 strides = 80 px.
     cx, cy = 4.5 * 16, 3.5 * 16
     np.testing.assert_allclose(dets.boxes, [[0, 0, cx + 80, cy + 80]], atol=1e-3)
+
+
+class CountingBackend:
+    """Another backend through the seam: ONNX Runtime, counting the tensors it is given."""
+
+    def __init__(self, path: Path) -> None:
+        self.inner = OnnxRuntimeBackend(path, threads=1)
+        self.runs = 0
+        self.input_dims = self.inner.input_dims
+        self.input_type = self.inner.input_type
+
+    def run(self, blob: np.ndarray) -> list[np.ndarray]:
+        self.runs += 1
+        return self.inner.run(blob)
+
+
+def test_a_backend_runs_the_network_and_the_detector_keeps_its_pre_and_post_processing(
+    detector: PersonDetector, vtest_frames: dict[int, np.ndarray]
+) -> None:
+    made: list[CountingBackend] = []
+
+    def backend(path: Path) -> CountingBackend:
+        made.append(CountingBackend(path))
+        return made[-1]
+
+    other = PersonDetector(backend=backend)
+    frame = next(iter(vtest_frames.values()))
+    mine, theirs = other.detect(frame), detector.detect(frame)
+    assert np.array_equal(mine.boxes, theirs.boxes) and np.array_equal(mine.scores, theirs.scores)
+    assert made[0].runs == 2  # the probe of the outputs' shapes, then the frame
+
+
+def test_a_backend_that_cannot_load_the_model_is_one_line(tmp_path: Path) -> None:
+    def refuses(path: Path) -> OnnxRuntimeBackend:
+        raise BackendError(f"cannot load ONNX model {path}: no such runtime here")
+
+    with pytest.raises(DetectorError, match=r"^cannot load ONNX model .*: no such runtime here$"):
+        PersonDetector(backend=refuses)
