@@ -250,9 +250,12 @@ def cmd_count(args: argparse.Namespace) -> int:
     flags = {name: getattr(args, name) for name in COUNT_SETTINGS}
     if args.legacy_fps is not None and flags["folder_fps"] is None:
         flags["folder_fps"] = args.legacy_fps
-    flags["source"] = args.source
     try:
         config = build(flags, config_path=args.config)
+        # A configuration of several cameras: the lines, zones and rates of the one named
+        # (the first by default), on the video given.
+        config = config.camera(args.camera or config.camera_names[0])
+        config = config.model_copy(update={"source": args.source})
     except ConfigError as exc:
         return _fail(str(exc))
     import anyio

@@ -157,6 +157,12 @@ def _add_count(sub: Any) -> None:
     )
     p.add_argument("source", help="video file, image, or image folder")
     p.add_argument(
+        "--camera",
+        metavar="NAME",
+        help="with a configuration of several cameras: count as this camera does (its "
+        "lines, zones and rates; default: the first camera)",
+    )
+    p.add_argument(
         "--every",
         type=int,
         metavar="N",

@@ -142,3 +142,15 @@ def test_a_mistake_about_cameras_is_one_line_naming_it(
 def test_a_cameras_source_url_is_a_secret_like_the_devices() -> None:
     config = configured("--source", "door=rtsp://admin:S3cret@door.lan/stream")
     assert "S3cret" in config.secrets()
+
+
+def test_count_takes_one_cameras_settings_from_a_configuration_of_several(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "lookout.toml").write_text(TWO)
+    config = str(tmp_path / "lookout.toml")
+    done = lookout_in_process("count", "clip.mp4", "--config", config, "--camera", "hall")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "lookout: no camera named 'hall' (cameras: door, till)\n",
+    )
