@@ -156,7 +156,11 @@ class MqttState:
         if state is None and event.camera not in self._unknown_cameras:
             # Cameras are the configuration's: one no camera has is a mistake, said once.
             self._unknown_cameras.add(event.camera)
-            log.warning("MQTT: events of camera %r, which is not configured", event.camera)
+            log.warning(
+                "MQTT: not publishing events of camera %r: no camera of that name (cameras: %s)",
+                event.camera,
+                ", ".join(self.cameras),
+            )
         return state
 
     def on_event(self, event: Event) -> Changes:
