@@ -23,6 +23,7 @@ from device.config import Config, ConfigError
 from device.outputs.connection_guard import GuardStats
 from device.outputs.host_check import parse_hosts
 from device.outputs.http_address import parse_http
+from device.outputs.mqtt_camera import CameraScene
 from device.outputs.mqtt_settings import parse_mqtt
 from device.outputs.view import DeviceView
 from live.clock import Clock
@@ -70,6 +71,19 @@ def _version() -> str:
         return ""
 
 
+def mqtt_cameras(config: Config) -> dict[str, CameraScene] | None:
+    """Each named camera's lines, zones and privacy, for MQTT (None: the device names no
+    camera, and its one camera's topics stay the device's own, as before)."""
+    if not config.named_cameras:
+        return None
+    cameras = {}
+    for name in config.camera_names:
+        camera = config.camera(name)
+        scene = camera.scene
+        cameras[name] = CameraScene(tuple(scene.lines), tuple(scene.zones), camera.device.privacy)
+    return cameras
+
+
 def build_operations(
     config: Config,
     device: DeviceView,
@@ -108,6 +122,7 @@ def build_operations(
             # The pictures --snapshots writes become image entities (never under privacy).
             pictures=config.outputs.snapshots,
             private=config.device.privacy,
+            cameras=mqtt_cameras(config),
         )
     telemetry: Telemetry | None = None
     server: StatusServer | None = None

@@ -1,14 +1,21 @@
 """Home Assistant MQTT discovery: which entities a device's MQTT topics become in Home Assistant.
 
 This module only builds the discovery configs. Each one is a topic under
-``<prefix>/<component>/<device_id>_<object_id>/config`` plus the JSON-ready
+``<prefix>/<component>/<device_id>_<object_id>/config`` (``<device_id>_<camera>_<object_id>``
+for a named camera's) plus the JSON-ready
 config that tells Home Assistant which topics an entity reads. It does not
 connect, publish or encode: :mod:`device.outputs.mqtt` owns the topics these
 configs point at, and sends the configs as retained messages. Keeping the
 discovery schema here means the publisher's topic and connection logic can be
 read without Home Assistant's details in the way, and the reverse.
 
-The entities, for a device:
+Each camera is a Home Assistant device of its own when the cameras are named
+(identifiers ``lookout_<id>_<camera>``, named "Lookout <id> <camera>", linked to the
+Lookout device ``lookout_<id>`` by ``via_device``), which then has one entity of its
+own: whether the device is online (``device_configs``). A device that names no camera
+is one Home Assistant device, ``lookout_<id>``, with its camera's entities, as before.
+
+The entities, for a camera:
 
 - a people sensor and an occupancy binary sensor, available only while both the
   state and the counting topics say ``online``, and expiring after
@@ -83,7 +90,8 @@ class EntityConfig:
 
 
 class HomeAssistantDiscovery:
-    """Discovery configs for one device's people count, lines and zones."""
+    """Discovery configs for one camera's people count, lines and zones (and the Lookout
+    device's own entity)."""
 
     def __init__(
         self,
@@ -95,26 +103,51 @@ class HomeAssistantDiscovery:
         heartbeat_s: float = 60.0,
         prefix: str = "homeassistant",
         images: bool = False,
+        camera: str | None = None,
     ) -> None:
-        """``images``: the device writes pictures (an image entity for each event kind)."""
+        """``images``: the device writes pictures (an image entity for each event kind);
+        ``camera``: the entities are this named camera's (None: the unnamed camera's,
+        which are the device's own)."""
         self.topics = topics
         self.images = images
         self.device_id = device_id
+        self.camera = camera
+        # What names its entities: their unique ids, object ids and Home Assistant device.
+        self.key = device_id if camera is None else f"{device_id}_{camera}"
         self.model = model
         self.version = version
         self.heartbeat_s = heartbeat_s
         self.prefix = prefix
 
     def device(self) -> dict[str, Any]:
-        """The device block every entity shares, so Home Assistant groups them."""
+        """The device block every entity shares, so Home Assistant groups them: the
+        Lookout device's, or a named camera's, linked to it."""
         device = {
-            "identifiers": [f"lookout_{self.device_id}"],
-            "name": f"Lookout {self.device_id}",
+            "identifiers": [f"lookout_{self.key}"],
+            "name": " ".join(["Lookout", self.device_id, *([self.camera] if self.camera else [])]),
             "manufacturer": "Lookout",
             "model": f"Lookout edge vision agent ({self.model})" if self.model else "Lookout",
             "sw_version": self.version or None,
+            "via_device": f"lookout_{self.device_id}" if self.camera else None,
         }
         return {k: v for k, v in device.items() if v is not None}
+
+    def device_configs(self) -> list[EntityConfig]:
+        """The Lookout device's own entity, when its cameras are devices of their own (this
+        one made with no camera): Home Assistant links a camera to it (``via_device``) only
+        once it exists, which takes an entity. Whether the device is online: never
+        unavailable, it is what the others' availability reads."""
+        online = {
+            "name": "Online",
+            "unique_id": f"lookout_{self.key}_online",
+            "state_topic": self.topics.state_topic,
+            "device_class": "connectivity",
+            "payload_on": "online",
+            "payload_off": "offline",
+            "entity_category": "diagnostic",
+            "device": self.device(),
+        }
+        return [self._config("binary_sensor", "online", online)]
 
     def _available(self, *topics: str, expires: bool = True) -> dict[str, Any]:
         """Availability: every one of ``topics`` must say online."""
@@ -131,7 +164,7 @@ class HomeAssistantDiscovery:
         return common
 
     def _config(self, component: str, object_id: str, config: dict[str, Any]) -> EntityConfig:
-        topic = f"{self.prefix}/{component}/{self.device_id}_{object_id}/config"
+        topic = f"{self.prefix}/{component}/{self.key}_{object_id}/config"
         return EntityConfig(topic, config)
 
     def configs(self, lines: Iterable[str] = (), zones: Iterable[str] = ()) -> list[EntityConfig]:
@@ -144,7 +177,7 @@ class HomeAssistantDiscovery:
         }
         sensor = {
             "name": "People",
-            "unique_id": f"lookout_{self.device_id}_people",
+            "unique_id": f"lookout_{self.key}_people",
             "value_template": value("count"),
             "json_attributes_topic": topics.count_topic,
             "unit_of_measurement": "people",
@@ -154,7 +187,7 @@ class HomeAssistantDiscovery:
         }
         occupancy = {
             "name": "Occupancy",
-            "unique_id": f"lookout_{self.device_id}_occupancy",
+            "unique_id": f"lookout_{self.key}_occupancy",
             "device_class": "occupancy",
             "value_template": occupied("count"),
             "payload_on": "ON",
@@ -179,7 +212,7 @@ class HomeAssistantDiscovery:
         # A total stays true while the camera is down (crossings are not lost, only
         # unseen), so only the process's state decides whether it is available.
         available = self._available(topics.state_topic)
-        uid = f"lookout_{self.device_id}_line_{name}"
+        uid = f"lookout_{self.key}_line_{name}"
         icons = {"in": "mdi:account-arrow-right", "out": "mdi:account-arrow-left"}
         totals = [
             self._config(
@@ -218,7 +251,7 @@ class HomeAssistantDiscovery:
         )
         image = {
             "name": title,
-            "unique_id": f"lookout_{self.device_id}_{object_id}",
+            "unique_id": f"lookout_{self.key}_{object_id}",
             "image_topic": image_topic(self.topics, of, name),
             "content_type": "image/jpeg",  # raw JPEG bytes (no image_encoding: not base64)
             "icon": "mdi:image",
@@ -233,7 +266,7 @@ class HomeAssistantDiscovery:
         counting = topics.zone_topic(name, "counting")
         # The same rules as the people sensor, with the zone's own "counting" topic.
         available = self._available(topics.state_topic, counting)
-        uid = f"lookout_{self.device_id}_zone_{name}"
+        uid = f"lookout_{self.key}_zone_{name}"
         state_topic = topics.zone_topic(name, "people")
         people = {
             "name": f"{name} people",
@@ -286,11 +319,16 @@ class HomeAssistantDiscovery:
         return configs
 
     def config_topics(self, kind: str, name: str, *, any_run: bool = False) -> list[str]:
-        """The config topics of a ``"line"``'s or ``"zone"``'s entities; ``any_run``: also
-        its image entity when this run has none (to remove what an earlier run left)."""
-        configs = self.line_configs(name) if kind == "line" else self.zone_configs(name)
+        """The config topics of a ``"line"``'s or ``"zone"``'s entities (``"camera"``: the
+        count's own); ``any_run``: also its image entity when this run has none (to remove
+        what an earlier run left)."""
+        if kind == "camera":
+            configs, of = self.configs(), "count"
+        else:
+            configs = self.line_configs(name) if kind == "line" else self.zone_configs(name)
+            of = "crossing" if kind == "line" else "dwell"
         topics = [config.topic for config in configs]
-        image = self.image_config("crossing" if kind == "line" else "dwell", name, "").topic
+        image = self.image_config(of, name, "").topic
         return [*topics, image] if any_run and image not in topics else topics
 
 

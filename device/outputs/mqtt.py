@@ -24,18 +24,16 @@ Here: the sink, and the service that connects (the id check first) and reconnect
 with backoff. Apart: one connection's life (sending, the farewell or the abort)
 ``mqtt_connection.py``, its in-flight window ``mqtt_window.py``, what the broker
 says back ``mqtt_reader.py``, the topics ``mqtt_topics.py`` and what they hold now
-``mqtt_state.py``, the queue ``mqtt_outbox.py``, the id check ``mqtt_presence.py``,
-health ``mqtt_health.py``, settings ``mqtt_settings.py``, the event pictures
-``mqtt_images.py``, the client ``mqtt_client.py``.
+``mqtt_state.py`` (each camera's ``mqtt_camera.py``), the queue ``mqtt_outbox.py``,
+the id check ``mqtt_presence.py``, health ``mqtt_health.py``, settings
+``mqtt_settings.py``, the event pictures ``mqtt_images.py``, the client ``mqtt_client.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
-import re
 import ssl
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 
 import aiomqtt
@@ -43,33 +41,20 @@ import anyio
 from aiomqtt.exceptions import MqttConnectError
 from anyio.abc import TaskStatus
 
-from device.outputs.mqtt_client import Client
+from device.outputs.mqtt_client import publishing_client
 from device.outputs.mqtt_connection import Connection
-from device.outputs.mqtt_health import LinkHealth, MqttStats, client_error
+from device.outputs.mqtt_health import LinkHealth, MqttStats, client_error, mqtt_reason
 from device.outputs.mqtt_images import ImageFeed, image_removal
 from device.outputs.mqtt_outbox import Entry, Message, Outbox
 from device.outputs.mqtt_presence import Instance, Presence, held_instance
 from device.outputs.mqtt_reader import BrokerReader
 from device.outputs.mqtt_settings import MqttSettings
-from device.outputs.mqtt_state import COUNT, Changes, MqttState
+from device.outputs.mqtt_state import CameraScene, Changes, MqttState
 from device.outputs.mqtt_window import Window
 from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
 from live.events import Event
 from live.signal import Wakeup
-
-# aiomqtt's own log: answers to calls this publisher cancelled (at an exit, a lost
-# connection) logged as errors with a traceback. What matters is said by the publisher.
-client_log = logging.getLogger("lookout.mqtt.client")
-client_log.setLevel(logging.CRITICAL)
-
-
-def _reason(exc: BaseException) -> str:
-    """An MQTT error as a reader wants it: what happened, not where aiomqtt noticed it."""
-    text = str(exc)
-    if text.startswith(("Disconnected during", "[code:7]")) or "Unexpected disconnection" in text:
-        return "the connection was lost"  # paho's reason then is "Unspecified error"
-    return re.sub(r"^\[code:\d+\] ", "", text).rstrip(".") or type(exc).__name__
 
 
 class _Yielded(Exception):
@@ -104,9 +89,12 @@ class MqttPublisher:
         instance: Instance | None = None,
         pictures: Path | None = None,
         private: bool = False,
+        cameras: Mapping[str, CameraScene] | None = None,
     ) -> None:
         """``pictures``: the ``--snapshots`` folder, whose pictures are published (image
-        entities); ``private`` (``--privacy``): none is, and an earlier run's are cleared."""
+        entities); ``private`` (``--privacy``): none is, and an earlier run's are cleared.
+        ``cameras``: the device's named cameras, each with its own topics, lines and zones
+        (None: it names none; its one camera's lines and zones are ``lines`` and ``zones``)."""
         self.settings = settings
         self.model = model
         self.version = version
@@ -118,7 +106,7 @@ class MqttPublisher:
         self.shutdown_timeout_s = shutdown_timeout_s
         self.heartbeat_s = heartbeat_s
         self.clock: Clock = clock or MonotonicClock()
-        self.topics = MqttState(
+        self.state = MqttState(
             device_id=device_id,
             model=model,
             version=version,
@@ -126,14 +114,14 @@ class MqttPublisher:
             topic_prefix=topic_prefix,
             discovery_prefix=discovery_prefix,
             images=pictures is not None and not private,
+            private=private,
+            cameras=cameras,
         )
-        self.private = private
-        self.images = (
-            ImageFeed(pictures, self.topics) if pictures is not None and not private else None
-        )
-        self.device_id = self.topics.device_id
-        self.state_topic = self.topics.state_topic
-        self.presence_topic = self.topics.presence_topic
+        pictured = any(camera.images for camera in self.state.cameras.values())
+        self.images = ImageFeed(pictures, self.state) if pictures and pictured else None
+        self.device_id = self.state.device_id
+        self.state_topic = self.state.topics.state_topic
+        self.presence_topic = self.state.topics.presence_topic
         self.client_id = f"lookout-{device_id}"
         self.presence = Presence(instance or Instance.this_process())
         # Loading the CA store reads files: do it now, not on the event loop at each connect.
@@ -152,16 +140,19 @@ class MqttPublisher:
         self._wakeup = Wakeup()
         self._connected_event = Wakeup()
         self.reader = BrokerReader(
-            self.topics,
+            self.state,
             discovery_prefix=discovery_prefix,
             rediscover_s=rediscover_s,
             clock=self.clock,
             retain=self._put_retained,
             rediscover=self._rediscover,
+            say=self.health.say,
         )
         # Per connection: the window of unacknowledged messages, and what was handed over.
         self.window = Window(max_inflight, self.stats)
         self.add_scene(lines=lines, zones=zones)
+        for name, scene in (cameras or {}).items():
+            self.add_scene(camera=name, lines=scene.lines, zones=scene.zones)
 
     # ---------------------------------------------------------------- sink
 
@@ -182,25 +173,35 @@ class MqttPublisher:
         return len(self.outbox) + len(self.window)
 
     @property
-    def latest_count(self) -> Message | None:
-        return self.topics.latest_count
+    def topics(self) -> MqttState:
+        """What the topics hold (its name from before cameras had topics of their own)."""
+        return self.state
 
-    def add_scene(self, *, lines: Iterable[str] = (), zones: Iterable[str] = ()) -> None:
-        """Report these lines and zones too (their totals start at 0, their counts unknown)."""
-        self._apply(self.topics.add_scene(lines=lines, zones=zones))
+    @property
+    def latest_count(self) -> Message | None:
+        """The first camera's count (a device of one camera: its only)."""
+        return self.state.first.latest_count
+
+    def add_scene(
+        self, *, camera: str | None = None, lines: Iterable[str] = (), zones: Iterable[str] = ()
+    ) -> None:
+        """Report these lines and zones of ``camera`` (None: the first) too (their totals
+        start at 0, their counts unknown)."""
+        self._apply(self.state.add_scene(camera=camera, lines=lines, zones=zones))
 
     def write(self, event: Event) -> None:
-        self._apply(self.topics.on_event(event))
+        self._apply(self.state.on_event(event))
         if self.images is not None:
             self.images.offer(event)  # read off the loop by ``serve``
 
     def _apply(self, changes: Changes) -> None:
-        for key in changes.states:
-            self._put_state(key)
         if self.stats.connected:
-            # The connect already announced the others; Home Assistant must learn of these.
+            # The connect already announced the others; Home Assistant must learn of these,
+            # before their state: whoever has seen the state finds the entity there too.
             for message in changes.configs:
                 self._put_retained(message)
+        for key in changes.states:
+            self._put_state(key)
         for message in changes.events:
             self._put_event(message)
 
@@ -227,7 +228,7 @@ class MqttPublisher:
         what the broker was given already on this connection, unless forced)."""
         if entry.message is not None:
             return [entry.message]
-        messages = self.topics.state(entry.key)
+        messages = self.state.state(entry.key)
         if entry.force:
             return messages
         return [m for m in messages if self.window.sent.get(m.topic) != m.payload]
@@ -237,13 +238,13 @@ class MqttPublisher:
         if self.stats.connected:
             for message in self._discovery():
                 self._put_retained(message)
-            for key in self.topics.state_keys():
+            for key in self.state.state_keys():
                 self._put_state(key, force=True)
 
     def _discovery(self) -> list[Message]:
-        """The discovery configs; under privacy, then the removal of any image entity and
-        picture an earlier run left (no image may stay on the broker)."""
-        return self.topics.discovery() + (image_removal(self.topics) if self.private else [])
+        """The discovery configs, then, for a camera under privacy, the removal of any image
+        entity and picture an earlier run left (no image of it may stay on the broker)."""
+        return self.state.discovery() + image_removal(self.state)
 
     # ------------------------------------------------------------- health
 
@@ -268,13 +269,8 @@ class MqttPublisher:
         """Republish the known state now and then, so ``expire_after`` only fires on silence."""
         while True:
             await self.clock.sleep(self.heartbeat_s)
-            if self.topics.latest_count is not None:
-                self._put_state(COUNT, force=True)
-            for name, latest in self.topics.latest_zones.items():
-                if latest is not None:
-                    self._put_state(("zone", name), force=True)
-            for name in self.topics.latest_lines:
-                self._put_state(("line", name), force=True)
+            for key in self.state.known_keys():
+                self._put_state(key, force=True)
 
     async def wait_connected(self) -> None:
         while not self.stats.connected:
@@ -303,7 +299,7 @@ class MqttPublisher:
                 self.health.refused(str(exc.rc) if exc.rc is not None else str(exc))
                 failures = max(failures, 64)  # a refusal is not fixed by retrying sooner
             except aiomqtt.MqttError as exc:
-                self.health.failed(_reason(exc))
+                self.health.failed(mqtt_reason(exc))
             except Exception as exc:
                 # Not the broker's doing: the client refused what it was given (a setting
                 # the start checks did not foresee). Said once; the run goes on without it.
@@ -319,28 +315,19 @@ class MqttPublisher:
         self.stats.connected = False
         await anyio.sleep_forever()  # only cancellation ends a publisher
 
-    def _client(self) -> aiomqtt.Client:
-        settings = self.settings
-        client = Client(
-            settings.host,
-            settings.port,
-            identifier=self.client_id,
-            username=settings.username,
-            password=settings.password,
-            will=aiomqtt.Will(self.state_topic, b"offline", qos=1, retain=True),
-            keepalive=self.keepalive_s,
-            timeout=self.timeout_s,
-            tls_context=self._tls,
-            max_inflight_messages=self.max_inflight,
-            logger=client_log,
-        )
-        # A full window is how it should run, not a warning per message.
-        client.pending_calls_threshold = self.max_inflight + 16
-        return client
-
     async def _connection(self) -> None:
         async with contextlib.AsyncExitStack() as stack:
-            client = await stack.enter_async_context(self._client())
+            client = await stack.enter_async_context(
+                publishing_client(
+                    self.settings,
+                    client_id=self.client_id,
+                    will=self.state_topic,
+                    keepalive_s=self.keepalive_s,
+                    timeout_s=self.timeout_s,
+                    tls=self._tls,
+                    max_inflight=self.max_inflight,
+                )
+            )
             self.health.made()
             held = await held_instance(
                 client, self.presence_topic, self.presence.me, min(self.timeout_s, 5.0)
@@ -353,7 +340,7 @@ class MqttPublisher:
             self._connected_event.set()
             connection = Connection(
                 client,
-                topics=self.topics,
+                state=self.state,
                 outbox=self.outbox,
                 window=self.window,
                 reader=self.reader,

@@ -21,20 +21,29 @@ socket. Here the registration looks at the socket when it runs, as Home
 Assistant's MQTT client does, and skips a socket paho has closed.
 
 An abort: the connection dropped without a DISCONNECT, so that the broker fires the
-will (``abort``).
+will (``abort``). The publisher's client as its settings make it: ``publishing_client``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
+import ssl
 from typing import Any
 
 import aiomqtt
 import anyio
 import paho.mqtt.client as mqtt
 from aiomqtt.types import PahoSocket
+
+from device.outputs.mqtt_settings import MqttSettings
+
+# aiomqtt's own log: answers to calls this publisher cancelled (at an exit, a lost
+# connection) logged as errors with a traceback. What matters is said by the publisher.
+client_log = logging.getLogger("lookout.mqtt.client")
+client_log.setLevel(logging.CRITICAL)
 
 
 def _mark_read(future: asyncio.Future[None]) -> None:
@@ -68,6 +77,35 @@ class Client(aiomqtt.Client):
         self._loop.call_soon_threadsafe(register)
 
 
+def publishing_client(
+    settings: MqttSettings,
+    *,
+    client_id: str,
+    will: str,
+    keepalive_s: int,
+    timeout_s: float,
+    tls: ssl.SSLContext | None,
+    max_inflight: int,
+) -> Client:
+    """A client for the publisher: its last will ``offline``, retained, on ``will``."""
+    client = Client(
+        settings.host,
+        settings.port,
+        identifier=client_id,
+        username=settings.username,
+        password=settings.password,
+        will=aiomqtt.Will(will, b"offline", qos=1, retain=True),
+        keepalive=keepalive_s,
+        timeout=timeout_s,
+        tls_context=tls,
+        max_inflight_messages=max_inflight,
+        logger=client_log,
+    )
+    # A full window is how it should run, not a warning per message.
+    client.pending_calls_threshold = max_inflight + 16
+    return client
+
+
 async def abort(client: aiomqtt.Client) -> None:
     """Drop the connection without a DISCONNECT, so the broker fires the will (offline):
     a goodbye it may not have must not leave it saying online."""
@@ -81,4 +119,4 @@ async def abort(client: aiomqtt.Client) -> None:
             pass
 
 
-__all__ = ["Client", "abort"]
+__all__ = ["Client", "abort", "client_log", "publishing_client"]

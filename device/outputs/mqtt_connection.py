@@ -42,7 +42,7 @@ class Connection:
         self,
         client: aiomqtt.Client,
         *,
-        topics: MqttState,
+        state: MqttState,
         outbox: Outbox,
         window: Window,
         reader: BrokerReader,
@@ -54,7 +54,7 @@ class Connection:
         shutdown_timeout_s: float,
     ) -> None:
         self.client = client
-        self.topics = topics
+        self.state = state
         self.outbox = outbox
         self.window = window
         self.reader = reader
@@ -122,10 +122,11 @@ class Connection:
         await self.window.hand(client, None, self.presence)
         # Before saying online: what the broker holds from before (an earlier run, a
         # count gone unknown) must not be taken as current by whoever subscribes next.
-        self.outbox.discard(self.topics.state_keys())
-        for message in self.topics.current():
+        self.outbox.discard(self.state.state_keys())
+        for message in self.state.current():
             await self.window.hand(client, None, message)
-        await self.window.hand(client, None, Message(self.topics.state_topic, b"online", 1, True))
+        online = Message(self.state.topics.state_topic, b"online", 1, True)
+        await self.window.hand(client, None, online)
         for message in self.discovery():
             await self.window.hand(client, None, message)
         while True:
@@ -143,7 +144,7 @@ class Connection:
         start = anyio.current_time()
         # The counts die with the process, and the goodbye says the final totals: their
         # queued values are superseded.
-        self.outbox.discard(self.topics.state_keys())
+        self.outbox.discard(self.state.state_keys())
         with anyio.CancelScope(deadline=start + self.shutdown_timeout_s / 2):
             while (entry := self.outbox.take()) is not None:
                 try:
@@ -154,7 +155,7 @@ class Connection:
                     self.outbox.put_back([entry])  # never handed: waiting for the window
                     raise
         with anyio.CancelScope(deadline=start + self.shutdown_timeout_s):
-            for message in self.topics.goodbye(self.window.sent):
+            for message in self.state.goodbye(self.window.sent):
                 await self.window.hand(client, None, message)
             await self.window.all_acked()
             return True

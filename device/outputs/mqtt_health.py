@@ -12,6 +12,7 @@ it ends, where that is news), a reason in ``problems`` (``/healthz`` says
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +47,14 @@ def client_error(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = " ".join(str(exc).split())
     return f"the MQTT client failed: {type(exc).__name__}{': ' + text if text else ''}"
+
+
+def mqtt_reason(exc: BaseException) -> str:
+    """An MQTT error as a reader wants it: what happened, not where aiomqtt noticed it."""
+    text = str(exc)
+    if text.startswith(("Disconnected during", "[code:7]")) or "Unexpected disconnection" in text:
+        return "the connection was lost"  # paho's reason then is "Unspecified error"
+    return re.sub(r"^\[code:\d+\] ", "", text).rstrip(".") or type(exc).__name__
 
 
 def clock_time(wall: float) -> str:
@@ -246,4 +255,4 @@ class LinkHealth:
         )
 
 
-__all__ = ["LinkHealth", "MqttStats", "client_error", "clock_time"]
+__all__ = ["LinkHealth", "MqttStats", "client_error", "clock_time", "mqtt_reason"]

@@ -8,8 +8,9 @@ Assistant's ``image`` entities show. Only the newest picture of each topic waits
 burst of crossings reads one file per line, not one per crossing. A picture pruned
 before it was read (the folder's cap) is skipped; the topic keeps the one before.
 
-Under ``--privacy`` nothing is offered, and ``image_removal`` clears what an earlier run
-with pictures left on the broker (the image entities, then their retained pictures).
+Each camera's pictures go to its own topics; under ``--privacy`` (or a camera's own
+``privacy``) none of its pictures is offered, and ``image_removal`` clears what an earlier
+run with pictures left on the broker (the image entities, then their retained pictures).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import anyio
 
 from device.events import SnapshotSaved
 from device.outputs.ha_discovery import image_topic
+from device.outputs.mqtt_camera import cleared
 from device.outputs.mqtt_outbox import Message
 from device.outputs.mqtt_state import MqttState
 from device.outputs.picture_files import read_picture
@@ -38,11 +40,9 @@ MAX_IMAGE_BYTES = 1_000_000
 class ImageFeed:
     """Pictures to publish, newest per topic; ``run`` reads and hands them over."""
 
-    def __init__(
-        self, folder: Path, topics: MqttState, *, max_bytes: int = MAX_IMAGE_BYTES
-    ) -> None:
+    def __init__(self, folder: Path, state: MqttState, *, max_bytes: int = MAX_IMAGE_BYTES) -> None:
         self.folder = folder
-        self.topics = topics
+        self.state = state
         self.max_bytes = max_bytes
         self._wanted: dict[str, str] = {}  # topic -> file name, in the order offered
         self._wakeup = Wakeup()
@@ -53,11 +53,14 @@ class ImageFeed:
         """Bus event (through the publisher): a written picture goes to its topic."""
         if not isinstance(event, SnapshotSaved):
             return
-        if event.of == "crossing" and event.name not in self.topics.latest_lines:
+        camera = self.state.camera_of(event)
+        if camera is None or not camera.images:
+            return  # a camera under privacy
+        if event.of == "crossing" and event.name not in camera.latest_lines:
             return  # a line MQTT does not carry (its name cannot name a topic)
-        if event.of == "dwell" and event.name not in self.topics.latest_zones:
+        if event.of == "dwell" and event.name not in camera.latest_zones:
             return
-        topic = image_topic(self.topics, event.of, event.name)
+        topic = image_topic(camera.topics, event.of, event.name)
         self._wanted[topic] = event.file  # a newer picture replaces one not read yet
         self._wakeup.set()
 
@@ -80,16 +83,22 @@ class ImageFeed:
             self.sent += 1
 
 
-def image_removal(topics: MqttState) -> list[Message]:
-    """Empty retained messages: no image entity of the count, the lines and the zones, and
-    no picture of theirs left on the broker (``--privacy``, after an earlier run's)."""
-    kinds = [("count", ""), *(("crossing", n) for n in topics.latest_lines),
-             *(("dwell", n) for n in topics.latest_zones)]  # fmt: skip
-    discovery = topics.ha_discovery
-    configs = [discovery.image_config(of, name, "").topic for of, name in kinds]
-    pictures = [image_topic(topics, of, name) for of, name in kinds]
-    # The entities go first: Home Assistant never reads a cleared topic as a picture.
-    return [Message(topic, b"", 1, True) for topic in [*configs, *pictures]]
+def image_removal(state: MqttState) -> list[Message]:
+    """Empty retained messages: no image entity of a private camera's count, lines and
+    zones, and no picture of theirs left on the broker (``--privacy``, after an earlier
+    run's)."""
+    messages: list[Message] = []
+    for camera in state.cameras.values():
+        if not camera.private:
+            continue
+        kinds = [("count", ""), *(("crossing", n) for n in camera.latest_lines),
+                 *(("dwell", n) for n in camera.latest_zones)]  # fmt: skip
+        discovery = camera.ha_discovery
+        configs = [discovery.image_config(of, name, "").topic for of, name in kinds]
+        pictures = [image_topic(camera.topics, of, name) for of, name in kinds]
+        # The entities go first: Home Assistant never reads a cleared topic as a picture.
+        messages += cleared([*configs, *pictures])
+    return messages
 
 
 __all__ = ["MAX_IMAGE_BYTES", "ImageFeed", "image_removal"]

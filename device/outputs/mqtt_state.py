@@ -1,30 +1,42 @@
 """What one device's MQTT topics hold now, and what each event changes there.
 
-``MqttState`` turns the bus's events into messages: the state groups (the
-count and its ``counting``, each line's totals, each zone's count and its
-``counting``), which the outbox sends at their newest value, and the event
-messages (the events topic, crossings, dwells), sent every one. It knows no
-broker: ``device/outputs/mqtt.py`` delivers what it makes.
+``MqttState`` has the device's topics (``MqttTopics``) and a ``CameraState`` per
+camera (``device/outputs/mqtt_camera.py``: its count, lines and zones, and their
+messages), and turns the bus's events into messages: a camera's events change its
+state groups, which the outbox sends at their newest value, and go to its events
+topic; the device's own events (the model's connection and text, streams, errors)
+go to the device's. It knows no broker: ``device/outputs/mqtt.py`` delivers what
+it makes. Where each topic is, and what it holds: ``device/outputs/mqtt_topics.py``.
 
-The topics, their names and what each holds: ``device/outputs/mqtt_topics.py``;
-``MqttState`` is a ``MqttTopics``, so whoever holds it names the topics too.
+It also says what an earlier run left on the broker that this one has not
+(``leftover``): a camera, a line or a zone (removed), or, on a device that names
+its cameras now, the unnamed camera's topics and entities (moved: removed once).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
 
 from device.config.errors import ConfigError
-from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, ZoneCount
-from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery
+from device.events import CameraEvent, SceneChanged
+from device.outputs.ha_discovery import HomeAssistantDiscovery
+from device.outputs.mqtt_camera import (
+    UNKNOWN_COUNT,
+    UNKNOWN_ZONE,
+    CameraScene,
+    CameraState,
+    Changes,
+    as_json,
+    cleared,
+    retained,
+)
 from device.outputs.mqtt_outbox import Message
-from device.outputs.mqtt_settings import check_scene_name
 from device.outputs.mqtt_topics import MqttTopics
+from device.percept import MAIN_CAMERA
 from live.events import Event
 from live.redact import strip_credentials
 
@@ -46,39 +58,25 @@ EVENT_TYPES = frozenset(
         "dwell",
     }
 )
-COUNT = ("count",)  # the state group of the device's count
-
-
-# The count's and a zone's value while unknown: JSON with the keys Home Assistant's
-# templates read (an empty payload is not JSON; see ``device/outputs/mqtt_topics.py``).
-UNKNOWN_COUNT = b'{"count":null}'
-UNKNOWN_ZONE = b'{"people":null,"dwelling":null}'
 
 
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def as_json(data: dict[str, Any]) -> bytes:
-    return json.dumps(data, separators=(",", ":")).encode()
+@dataclass(frozen=True)
+class Leftover:
+    """What an earlier run left on the broker that this run has not, and its removal."""
+
+    what: str  # "line 'post' of camera 'door'", said in the log
+    messages: list[Message]
+    moved: bool = False  # the unnamed camera's, on a device that names its cameras now
 
 
-def retained(configs: Iterable[EntityConfig]) -> list[Message]:
-    """Discovery configs as Home Assistant wants them: JSON, QoS 1, retained."""
-    return [Message(config.topic, as_json(config.config), 1, True) for config in configs]
-
-
-@dataclass
-class Changes:
-    """What one event or scene change asks the publisher to send."""
-
-    states: list[Hashable] = field(default_factory=list)  # state groups, at their newest
-    events: list[Message] = field(default_factory=list)  # sent every one
-    configs: list[Message] = field(default_factory=list)  # new discovery configs (retained)
-
-
-class MqttState(MqttTopics):
-    """The topics of device ``device_id`` and the messages their state is sent as."""
+class MqttState:
+    """The topics of device ``device_id``, each camera's state, and the messages they are
+    sent as. ``cameras``: the device's named cameras and what each reports from the start
+    (None: it names none, and has one camera, ``main``, at the device's own topics)."""
 
     def __init__(
         self,
@@ -90,48 +88,88 @@ class MqttState(MqttTopics):
         topic_prefix: str = "lookout",
         discovery_prefix: str = "homeassistant",
         images: bool = False,  # pictures are published: an image entity of each kind
+        private: bool = False,  # no camera's are (--privacy), and an earlier run's go
+        cameras: Mapping[str, CameraScene] | None = None,
     ) -> None:
-        super().__init__(device_id=device_id, topic_prefix=topic_prefix)
+        self.topics = MqttTopics(device_id=device_id, topic_prefix=topic_prefix)
+        self.device_id = self.topics.device_id
+        self.named = cameras is not None
         self.discovery_prefix = discovery_prefix
-        self.ha_discovery = HomeAssistantDiscovery(
-            self,
+        self._images, self._private = images, private
+        self._entities = partial(
+            HomeAssistantDiscovery,
             device_id=self.device_id,
             model=model,
             version=version,
             heartbeat_s=heartbeat_s,
             prefix=discovery_prefix,
-            images=images,
         )
-        self.latest_count: Message | None = None
-        # Each line's retained totals (in, out), and each zone's retained count (None
-        # while unknown): what the state groups in the outbox are sent as.
-        self.latest_lines: dict[str, tuple[Message, Message]] = {}
-        self.latest_zones: dict[str, Message | None] = {}
+        # The Lookout device's own entity, when each camera is a device of its own.
+        self.lookout = self._entities(self.topics.camera(None))
+        self.cameras: dict[str, CameraState] = {}
+        for name, scene in (cameras if cameras is not None else {MAIN_CAMERA: None}).items():
+            hidden = private or (scene is not None and scene.private)
+            self.cameras[name] = self._camera(name if self.named else None, private=hidden)
+        self._unknown_cameras: set[str] = set()
+
+    def _camera(self, name: str | None, *, private: bool = False) -> CameraState:
+        """Camera ``name``'s state (None: the unnamed one, at the device's topics)."""
+        topics = self.topics.camera(name)
+        images = self._images and not private
+        discovery = self._entities(topics, images=images, camera=name)
+        return CameraState(name or MAIN_CAMERA, topics, discovery, private=private)
+
+    # The first camera's (a device of one camera: its only), as before cameras had names.
+
+    @property
+    def first(self) -> CameraState:
+        return next(iter(self.cameras.values()))
+
+    @property
+    def ha_discovery(self) -> HomeAssistantDiscovery:
+        return self.first.ha_discovery
+
+    @property
+    def latest_lines(self) -> Mapping[str, tuple[Message, Message]]:
+        return self.first.latest_lines
+
+    @property
+    def latest_zones(self) -> Mapping[str, Message | None]:
+        return self.first.latest_zones
 
     # ------------------------------------------------------------ changes
 
-    def add_scene(self, *, lines: Iterable[str] = (), zones: Iterable[str] = ()) -> Changes:
-        """Report these lines and zones too (their totals start at 0, their counts unknown)."""
-        changes = Changes()
-        for name in lines:
-            if name not in self.latest_lines:
-                check_scene_name("line", name)
-                self.latest_lines[name] = self._totals(name, 0, 0)
-                changes.configs += retained(self.ha_discovery.line_configs(name))
-                changes.states.append(("line", name))
-        for name in zones:
-            if name not in self.latest_zones:
-                check_scene_name("zone", name)
-                self.latest_zones[name] = None
-                changes.configs += retained(self.ha_discovery.zone_configs(name))
-                changes.states.append(("zone", name))
-        return changes
+    def add_scene(
+        self, *, camera: str | None = None, lines: Iterable[str] = (), zones: Iterable[str] = ()
+    ) -> Changes:
+        """Report these lines and zones of ``camera`` (None: the first) too."""
+        state = self.first if camera is None else self.cameras[camera]
+        return state.add_scene(lines=lines, zones=zones)
+
+    def camera_of(self, event: Event) -> CameraState | None:
+        """The camera whose state an event is of (None: the device's own event)."""
+        if not isinstance(event, CameraEvent):
+            return None
+        if not self.named:
+            return self.first
+        state = self.cameras.get(event.camera)
+        if state is None and event.camera not in self._unknown_cameras:
+            # Cameras are the configuration's: one no camera has is a mistake, said once.
+            self._unknown_cameras.add(event.camera)
+            log.warning(
+                "MQTT: not publishing events of camera %r: no camera of that name (cameras: %s)",
+                event.camera,
+                ", ".join(self.cameras),
+            )
+        return state
 
     def on_event(self, event: Event) -> Changes:
         """What ``event`` changes (nothing for an event MQTT does not carry)."""
         changes = Changes()
+        camera = self.camera_of(event)
         if isinstance(event, SceneChanged):
-            self._on_scene(event, changes)
+            if camera is not None:
+                camera.on_scene(event, changes)
             return changes
         if event.type not in EVENT_TYPES:
             return changes
@@ -141,168 +179,27 @@ class MqttState(MqttTopics):
         if isinstance(data.get("reason"), str):
             data["reason"] = strip_credentials(data["reason"])
         data["time"] = _now_iso()
-        if isinstance(event, CountChanged):
-            self._on_count(event, data, changes)
-        elif isinstance(event, LineCrossed):
-            self._on_crossing(event, changes)
-        elif isinstance(event, ZoneCount):
-            self._on_zone(event, data, changes)
-        elif isinstance(event, DwellPassed):
-            self._on_dwell(event, changes)
-        changes.events.append(Message(self.events_topic, as_json(data), qos=1, retain=False))
+        topic = self.topics.events_topic
+        if camera is not None:
+            camera.on_event(event, data, changes)
+            topic = camera.topics.events_topic
+        changes.events.append(Message(topic, as_json(data), qos=1, retain=False))
         return changes
-
-    def _on_scene(self, event: SceneChanged, changes: Changes) -> None:
-        """Lines and zones edited: the entities of removed ones are deleted, a renamed one
-        moves to its new topics with its values, a moved one starts at 0 (or unknown).
-
-        The deletions go out with the discovery configs (only while connected: after a
-        reconnect, ``mqtt.py`` deletes what the broker still holds of names this run no
-        longer has)."""
-        for change in event.changes:
-            kind, name, how = change["kind"], change["name"], change["how"]
-            if how == "dwell":
-                continue
-            if how == "removed":
-                self._forget(kind, name, changes)
-                continue
-            was, kept = event.before(kind, name)
-            if was == name and not kept and self._reset(kind, name):
-                changes.states.append((kind, name))  # moved: same entities, counted afresh
-                continue
-            carried = self._forget(kind, was, changes) if was else None
-            added = self.add_scene(**{f"{kind}s": [name]})
-            changes.configs += added.configs
-            if kept and carried is not None:
-                self._carry(kind, name, carried)
-            changes.states.append((kind, name))
-
-    def _reset(self, kind: str, name: str) -> bool:
-        if kind == "line" and name in self.latest_lines:
-            self.latest_lines[name] = self._totals(name, 0, 0)
-            return True
-        if kind == "zone" and name in self.latest_zones:
-            self.latest_zones[name] = None
-            return True
-        return False
-
-    def _forget(self, kind: str, name: str, changes: Changes) -> Any:
-        """Stop reporting ``name``; what it had (None: nothing)."""
-        latest: Mapping[str, Any] = self.latest_lines if kind == "line" else self.latest_zones
-        if name not in latest:
-            return None
-        had = self.latest_lines.pop(name) if kind == "line" else self.latest_zones.pop(name)
-        changes.configs += self.removal(kind, name)
-        return had
-
-    def _carry(self, kind: str, name: str, had: Any) -> None:
-        if kind == "line":
-            (total_in, total_out) = (int(m.payload) for m in had)
-            self.latest_lines[name] = self._totals(name, total_in, total_out)
-        elif had is not None:
-            topic = self.zone_topic(name, "people")
-            self.latest_zones[name] = Message(topic, had.payload, had.qos, had.retain)
-
-    def _on_count(self, event: CountChanged, data: dict[str, Any], changes: Changes) -> None:
-        if event.count is None:
-            # Unknown: the sensors go unavailable and no retained count is left standing.
-            self.latest_count = None
-        else:
-            count = {"count": event.count, "previous": event.previous, "t": data["t"],
-                     "time": data["time"]}  # fmt: skip
-            self.latest_count = Message(self.count_topic, as_json(count), qos=1, retain=True)
-        changes.states.append(COUNT)
-
-    def _known(self, kind: str, name: str, changes: Changes) -> bool:
-        """Learn a name first seen in an event; False if it cannot name topics."""
-        try:
-            added = self.add_scene(lines=[name]) if kind == "line" else self.add_scene(zones=[name])
-        except ConfigError as exc:
-            log.warning("MQTT: not publishing %s: %s", kind, exc)
-            return False
-        changes.states += added.states
-        changes.configs += added.configs
-        return True
-
-    def _totals(self, name: str, total_in: int, total_out: int) -> tuple[Message, Message]:
-        return (
-            Message(self.line_topic(name, "in"), str(total_in).encode(), 1, True),
-            Message(self.line_topic(name, "out"), str(total_out).encode(), 1, True),
-        )
-
-    def _on_crossing(self, event: LineCrossed, changes: Changes) -> None:
-        if not self._known("line", event.line, changes):
-            return
-        self.latest_lines[event.line] = self._totals(event.line, event.total_in, event.total_out)
-        changes.states.append(("line", event.line))
-        crossing = {"event_type": event.direction, "track": event.track,
-                    "total_in": event.total_in, "total_out": event.total_out}  # fmt: skip
-        topic = self.line_topic(event.line, "crossing")
-        changes.events.append(Message(topic, as_json(crossing), 1, False))
-
-    def _on_zone(self, event: ZoneCount, data: dict[str, Any], changes: Changes) -> None:
-        name = event.zone
-        if not self._known("zone", name, changes):
-            return
-        if event.people is None:
-            self.latest_zones[name] = None
-        else:
-            state = {"people": event.people, "previous": event.previous,
-                     "dwelling": event.dwelling, "longest_s": event.longest_s, "t": data["t"],
-                     "time": data["time"]}  # fmt: skip
-            self.latest_zones[name] = Message(
-                self.zone_topic(name, "people"), as_json(state), 1, True
-            )
-        changes.states.append(("zone", name))
-
-    def _on_dwell(self, event: DwellPassed, changes: Changes) -> None:
-        if not self._known("zone", event.zone, changes):
-            return
-        dwell = {"event_type": "dwell", "track": event.track, "seconds": event.seconds}
-        topic = self.zone_topic(event.zone, "dwell")
-        changes.events.append(Message(topic, as_json(dwell), 1, False))
 
     # -------------------------------------------------------------- state
 
-    def count_state(self) -> list[Message]:
-        """The count and its ``counting``, in the order that never shows an old or empty
-        value as available: a known value before its ``online``, ``offline`` before a clear."""
-        if self.latest_count is not None:
-            return [self.latest_count, Message(self.counting_topic, b"online", 1, True)]
-        return [
-            Message(self.counting_topic, b"offline", 1, True),
-            Message(self.count_topic, UNKNOWN_COUNT, 1, True),
-        ]
-
-    def zone_unknown(self, name: str) -> list[Message]:
-        # Unavailable first: Home Assistant must never show the null as a value.
-        return [
-            Message(self.zone_topic(name, "counting"), b"offline", 1, True),
-            Message(self.zone_topic(name, "people"), UNKNOWN_ZONE, qos=1, retain=True),
-        ]
-
-    def _zone_state(self, name: str) -> list[Message]:
-        latest = self.latest_zones.get(name)
-        if latest is None:
-            return self.zone_unknown(name)
-        return [latest, Message(self.zone_topic(name, "counting"), b"online", 1, True)]
-
     def state(self, key: Hashable) -> list[Message]:
-        """What a state group is sent as, now."""
-        if key == COUNT:
-            return self.count_state()
+        """What a state group (``(kind, camera, ...)``) is sent as, now."""
         assert isinstance(key, tuple)
-        kind, name = key
-        if kind == "line":
-            # A line removed while its state waited in the outbox: nothing to send.
-            return list(self.latest_lines.get(name, ()))
-        if name not in self.latest_zones:
-            return []
-        return self._zone_state(name)
+        camera = self.cameras.get(key[1])
+        return camera.state(key) if camera is not None else []
 
     def state_keys(self) -> list[Hashable]:
-        return [COUNT, *(("line", n) for n in self.latest_lines),
-                *(("zone", n) for n in self.latest_zones)]  # fmt: skip
+        return [key for camera in self.cameras.values() for key in camera.state_keys()]
+
+    def known_keys(self) -> list[Hashable]:
+        """The groups a heartbeat says again (``expire_after`` fires only on silence)."""
+        return [key for camera in self.cameras.values() for key in camera.known_keys()]
 
     def current(self) -> list[Message]:
         """The whole retained state as it is now (at a connect, where the broker may hold an
@@ -310,44 +207,61 @@ class MqttState(MqttTopics):
         return [m for key in self.state_keys() for m in self.state(key)]
 
     def goodbye(self, sent: Mapping[str, bytes]) -> list[Message]:
-        """The final state: the counts unknown first (nobody may take the last ones as
-        current later), the line totals this run counted that the broker lacks (``sent``:
-        topic -> payload it has), and offline last."""
-        messages = [
-            Message(self.counting_topic, b"offline", 1, True),
-            Message(self.count_topic, UNKNOWN_COUNT, 1, True),
-        ]
-        for name in self.latest_zones:
-            messages += self.zone_unknown(name)
-        messages += [
-            m
-            for totals in self.latest_lines.values()
-            for m in totals
-            if sent.get(m.topic) != m.payload
-        ]
-        messages.append(Message(self.state_topic, b"offline", 1, True))
+        """The final state: each camera's counts unknown and its line totals the broker
+        lacks (``sent``: topic -> payload it has), and offline last."""
+        messages = [m for camera in self.cameras.values() for m in camera.goodbye(sent)]
+        messages.append(Message(self.topics.state_topic, b"offline", 1, True))
         return messages
 
     def discovery(self) -> list[Message]:
-        """Home Assistant MQTT discovery configs (retained)."""
-        return retained(self.ha_discovery.configs(self.latest_lines, self.latest_zones))
+        """Home Assistant MQTT discovery configs (retained): the Lookout device's own first
+        (a camera's device is linked to it), then each camera's."""
+        own = retained(self.lookout.device_configs()) if self.named else []
+        return own + [m for camera in self.cameras.values() for m in camera.discovery()]
 
     def removal(self, kind: str, name: str) -> list[Message]:
-        """Empty retained messages that delete a line's or zone's entities and state."""
-        leaves = ("in", "out", "image") if kind == "line" else ("people", "counting", "image")
-        topic = self.line_topic if kind == "line" else self.zone_topic
-        configs = self.ha_discovery.config_topics(kind, name, any_run=True)
-        return [Message(t, b"", 1, True) for t in configs] + [
-            Message(topic(name, leaf), b"", 1, True) for leaf in leaves
-        ]
+        """Empty retained messages that delete the first camera's line or zone ``name``."""
+        return self.first.removal(kind, name)
+
+    # ------------------------------------------------------------- leftovers
+
+    def leftover(self, topic: str) -> Leftover | None:
+        """What a retained topic an earlier run left (``MqttTopics.left_behind``) names that
+        this run has not, and the messages that remove it (None: this run has it)."""
+        place = self.topics.place(topic)
+        if place is None:
+            return None
+        camera, kind, name = place
+        ours = self.cameras.get(camera or "") if self.named else (None if camera else self.first)
+        if ours is not None:
+            had = ours.latest_lines if kind == "line" else ours.latest_zones
+            if kind == "camera" or name in had:
+                return None
+            return Leftover(f"{kind} {name!r}{_of(camera)}", ours.removal(kind, name))
+        try:
+            gone = self._camera(camera)
+        except ConfigError:
+            return None  # not a name this device could have had
+        if kind == "camera":
+            moved = camera is None
+            what = "the unnamed camera" if moved else f"camera {camera!r}"
+            # A device that names no camera now has no entity of its own either.
+            own = [] if self.named else cleared(c.topic for c in self.lookout.device_configs())
+            return Leftover(what, [*own, *gone.removed()], moved=moved)
+        return Leftover(f"{kind} {name!r}{_of(camera)}", gone.removal(kind, name))
+
+
+def _of(camera: str | None) -> str:
+    return f" of camera {camera!r}" if camera else ""
 
 
 __all__ = [
-    "COUNT",
     "EVENT_TYPES",
     "UNKNOWN_COUNT",
     "UNKNOWN_ZONE",
+    "CameraScene",
     "Changes",
+    "Leftover",
     "MqttState",
     "as_json",
     "retained",
