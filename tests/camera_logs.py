@@ -31,7 +31,7 @@ from live.events import Event, ModelText
 
 POST = {"points": [[0.56, 0.73], [0.56, 0.21]]}
 QUEUE = {"points": [[0.1, 0.3], [0.5, 0.3], [0.5, 0.9], [0.1, 0.9]]}
-STARTED_WALL = 1_796_000_000.0  # 2026-11-30, a round hour
+STARTED_WALL = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
 # Each camera's own settings, as a run event's configuration has them.
 CAMERAS = {
     "door": {"source": "door.avi", "lines": {"post": POST}},
