@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from device.cli_flags import (
     ASK_SETTINGS,
@@ -329,46 +329,21 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from device.app.report import ReportError, make_report
-    from live.plural import counted
+    from device.app.report_cameras import report_line
 
     try:
         summary = make_report(
-            args.input, args.out, run=args.run, period_s=args.period, snapshots=args.snapshots
+            args.input,
+            args.out,
+            run=args.run,
+            period_s=args.period,
+            snapshots=args.snapshots,
+            camera=args.camera,
         )
     except ReportError as exc:
         return _fail(str(exc))
-    runs = f"{counted(summary['runs'], 'run')}, " if summary["runs"] > 1 else ""
-    if not summary["count_reports"]:
-        # A log of questions (lookout ask) or of a source that never ran has no count.
-        print(
-            f"wrote {args.out}: {runs}no count in this log ({counted(summary['events'], 'event')})"
-        )
-        return EXIT_OK
-    mean = summary["mean_occupancy"]
-    axis = {"media": "of media", "wall": "", "session": ""}.get(summary["axis"], "")
-    print(
-        f"wrote {args.out}: {runs}max {summary['max_count']} people, "
-        f"mean occupancy {'-' if mean is None else f'{mean:.2f}'} over "
-        f"{summary['observed_s']:.1f} s {axis}".rstrip()
-        + f", {counted(summary['changes'], 'change')}"
-        + _scene_summary(summary)
-    )
+    print(f"wrote {args.out}: {report_line(summary)}")
     return EXIT_OK
-
-
-def _scene_summary(summary: dict[str, Any]) -> str:
-    """``; line post 3 in 8 out; zone left max 3`` for the report's one line."""
-    parts = [
-        f"line {name} {totals['in']} in {totals['out']} out"
-        for name, totals in summary.get("lines", {}).items()
-    ]
-    parts += [
-        f"zone {name} max {figures['max_people']}"
-        + (f" ({figures['dwell_events']} dwells)" if figures.get("dwell_events") else "")
-        for name, figures in summary.get("zones", {}).items()
-        if figures.get("max_people") is not None
-    ]
-    return "".join(f"; {part}" for part in parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

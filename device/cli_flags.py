@@ -241,6 +241,11 @@ def _add_report(sub: Any) -> None:
         help="the folder of the run's pictures (default: the --snapshots folder the run "
         "logged); the HTML shows the latest pictured events as thumbnails",
     )
+    p.add_argument(
+        "--camera",
+        metavar="NAME",
+        help="only this camera of a log of several (default: each camera, and the totals of all)",
+    )
 
 
 def _version() -> str:

@@ -4,33 +4,47 @@ So that nothing that matters lives only in the model's context, the session
 records each event. ``SQLiteEventLog`` hands them to the file's store, whose
 writer thread keeps a slow, locked or full disk from stalling the event loop
 and says so, once, when it cannot write.
+
+Each row's ``camera`` column is the camera of a camera's event (its ``camera``
+field) and NULL for the device's own (the run, the session's calls, the model's
+words). A log from before the column had one camera: the column is added to it
+in place when it is opened for writing, with ``main`` as its value in the rows
+already there (a default, so no row is rewritten); one opened only to read is
+read as it is, every row of it the main camera's.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from live.events import Event
 from live.store import ProblemCallback, SQLiteStore, StoreHealth, read_only
+from live.store_file import has_column
 
-_SCHEMA = """
+# The camera of a row written without one: Lookout before cameras had names had one.
+OLDER_CAMERA = "main"
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     session TEXT NOT NULL,
     t REAL NOT NULL,
     type TEXT NOT NULL,
     call_id TEXT,
-    data TEXT NOT NULL
+    data TEXT NOT NULL,
+    camera TEXT DEFAULT '{OLDER_CAMERA}'
 );
+ALTER TABLE events ADD COLUMN camera TEXT DEFAULT '{OLDER_CAMERA}';
 CREATE INDEX IF NOT EXISTS events_type ON events(type);
 CREATE INDEX IF NOT EXISTS events_call ON events(call_id);
+CREATE INDEX IF NOT EXISTS events_camera ON events(camera, type, t);
 """
-_INSERT = "INSERT INTO events(session, t, type, call_id, data) VALUES (?,?,?,?,?)"
+_INSERT = "INSERT INTO events(session, t, type, call_id, data, camera) VALUES (?,?,?,?,?,?)"
 KIND = "event"  # the store counts (and drops) rows by kind
+T = TypeVar("T")
 
 
 class EventLog(Protocol):
@@ -86,7 +100,15 @@ class SQLiteEventLog:
         if self._closed:
             return
         data = event.to_dict()
-        row = (self.session, data["t"], data["type"], event.call_id, json.dumps(data))
+        camera = data.get("camera")
+        row = (
+            self.session,
+            data["t"],
+            data["type"],
+            event.call_id,
+            json.dumps(data),
+            camera if isinstance(camera, str) else None,
+        )
         self._store.write(KIND, event.type, _INSERT, row)
 
     def flush(self, timeout: float = 5.0) -> bool:
@@ -124,25 +146,61 @@ class SQLiteEventLog:
             self._store.remove_listener(self._on_problem)
 
 
-def read_events(path: str | Path, *, kind: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every event recorded in a SQLite log, in order, as dicts.
+def _read(path: str | Path, query: Callable[[sqlite3.Connection], T]) -> T:
+    """``query`` through this process's store of the file if it has one open (so it sees
+    what was recorded before), else on a read-only connection that waits out another
+    process's writes."""
+    store = SQLiteStore.lookup(path)
+    return store.read(query) if store is not None else read_only(path, query)
 
-    Through this process's store of the file if it has one open (so it sees
-    what was recorded before), else on a read-only connection that waits out
-    another process's writes.
-    """
-    query = "SELECT data FROM events"
-    params: tuple[Any, ...] = ()
-    if kind is not None:
-        query += " WHERE type = ?"
-        params = (kind,)
+
+def read_events(
+    path: str | Path, *, kind: str | None = None, camera: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every event recorded in a SQLite log, in order, as dicts; ``kind``: of that type
+    only; ``camera``: that camera's events only (none of the device's own)."""
 
     def rows(conn: sqlite3.Connection) -> list[str]:
+        where, params = (["type = ?"], [kind]) if kind is not None else ([], [])
+        if camera is not None and has_column(conn, "events", "camera"):
+            where.append("camera = ?")
+            params.append(camera)
+        elif camera is not None and camera != OLDER_CAMERA:
+            return []  # a log from before cameras were named: every row is main's
+        query = "SELECT data FROM events" + (f" WHERE {' AND '.join(where)}" if where else "")
         # Read it all at once: a read transaction held while the caller iterates
         # would keep a writing process from checkpointing.
         return [data for (data,) in conn.execute(query + " ORDER BY id", params)]
 
-    store = SQLiteStore.lookup(path)
-    found = store.read(rows) if store is not None else read_only(path, rows)
-    for data in found:
+    for data in _read(path, rows):
         yield json.loads(data)
+
+
+# The distinct cameras, over the camera index: one lookup per camera, however long the
+# log (SQLite has no skip-scan for DISTINCT on its own).
+_CAMERAS = """
+WITH RECURSIVE seen(name) AS (
+    SELECT MIN(camera) FROM events
+    UNION ALL
+    SELECT (SELECT MIN(camera) FROM events WHERE camera > seen.name) FROM seen
+    WHERE seen.name IS NOT NULL
+)
+SELECT name FROM seen WHERE name IS NOT NULL
+"""
+
+
+def log_cameras(path: str | Path, types: Collection[str]) -> list[str]:
+    """The cameras a SQLite log has events of (of one of ``types``, a camera's kinds of
+    event: rows from before the column read ``main`` whatever they are), by name."""
+    kinds = sorted(types)
+    of_types = f"type IN ({','.join('?' * len(kinds))})"
+
+    def query(conn: sqlite3.Connection) -> list[str]:
+        if not has_column(conn, "events", "camera"):
+            found = conn.execute(f"SELECT 1 FROM events WHERE {of_types} LIMIT 1", kinds)
+            return [OLDER_CAMERA] if found.fetchone() else []
+        names = [name for (name,) in conn.execute(_CAMERAS)]
+        check = f"SELECT 1 FROM events WHERE camera = ? AND {of_types} LIMIT 1"
+        return [n for n in names if conn.execute(check, [n, *kinds]).fetchone() is not None]
+
+    return _read(path, query)

@@ -30,6 +30,7 @@ from live.backoff import Backoff
 from live.store_file import (
     BUSY,
     BUSY_SLICE_S,
+    SCHEMA,
     SQLITE_MAGIC,
     StoreError,
     check_path,
@@ -182,7 +183,7 @@ class SQLiteStore(StoreWriter):
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: cannot use it ({one_line(exc)})") from None
         for statement in statements(script):
-            self.write("schema", "schema", statement, ())
+            self.write(SCHEMA, SCHEMA, statement, ())
 
     # ------------------------------------------------------------ listeners
 

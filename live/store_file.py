@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sqlite3
 import stat
 import time
@@ -44,6 +45,10 @@ LOOKOUT_TABLES = frozenset({"events", "jobs", "occupancy_jobs", "occupancy_perio
 _INSERT_GAP = "INSERT INTO store_gaps(t, since, kind, dropped, reason, detail) VALUES (?,?,?,?,?,?)"
 # No cap: ``attempts`` bounds the waits.
 _READ_BACKOFF = Backoff(initial_s=0.05, max_s=math.inf)
+SCHEMA = "schema"  # the kind of the writes that make a view's tables (queued when busy)
+# SQLite has no ADD COLUMN IF NOT EXISTS: a schema's column added to an older table is
+# looked for first (``run_schema``), so a schema can be made again on any file.
+_ADD_COLUMN = re.compile(r"\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)\b", re.I)
 
 
 class StoreError(OSError):
@@ -225,10 +230,23 @@ def statements(script: str) -> list[str]:
 
 
 def create(conn: sqlite3.Connection, script: str) -> None:
-    # CREATE ... IF NOT EXISTS of what exists takes no write lock, so an existing
-    # file opens even while another process holds it.
+    # CREATE ... IF NOT EXISTS of what exists takes no write lock (nor does a column
+    # found there already), so an existing file opens even while another process holds it.
     for statement in statements(script):
-        conn.execute(statement)
+        run_schema(conn, statement)
+
+
+def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
+
+
+def run_schema(conn: sqlite3.Connection, statement: str) -> None:
+    """One statement of a schema; an ``ALTER TABLE ... ADD COLUMN`` of a column the table
+    has already is done (another process, or this one before, migrated the file)."""
+    added = _ADD_COLUMN.match(statement)
+    if added is not None and has_column(conn, added.group(1), added.group(2)):
+        return
+    conn.execute(statement)
 
 
 def commit_batch(
@@ -246,6 +264,11 @@ def commit_batch(
             conn.execute(_INSERT_GAP, (now, gap.since, gap.kind, gap.dropped, gap.reason, detail))
         start = 0
         while start < len(batch):
+            if batch[start].kind == SCHEMA:
+                # Queued while another process held the file: it may have migrated it since.
+                run_schema(conn, batch[start].sql)
+                start += 1
+                continue
             # Runs of the same statement go in one executemany.
             end = start + 1
             while end < len(batch) and batch[end].sql == batch[start].sql:
@@ -330,6 +353,7 @@ def read_only(
 __all__ = [
     "BUSY",
     "BUSY_SLICE_S",
+    "SCHEMA",
     "SQLITE_MAGIC",
     "GapRow",
     "StoreError",
@@ -340,10 +364,12 @@ __all__ = [
     "commit_batch",
     "connect",
     "create",
+    "has_column",
     "is_busy",
     "is_row_fault",
     "one_line",
     "query_gaps",
     "read_only",
+    "run_schema",
     "statements",
 ]

@@ -33,6 +33,7 @@ from pydantic import Field
 from live.tool import Tool, ToolUnavailable
 from live.walltime import wall_time
 from tools.function_tool import FunctionTool
+from tools.log_cameras import each_camera, log_cameras
 
 PERIODS = (
     "'all', 'today', 'yesterday', 'since 9' or 'since 9:30' (today, the log's local time), "
@@ -156,6 +157,115 @@ def _within(run: LoggedRun, event: dict[str, Any], w: Window) -> bool:
 
 
 PeriodArg = Annotated[str, Field(description=f"the time range: {PERIODS}")]
+CameraArg = Annotated[
+    str,
+    Field(
+        description="the camera asked about: its name, or a line or zone of it ('door'); "
+        "empty: each camera, and in total"
+    ),
+]
+
+
+def _crossings(runs: list[LoggedRun], w: Window) -> dict[str, Any]:
+    lines: dict[str, dict[str, int]] = {}
+    for run in runs:
+        config = run.info.get("config") or {}
+        for name in config.get("lines") or {}:
+            lines.setdefault(str(name), {"in": 0, "out": 0})
+    total = 0
+    for run in runs:
+        for e in run.events:
+            if (
+                e["type"] == "crossing"
+                and e.get("direction") in ("in", "out")
+                and _within(run, e, w)
+            ):
+                lines.setdefault(str(e.get("line")), {"in": 0, "out": 0})[e["direction"]] += 1
+                total += 1
+    if not lines:
+        raise LogUnavailable(
+            "no run in this log counted a line: lookout run --line NAME=X1,Y1,X2,Y2 --db"
+        )
+    return {"lines": lines, "crossings": total}
+
+
+def _zone_visits(runs: list[LoggedRun], w: Window, zone: str) -> dict[str, Any]:
+    zones: dict[str, dict[str, Any]] = {}
+
+    def row(name: str) -> dict[str, Any]:
+        return zones.setdefault(
+            name, {"visits": 0, "dwell_events": 0, "longest_s": 0.0, "max_people": 0}
+        )
+
+    for run in runs:
+        config = run.info.get("config") or {}
+        for name in config.get("zones") or {}:
+            row(str(name))
+        for e in run.events:
+            if e["type"] not in ("zone", "dwell") or not _within(run, e, w):
+                continue
+            r = row(str(e.get("zone")))
+            if e["type"] == "dwell":
+                r["dwell_events"] += 1
+                r["longest_s"] = max(r["longest_s"], round(float(e.get("seconds", 0)), 1))
+                continue
+            people, previous = e.get("people"), e.get("previous")
+            if isinstance(people, int):
+                r["max_people"] = max(r["max_people"], people)
+                if isinstance(previous, int) and people > previous:
+                    r["visits"] += people - previous
+                elif previous is None and people > 0:
+                    r["visits"] += people
+            longest = e.get("longest_s")
+            if isinstance(longest, int | float):
+                r["longest_s"] = max(r["longest_s"], round(float(longest), 1))
+    if zone:
+        if zone not in zones:
+            known = ", ".join(zones) or "none"
+            raise LogUnavailable(f"no zone {zone!r} in this log (zones: {known})")
+        zones = {zone: zones[zone]}
+    if not zones:
+        raise LogUnavailable(
+            "no run in this log watched a zone: lookout run --zone NAME=X1,Y1,X2,Y2,... --db"
+        )
+    return {"zones": zones}
+
+
+def _busiest(runs: list[LoggedRun], w: Window) -> dict[str, Any]:
+    per_minute: dict[tuple[int, int], tuple[int, dict[str, Any], LoggedRun]] = {}
+    for i, run in enumerate(runs):
+        for e in run.events:
+            if e["type"] != "count" or not isinstance(e.get("count"), int):
+                continue
+            at = run.wall(e)
+            if at is None or not w.start <= at <= w.end:
+                continue
+            media = e.get("t_media")
+            if not run.live and isinstance(media, int | float):
+                key = (i, int(media // 60))  # a recording: minutes of the recording
+            else:
+                key = (i, int(at // 60))
+            if key not in per_minute or e["count"] > per_minute[key][0]:
+                per_minute[key] = (int(e["count"]), e, run)
+    if not per_minute:
+        raise LogUnavailable(f"the log has no counts in {w.period!r} ({w.describe()['from']}"
+                             f" to {w.describe()['to']})")  # fmt: skip
+    (_, minute), (people, event, run) = max(
+        per_minute.items(), key=lambda item: (item[1][0], -item[0][1])
+    )
+    if run.live:
+        start = Window(w.period, minute * 60.0, minute * 60.0 + 60.0, w.tz).describe()
+        span = {"minute_from": start["from"], "minute_to": start["to"]}
+    else:
+        span = {"minute_from": f"{minute * 60} s", "minute_to": f"{minute * 60 + 60} s"}
+    media = event.get("t_media")
+    return {
+        "people": people,
+        **span,
+        "source": Path(str(run.info.get("source", ""))).name,
+        "t_media": None if run.live or media is None else round(float(media), 1),
+        "minutes": len(per_minute),
+    }
 
 
 @dataclass
@@ -182,129 +292,66 @@ class LogTools:
         runs = await anyio.to_thread.run_sync(lambda: read_runs(db))
         return runs, window(period, runs, self.wall)
 
-    async def crossings(self, period: PeriodArg = "all") -> dict[str, Any]:
+    async def crossings(self, period: PeriodArg = "all", camera: CameraArg = "") -> dict[str, Any]:
         """Entries and exits per counting line in a time range of the log.
 
-        Returns {"period", "from", "to", "lines": {name: {"in": n, "out": m}}, "crossings"}.
+        Returns {"period", "from", "to", "lines": {name: {"in": n, "out": m}}, "crossings"};
+        on a log of several cameras, with ``camera`` for one, or each camera's ("cameras":
+        {camera: {"lines", "crossings"}}) and the total ("total": {"in", "out"}).
         """
         runs, w = await self._read(period)
-        lines: dict[str, dict[str, int]] = {}
-        for run in runs:
-            config = run.info.get("config") or {}
-            for name in config.get("lines") or {}:
-                lines.setdefault(str(name), {"in": 0, "out": 0})
-        total = 0
-        for run in runs:
-            for e in run.events:
-                if (
-                    e["type"] == "crossing"
-                    and e.get("direction") in ("in", "out")
-                    and _within(run, e, w)
-                ):
-                    lines.setdefault(str(e.get("line")), {"in": 0, "out": 0})[e["direction"]] += 1
-                    total += 1
-        if not lines:
-            raise LogUnavailable(
-                "no run in this log counted a line: lookout run --line NAME=X1,Y1,X2,Y2 --db"
-            )
-        return {**w.describe(), "lines": lines, "crossings": total}
+        found = each_camera(runs, camera, lambda share: _crossings(share, w))
+        if "cameras" in found:
+            lines = [c for one in found["cameras"].values() for c in one["lines"].values()]
+            found["total"] = {
+                "in": sum(c["in"] for c in lines),
+                "out": sum(c["out"] for c in lines),
+            }
+            found["crossings"] = sum(one["crossings"] for one in found["cameras"].values())
+        return {**w.describe(), **found}
 
     async def zone_visits(
         self,
         period: PeriodArg = "all",
         zone: Annotated[str, Field(description="one zone's name; empty: every zone")] = "",
+        camera: CameraArg = "",
     ) -> dict[str, Any]:
         """Per zone in a time range of the log: people who came in (visits), dwell events
         (people who stayed past the zone's dwell time), the longest stay seen and the most
         people in it at once.
 
         Returns {"period", "from", "to", "zones": {name: {"visits", "dwell_events",
-        "longest_s", "max_people"}}}.
+        "longest_s", "max_people"}}}; on a log of several cameras, with ``camera`` for
+        one, or each camera's ("cameras": {camera: {"zones"}}) and the total ("total":
+        {"visits", "dwell_events"}). A zone that is a camera's name is taken as the camera.
         """
         runs, w = await self._read(period)
-        zones: dict[str, dict[str, Any]] = {}
+        if zone and not camera and zone in log_cameras(runs):
+            zone, camera = "", zone  # "at the till": the camera, where no zone has that name
+        found = each_camera(runs, camera, lambda share: _zone_visits(share, w, zone))
+        if "cameras" in found:
+            zones = [z for one in found["cameras"].values() for z in one["zones"].values()]
+            found["total"] = {
+                "visits": sum(z["visits"] for z in zones),
+                "dwell_events": sum(z["dwell_events"] for z in zones),
+            }
+        return {**w.describe(), **found}
 
-        def row(name: str) -> dict[str, Any]:
-            return zones.setdefault(
-                name, {"visits": 0, "dwell_events": 0, "longest_s": 0.0, "max_people": 0}
-            )
-
-        for run in runs:
-            config = run.info.get("config") or {}
-            for name in config.get("zones") or {}:
-                row(str(name))
-            for e in run.events:
-                if e["type"] not in ("zone", "dwell") or not _within(run, e, w):
-                    continue
-                r = row(str(e.get("zone")))
-                if e["type"] == "dwell":
-                    r["dwell_events"] += 1
-                    r["longest_s"] = max(r["longest_s"], round(float(e.get("seconds", 0)), 1))
-                    continue
-                people, previous = e.get("people"), e.get("previous")
-                if isinstance(people, int):
-                    r["max_people"] = max(r["max_people"], people)
-                    if isinstance(previous, int) and people > previous:
-                        r["visits"] += people - previous
-                    elif previous is None and people > 0:
-                        r["visits"] += people
-                longest = e.get("longest_s")
-                if isinstance(longest, int | float):
-                    r["longest_s"] = max(r["longest_s"], round(float(longest), 1))
-        if zone:
-            if zone not in zones:
-                known = ", ".join(zones) or "none"
-                raise LogUnavailable(f"no zone {zone!r} in this log (zones: {known})")
-            zones = {zone: zones[zone]}
-        if not zones:
-            raise LogUnavailable(
-                "no run in this log watched a zone: lookout run --zone NAME=X1,Y1,X2,Y2,... --db"
-            )
-        return {**w.describe(), "zones": zones}
-
-    async def busiest(self, period: PeriodArg = "all") -> dict[str, Any]:
+    async def busiest(self, period: PeriodArg = "all", camera: CameraArg = "") -> dict[str, Any]:
         """The busiest minute in a time range of the log: the minute whose highest count of
         people in view is the highest (the first such minute).
 
         Returns {"period", "from", "to", "people", "minute_from", "minute_to", "source",
-        "t_media" (seconds into a recording, null for a camera), "minutes"}.
+        "t_media" (seconds into a recording, null for a camera), "minutes"}; on a log of
+        several cameras, with ``camera`` for one, or each camera's ("cameras") and the
+        busiest of them ("total": its answer and its "camera").
         """
         runs, w = await self._read(period)
-        per_minute: dict[tuple[int, int], tuple[int, dict[str, Any], LoggedRun]] = {}
-        for i, run in enumerate(runs):
-            for e in run.events:
-                if e["type"] != "count" or not isinstance(e.get("count"), int):
-                    continue
-                at = run.wall(e)
-                if at is None or not w.start <= at <= w.end:
-                    continue
-                media = e.get("t_media")
-                if not run.live and isinstance(media, int | float):
-                    key = (i, int(media // 60))  # a recording: minutes of the recording
-                else:
-                    key = (i, int(at // 60))
-                if key not in per_minute or e["count"] > per_minute[key][0]:
-                    per_minute[key] = (int(e["count"]), e, run)
-        if not per_minute:
-            raise LogUnavailable(f"the log has no counts in {w.period!r} ({w.describe()['from']}"
-                                 f" to {w.describe()['to']})")  # fmt: skip
-        (_, minute), (people, event, run) = max(
-            per_minute.items(), key=lambda item: (item[1][0], -item[0][1])
-        )
-        if run.live:
-            start = Window(w.period, minute * 60.0, minute * 60.0 + 60.0, w.tz).describe()
-            span = {"minute_from": start["from"], "minute_to": start["to"]}
-        else:
-            span = {"minute_from": f"{minute * 60} s", "minute_to": f"{minute * 60 + 60} s"}
-        media = event.get("t_media")
-        return {
-            **w.describe(),
-            "people": people,
-            **span,
-            "source": Path(str(run.info.get("source", ""))).name,
-            "t_media": None if run.live or media is None else round(float(media), 1),
-            "minutes": len(per_minute),
-        }
+        found = each_camera(runs, camera, lambda share: _busiest(share, w))
+        if "cameras" in found:
+            name, top = max(found["cameras"].items(), key=lambda item: item[1]["people"])
+            found["total"] = {"camera": name, **top}
+        return {**w.describe(), **found}
 
     def cannot_answer(
         self,

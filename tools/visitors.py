@@ -15,6 +15,8 @@ from typing import Annotated, Any
 import anyio
 from pydantic import Field
 
+from device.logged_cameras import camera_info, named, run_cameras
+from device.percept import MAIN_CAMERA
 from live.tool import Tool, ToolUnavailable
 from tools.arguments import WholeRange
 from tools.crossing_log import CrossingLogError, LineRun, read_line_runs
@@ -65,12 +67,21 @@ class VisitorCounter:
             ),
             WholeRange(),
         ],
+        camera: Annotated[
+            str,
+            Field(
+                description="the camera asked about: its name, or a line of it ('door'); "
+                "empty: each camera, and in total"
+            ),
+        ] = "",
     ) -> dict[str, Any]:
         """Count the people who crossed each counting line (in and out) in the last minutes.
 
         Returns {"minutes", "lines": {name: {"in": n, "out": m}}, "from", "to", "clock"}:
         clock "wall" (from/to are local times) for a camera, "media" (seconds of the
-        recording) for a recorded video.
+        recording) for a recorded video. On a log of several cameras, with ``camera`` for
+        one, or each camera's ("cameras": {camera: {"lines", "crossings"}}) and the total
+        ("total": {"in", "out"}).
         """
         if self.db is None:
             raise VisitorsUnavailable(
@@ -82,9 +93,9 @@ class VisitorCounter:
             runs = await anyio.to_thread.run_sync(lambda: read_line_runs(db))
         except CrossingLogError as exc:
             raise VisitorsUnavailable(str(exc)) from None
-        return self.count(runs, minutes)
+        return self.count(runs, minutes, camera)
 
-    def count(self, runs: list[LineRun], minutes: float) -> dict[str, Any]:
+    def count(self, runs: list[LineRun], minutes: float, camera: str = "") -> dict[str, Any]:
         """The answer for ``runs`` (``read_line_runs``) over the last ``minutes``."""
         span = minutes * 60.0
         if not runs:
@@ -136,12 +147,69 @@ class VisitorCounter:
         # window that has since been renamed or removed is still counted (tally adds it).
         names = list(self.configured)
         names.extend(name for name in newest.lines if name not in names)
+        cameras = line_cameras(runs)
+        if named(cameras):
+            return {"minutes": minutes, **window, **by_camera(found, runs, cameras, camera)}
         return {
             "minutes": minutes,
             **window,
             "lines": tally_crossings(found, names),
             "crossings": len(found),
         }
+
+
+def line_cameras(runs: list[LineRun]) -> list[str]:
+    """The cameras of the runs with lines (a log from before cameras had names: main)."""
+    names: list[str] = []
+    for run in runs:
+        found = run_cameras(run.info) + [str(e.get("camera", MAIN_CAMERA)) for e in run.crossings]
+        names.extend(name for name in found if name not in names)
+    return names
+
+
+def _camera_lines(runs: list[LineRun], name: str) -> list[str]:
+    lines: list[str] = []
+    for run in runs:
+        config = camera_info(run.info, name).get("config") or {}
+        found = list(config.get("lines") or {}) + [
+            str(e.get("line", "")) for e in run.crossings if e.get("camera") == name
+        ]
+        lines.extend(line for line in found if line not in lines)
+    return lines
+
+
+def by_camera(
+    found: list[dict[str, Any]], runs: list[LineRun], cameras: list[str], place: str
+) -> dict[str, Any]:
+    """The crossings ``found`` of a log of several cameras: of the camera ``place`` names
+    (or the cameras with a line of that name), or of each camera and in total; a place
+    none has is refused naming the cameras."""
+    lines = {name: _camera_lines(runs, name) for name in cameras}
+    lines = {name: names for name, names in lines.items() if names}
+    if place in cameras:
+        chosen = [place]
+    elif place:
+        chosen = [name for name, names in lines.items() if place in names]
+        if not chosen:
+            raise VisitorsUnavailable(
+                f"no camera {place!r} in this log, nor a line of that name "
+                f"(cameras: {', '.join(cameras)})"
+            )
+    else:
+        chosen = list(lines)
+    each: dict[str, dict[str, Any]] = {}
+    for name in chosen:
+        mine = [e for e in found if e.get("camera") == name]
+        each[name] = {"lines": tally_crossings(mine, lines.get(name, [])), "crossings": len(mine)}
+    if len(each) == 1:
+        return {"camera": chosen[0], **each[chosen[0]]}
+    counts = [c for one in each.values() for c in one["lines"].values()]
+    total = {"in": sum(c["in"] for c in counts), "out": sum(c["out"] for c in counts)}
+    return {
+        "cameras": each,
+        "total": total,
+        "crossings": sum(c["crossings"] for c in each.values()),
+    }
 
 
 def _has_media(event: dict[str, Any]) -> bool:

@@ -22,18 +22,24 @@ without it ``make_report`` raises ReportError saying so.
 
 from __future__ import annotations
 
-import base64
-import html
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from device.app.report_chart import figure_lines, period_text, render_chart
+from device.app.report_cameras import (
+    CameraPart,
+    camera_parts,
+    chart_counts,
+    chart_figures,
+    chart_scene,
+    device_summary,
+)
+from device.app.report_chart import render_chart
 from device.app.report_data import (
     ReportError,
     Skipped,
-    Timeline,
     build_timeline,
     load_events,
     read_log,
@@ -41,114 +47,13 @@ from device.app.report_data import (
     split_runs,
     summarize,
 )
+from device.app.report_html import page
 from device.app.report_pictures import latest_pictures, pictures_html
 from device.app.report_scene import build_scene
-from live.printable import printable
+from device.logged_cameras import camera_view, cameras_in, named
 
 OUTPUT_SUFFIXES = (".html", ".htm", ".png")
 MAX_PERIOD_ROWS = 10_000
-
-
-def _cell(value: Any) -> str:
-    return (
-        "–"
-        if value is None
-        else html.escape(f"{value:.2f}" if isinstance(value, float) else str(value))
-    )
-
-
-def _scene_tables(summary: dict[str, Any]) -> str:
-    """The per-period tables of lines and zones, with totals; nothing for a log without."""
-    periods = summary.get("periods", [])
-    parts: list[str] = []
-    period = html.escape(period_text(float(summary.get("period_s", 0.0))))
-    if summary.get("lines"):
-        rows = [
-            f"<tr><td>{html.escape(p['label'])}</td><td>{html.escape(name)}</td>"
-            f"<td>{counts['in']}</td><td>{counts['out']}</td></tr>"
-            for p in periods
-            for name, counts in p["lines"].items()
-        ] + [
-            f"<tr><th>total</th><th>{html.escape(name)}</th><th>{totals['in']}</th>"
-            f"<th>{totals['out']}</th></tr>"
-            for name, totals in summary["lines"].items()
-        ]
-        parts.append(
-            f'<h2>Lines (per {period})</h2>\n<table id="lines"><tr><th>period</th>'
-            "<th>line</th><th>in</th><th>out</th></tr>\n" + "\n".join(rows) + "</table>"
-        )
-    if summary.get("zones"):
-        rows = [
-            f"<tr><td>{html.escape(p['label'])}</td><td>{html.escape(name)}</td>"
-            f"<td>{_cell(z['mean'])}</td><td>{_cell(z['max'])}</td>"
-            f"<td>{z['dwell_events']}</td></tr>"
-            for p in periods
-            for name, z in p["zones"].items()
-        ] + [
-            f"<tr><th>all</th><th>{html.escape(name)}</th><th>{_cell(z['mean_people'])}</th>"
-            f"<th>{_cell(z['max_people'])}</th><th>{z['dwell_events']}</th></tr>"
-            for name, z in summary["zones"].items()
-        ]
-        parts.append(
-            f'<h2>Zones (per {period})</h2>\n<table id="zones"><tr><th>period</th>'
-            "<th>zone</th><th>mean people</th><th>max people</th><th>dwell events</th></tr>\n"
-            + "\n".join(rows)
-            + "</table>"
-        )
-    return "".join(f"{part}\n" for part in parts)
-
-
-def _html(
-    source: Path,
-    summary: dict[str, Any],
-    timeline: Timeline,
-    chart: bytes,
-    skipped: Skipped,
-    pictures: str = "",
-) -> str:
-    esc = html.escape
-    damaged = (
-        f" {esc(skipped.what())} of it were skipped (torn or corrupt); the figures are of the rest."
-        if skipped
-        else ""
-    )
-    figures = "\n".join(
-        f"<tr><th>{esc(name)}</th><td>{esc(value)}</td></tr>"
-        for name, value in figure_lines(summary)
-    )
-    texts = "\n".join(  # the model's text as the console shows it: no control characters
-        f"<tr><td>{t:.1f}</td><td>{esc(printable(text))}</td></tr>" for t, text in timeline.texts
-    )
-    streams = sorted(
-        [(t, "started", name, "") for t, name in timeline.starts]
-        + [(t, "stopped", name, reason) for t, name, reason in timeline.stops]
-    )
-    stream_rows = "\n".join(
-        f"<tr><td>{t:.1f}</td><td>{esc(what)}</td><td>{esc(name)}</td><td>{esc(reason)}</td></tr>"
-        for t, what, name, reason in streams
-    )
-    image = base64.b64encode(chart).decode()
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Lookout report: {esc(source.name)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; max-width: 1100px; }}
-table {{ border-collapse: collapse; margin-bottom: 1.5rem; }}
-th, td {{ text-align: left; padding: 0.25rem 0.8rem; border-bottom: 1px solid #ddd; }}
-img {{ max-width: 100%; }}
-.missing {{ color: #888; font-style: italic; }}
-</style></head><body>
-<h1>Lookout report</h1>
-<p>From <code>{esc(str(source))}</code>: {summary["events"]} events.{damaged}</p>
-<img alt="people count over time" src="data:image/png;base64,{image}">
-<h2>Figures</h2>
-<table id="figures">{figures}</table>
-{_scene_tables(summary)}{pictures}<h2>Model messages</h2>
-<table id="messages"><tr><th>t (s)</th><th>text</th></tr>{texts}</table>
-<h2>Streams</h2>
-<table id="streams"><tr><th>t (s)</th><th></th><th>tool</th><th>reason</th></tr>
-{stream_rows}</table>
-</body></html>
-"""
 
 
 def _to_stderr(line: str) -> None:
@@ -162,6 +67,7 @@ def make_report(
     run: str | None = None,
     period_s: float | None = None,
     snapshots: Path | None = None,
+    camera: str | None = None,
     warn: Callable[[str], None] = _to_stderr,
 ) -> dict[str, Any]:
     """Write the report for ``input`` (JSONL or SQLite) to ``out`` (.html or .png).
@@ -170,9 +76,11 @@ def make_report(
     ``period_s``: the period lines and zones are counted in (None: one that cuts the
     report into at most 24, see ``report_scene.period_for``).
     ``snapshots``: the folder of the run's pictures (None: the one its run event names).
+    ``camera``: only that camera of a log of several (by default each, and the device's
+    totals: ``report_cameras``).
     Returns the summary figures. Raises ReportError (one line) for anything a
     user can get wrong: missing or malformed input, an unknown output type, a
-    missing output directory, an unknown run, matplotlib not installed.
+    missing output directory, an unknown run or camera, matplotlib not installed.
     Lines of the log that are not whole events (torn, corrupt) are skipped and said
     in one line through ``warn`` (stderr by default, with or without -v) and on the
     HTML page.
@@ -205,6 +113,24 @@ def make_report(
         runs = select_run(runs, run)
     if period_s is not None and not 0 < period_s <= 366 * 86400:
         raise ReportError(f"the period must be more than 0 s and at most a year, not {period_s:g}")
+    chosen = [e for r in runs for e in r.events]
+    cameras = cameras_in(chosen)
+    if camera is not None:
+        if camera not in cameras:
+            raise ReportError(
+                f"--camera {camera}: no camera of that name in this log "
+                f"(cameras: {', '.join(cameras) or 'none'})"
+            )
+        cameras = [camera]
+    if len(cameras) > 1:
+        parts = camera_parts(chosen, cameras, period_s, MAX_PERIOD_ROWS)
+        summary = device_summary(parts, len(runs), len(chosen))
+        _write(out, _cameras_report(input, summary, parts, skipped, suffix, snapshots))
+        return summary
+    if named(cameras):
+        # One camera of a name: its share, as the camera had it (its lines and zones).
+        events = camera_view(chosen, cameras[0])
+        runs = split_runs(events)
     timeline = build_timeline(events, runs)
     scene = build_scene(timeline, period_s)
     if scene.periods > MAX_PERIOD_ROWS:
@@ -214,6 +140,8 @@ def make_report(
             f"(at most {MAX_PERIOD_ROWS}): choose a longer one"
         )
     summary = summarize(events, runs, period_s)
+    if named(cameras):
+        summary["camera"] = cameras[0]
     chart = render_chart(
         timeline, summary, with_figures=suffix == ".png", scene=None if scene.empty else scene
     )
@@ -221,12 +149,54 @@ def make_report(
         data = chart
     else:
         pictures = pictures_html(*latest_pictures(timeline, snapshots))
-        data = _html(input, summary, timeline, chart, skipped, pictures).encode()
+        named_summary = [(summary.get("camera"), summary)]
+        data = page(input, summary, named_summary, timeline, chart, skipped, pictures).encode()
+    _write(out, data)
+    return summary
+
+
+def _cameras_report(
+    source: Path,
+    summary: dict[str, Any],
+    parts: list[CameraPart],
+    skipped: Skipped,
+    suffix: str,
+    snapshots: Path | None,
+) -> bytes:
+    """The chart (``.png``) or the page of a log of several cameras."""
+    png = suffix == ".png"
+    chart = render_chart(
+        parts[0].timeline,  # the device's own (streams, the model's words) are in each
+        summary,
+        with_figures=png,
+        scene=chart_scene(parts),
+        counts=chart_counts(parts),
+        figures=chart_figures(summary) if png else None,
+    )
+    if png:
+        return chart
+    shown, total = [], 0
+    for part in parts:
+        pictures, found = latest_pictures(part.timeline, snapshots)
+        shown += [dataclasses.replace(p, caption=f"{part.name}: {p.caption}") for p in pictures]
+        total += found
+    named_summaries = [(part.name, part.summary) for part in parts]
+    return page(
+        source,
+        summary,
+        named_summaries,
+        parts[0].timeline,
+        chart,
+        skipped,
+        pictures_html(shown, total),
+    ).encode()
+
+
+def _write(out: Path, data: bytes) -> None:
     try:
         out.write_bytes(data)
     except OSError as exc:
         raise ReportError(f"{out}: cannot write ({exc.strerror})") from None
-    return summary
 
 
 __all__ = ["ReportError", "build_timeline", "load_events", "make_report", "summarize"]

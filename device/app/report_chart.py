@@ -17,6 +17,8 @@ from typing import Any
 from device.app.report_data import MEDIA, WALL, ReportError, Timeline
 from device.app.report_scene import Scene
 
+# Several counts over time: (name, steps, end) each, on one axis.
+Counts = list[tuple[str, list[tuple[float, int | None]], float]]
 AXIS_LABELS = {
     MEDIA: "media time (s of the recording)",
     WALL: "time of day",
@@ -103,9 +105,13 @@ def render_chart(
     *,
     with_figures: bool,
     scene: Scene | None = None,
+    counts: Counts | None = None,
+    figures: list[tuple[str, str]] | None = None,
 ) -> bytes:
     """The chart as PNG bytes (matplotlib's Agg canvas; no pyplot, no global state)."""
-    figure = chart_figure(timeline, summary, with_figures=with_figures, scene=scene)
+    figure = chart_figure(
+        timeline, summary, with_figures=with_figures, scene=scene, counts=counts, figures=figures
+    )
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
@@ -117,11 +123,15 @@ def chart_figure(
     *,
     with_figures: bool,
     scene: Scene | None = None,
+    counts: Counts | None = None,
+    figures: list[tuple[str, str]] | None = None,
 ) -> Any:
     """The chart's matplotlib Figure, on an Agg canvas.
 
     With a ``scene`` that has lines or zones, a panel for each under the count's,
     sharing its time axis; without, the chart is the count's alone, as it always was.
+    ``counts``: several counts over time, one line each by its name (several cameras),
+    instead of the timeline's one; ``figures``: the lines beside a PNG's chart.
     """
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -146,7 +156,7 @@ def chart_figure(
         extra = [figure.add_subplot(grid[i + 1, 0], sharex=ax) for i in range(len(panels))]
         side = figure.add_subplot(grid[:, 1])
         side.axis("off")
-        lines = figure_lines(summary)
+        lines = figures if figures is not None else figure_lines(summary)
         side.text(
             0.0,
             1.0,
@@ -163,12 +173,13 @@ def chart_figure(
         extra = [figure.add_subplot(grid[i + 1, 0], sharex=ax) for i in range(len(panels))]
     else:
         ax = figure.add_subplot(1, 1, 1)
-    top = max([c for _, c in timeline.steps if c is not None], default=0) + 1
-    segments = _step_segments(timeline.steps, timeline.end)
-    for i, (seg_x, seg_y) in enumerate(segments):
-        ax.step(
-            seg_x, seg_y, where="post", color="#1f77b4", lw=2, label="people" if i == 0 else None
-        )
+    series = counts if counts is not None else [("people", timeline.steps, timeline.end)]
+    top = max([c for _, steps, _ in series for _, c in steps if c is not None], default=0) + 1
+    for j, (label, steps, end) in enumerate(series):
+        colour = COLOURS[j % len(COLOURS)]
+        for i, (seg_x, seg_y) in enumerate(_step_segments(steps, end)):
+            ax.step(seg_x, seg_y, where="post", color=colour, lw=2,
+                    label=label if i == 0 else None)  # fmt: skip
     for i, (t, _name) in enumerate(timeline.starts):
         ax.axvline(t, color="#2ca02c", ls="--", lw=1, label="stream started" if i == 0 else None)
     for i, (t, _name, _reason) in enumerate(timeline.stops):
@@ -185,10 +196,10 @@ def chart_figure(
             label="model message",
         )
     ax.set_ylim(-0.2, top + 0.9)
-    first = min([0.0] + [t for t, _ in timeline.steps])
+    first = min([0.0] + [t for _, steps, _ in series for t, _ in steps])
     if panels and scene is not None:
         first = min(first, scene.first)  # a camera's first period starts on a round time
-    last = max(timeline.end, 1.0)
+    last = max([timeline.end, 1.0] + [end for _, _, end in series])
     margin = (last - first) * 0.01  # so lines at the very start or end stay visible
     ax.set_xlim(first - margin, last + margin)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -1,6 +1,8 @@
 """What ``lookout report`` reads and works out: events, runs, the count over time, figures.
 
-Input: the JSON-lines file of ``--events`` or the SQLite log of ``--db``.
+Input: the JSON-lines file of ``--events`` or the SQLite log of ``--db``; a camera's
+events of a log from before cameras had names read as the main camera's
+(``device/logged_cameras.py``).
 
 A log may hold several runs: each starts with a ``run`` event (its id, wall-clock
 start, source and configuration); older logs without one are split where their
@@ -39,6 +41,7 @@ from typing import Any
 from device.app.report_jsonl import NotEvents, Skipped, is_event, read_jsonl, read_log_bytes
 from device.app.report_scene import build_scene, summarize_scene
 from device.input_file import InputRefused
+from device.logged_cameras import with_cameras
 from live.redact import safe_url
 from live.walltime import wall_time
 
@@ -86,11 +89,12 @@ def read_log(path: Path) -> tuple[list[dict[str, Any]], Skipped]:
     except OSError as exc:
         raise ReportError(f"{path}: cannot read ({exc.strerror})") from None
     if data is None:
-        return _load_sqlite(path), Skipped()
+        return with_cameras(_load_sqlite(path)), Skipped()
     try:
-        return read_jsonl(data, path)
+        events, skipped = read_jsonl(data, path)
     except NotEvents as exc:
         raise ReportError(str(exc)) from None
+    return with_cameras(events), skipped
 
 
 def _load_sqlite(path: Path) -> list[dict[str, Any]]:

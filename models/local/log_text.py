@@ -26,6 +26,34 @@ _OTHER_TIMES = re.compile(
 )
 
 
+# "the door camera", "camera door": a camera named as such.
+_CAMERA_NAME = re.compile(r"\b(?:camera\s+([a-z][\w-]*)|([a-z][\w-]*)\s+camera)\b", re.I)
+_NOT_CAMERAS = {"the", "a", "any", "each", "every", "which", "this", "that", "all"}
+# "at the door": a camera, or a line or zone of one. Overlapping (a lookahead): "came in
+# at the door" is at the door.
+# Said with "the" only: "in a day", "in during the hour" name no place.
+_PLACE = re.compile(r"\b(?=(?:at|in|inside|on|by)\s+the\s+([a-z][\w-]*))", re.I)
+_NOT_PLACES = {"last", "past", "previous", "morning", "afternoon", "evening", "today", "zone",
+               "view", "total", "whole", "log", "day", "hour", "minute"}  # fmt: skip
+
+
+def camera_in(text: str) -> str:
+    """The camera a question names as such ("the till camera"), "" for none."""
+    names = [a or b for a, b in _CAMERA_NAME.findall(text)]
+    return next((n for n in names if n.lower() not in _NOT_CAMERAS), "")
+
+
+def with_place(text: str) -> dict[str, str]:
+    """The ``camera`` argument of a question about the log that names a camera, line or
+    zone ("at the door", "the till camera"); none for one that names none. The log tools
+    resolve it against the log's cameras (``tools/log_cameras.py``)."""
+    place = camera_in(text)
+    if not place:
+        places = [m for m in _PLACE.findall(text) if m.lower() not in _NOT_PLACES]
+        place = places[0] if places else ""
+    return {"camera": place} if place else {}
+
+
 def people(n: int) -> str:
     return "1 person" if n == 1 else f"{n} people"
 
@@ -73,13 +101,24 @@ def what_i_answer(declared: set[str]) -> str:
 
 
 def log_answer(name: str, payload: dict[str, Any]) -> str:
-    """What an answer of ``crossings``, ``zone_visits`` or ``busiest`` says."""
+    """What an answer of ``crossings``, ``zone_visits`` or ``busiest`` says: of the log's
+    one camera, of the camera asked about, or of each camera and in total."""
+    cameras = payload.get("cameras")
+    if isinstance(cameras, dict):
+        each = " | ".join(f"{camera}: {_said(name, one)}" for camera, one in cameras.items())
+        return f"{_range(payload)}: {each} | in total: {_total(name, payload)}."
+    camera = f", camera {payload['camera']}" if payload.get("camera") else ""
+    joint = ", " if name == BUSIEST else ": "
+    return f"{_range(payload)}{camera}{joint}{_said(name, payload)}."
+
+
+def _said(name: str, payload: dict[str, Any]) -> str:
     if name == CROSSINGS:
         lines = "; ".join(
             f"{line}: {c.get('in', 0)} in, {c.get('out', 0)} out"
             for line, c in (payload.get("lines") or {}).items()
         )
-        return f"{_range(payload)}: {lines or 'no lines'}."
+        return lines or "no lines"
     if name == ZONES:
         zones = "; ".join(
             f"{zone}: {z.get('visits', 0)} came in, {z.get('dwell_events', 0)} stayed past "
@@ -87,7 +126,7 @@ def log_answer(name: str, payload: dict[str, Any]) -> str:
             f"{people(int(z.get('max_people', 0)))} at once"
             for zone, z in (payload.get("zones") or {}).items()
         )
-        return f"{_range(payload)}: {zones or 'no zones'}."
+        return zones or "no zones"
     if name == BUSIEST:
         media = payload.get("t_media")
         where = (
@@ -96,11 +135,20 @@ def log_answer(name: str, payload: dict[str, Any]) -> str:
             if media is not None
             else f"{str(payload.get('minute_from'))[11:16]}-{str(payload.get('minute_to'))[11:16]}"
         )
-        return (
-            f"{_range(payload)}, the busiest minute was {where}: "
-            f"{people(int(payload.get('people', 0)))} in view."
-        )
+        return f"the busiest minute was {where}: {people(int(payload.get('people', 0)))} in view"
     return ""
+
+
+def _total(name: str, payload: dict[str, Any]) -> str:
+    total = payload.get("total") or {}
+    if name == CROSSINGS:
+        return f"{total.get('in', 0)} in, {total.get('out', 0)} out"
+    if name == ZONES:
+        return (
+            f"{total.get('visits', 0)} came in, {total.get('dwell_events', 0)} stayed past "
+            "the dwell time"
+        )
+    return f"the busiest was {total.get('camera')}, {people(int(total.get('people', 0)))}"
 
 
 def _range(payload: dict[str, Any]) -> str:
@@ -109,4 +157,4 @@ def _range(payload: dict[str, Any]) -> str:
     return f"In the whole log ({span})" if period == "all" else f"{period.capitalize()} ({span})"
 
 
-__all__ = ["LOG_TOOLS", "log_answer", "period_in", "what_i_answer"]
+__all__ = ["LOG_TOOLS", "camera_in", "log_answer", "period_in", "what_i_answer", "with_place"]

@@ -35,9 +35,11 @@ from models.local.log_text import (
     LOG_TOOLS,
     SINCE,
     ZONES,
+    camera_in,
     log_answer,
     period_in,
     what_i_answer,
+    with_place,
 )
 from models.local.time_spans import names_a_time, said_span, span_minutes
 
@@ -120,7 +122,14 @@ class LocalTurnModel:
         args = {"reason": reason, "would_answer": would_answer}
         return TurnReply(calls=(self._call(CANNOT, args),))
 
-    def _over_minutes(self, tool: str, text: str, declared: set[str], default: float) -> TurnReply:
+    def _over_minutes(
+        self,
+        tool: str,
+        text: str,
+        declared: set[str],
+        default: float,
+        extra: dict[str, Any] | None = None,
+    ) -> TurnReply:
         """A call of ``tool`` over the span the question names (``default`` when it names
         none), or why not: a time it names but cannot be read, or past what the tool takes,
         is never answered for another span."""
@@ -145,7 +154,8 @@ class LocalTurnModel:
                     else "."
                 ),
             )
-        return TurnReply(calls=(self._call(tool, {"minutes": round(minutes, 4)}),))
+        args = {"minutes": round(minutes, 4), **(extra or {})}
+        return TurnReply(calls=(self._call(tool, args),))
 
     def _answer_question(self, text: str, declared: set[str]) -> TurnReply:
         job = _JOB_ID.search(text)
@@ -163,7 +173,8 @@ class LocalTurnModel:
             )
         if _BUSIEST_WORDS.search(text):
             if BUSIEST in declared:
-                return TurnReply(calls=(self._call(BUSIEST, {"period": period}),))
+                args = {"period": period, **with_place(text)}
+                return TurnReply(calls=(self._call(BUSIEST, args),))
             return self._cannot(
                 declared,
                 "the busiest time is read from a log of counts, and none was given",
@@ -171,8 +182,13 @@ class LocalTurnModel:
             )
         if _ZONE_WORDS.search(text):
             if ZONES in declared:
+                # A camera named as such is the camera; else the place is the zone's (a
+                # camera's name there is taken as the camera by the tool).
+                camera = camera_in(text)
                 names = [m for m in _ZONE_NAME.findall(text) if m.lower() not in _NOT_ZONES]
+                names = [n for n in names if n != camera]
                 args = {"period": period, "zone": names[0] if names else ""}
+                args = {**args, "camera": camera} if camera else args
                 return TurnReply(calls=(self._call(ZONES, args),))
             return self._cannot(
                 declared,
@@ -181,7 +197,8 @@ class LocalTurnModel:
             )
         day_range = bool(DAY.search(text) or SINCE.search(text))
         if VISITOR_WORDS.search(text) and CROSSINGS in declared and day_range:
-            return TurnReply(calls=(self._call(CROSSINGS, {"period": period}),))
+            args = {"period": period, **with_place(text)}
+            return TurnReply(calls=(self._call(CROSSINGS, args),))
         if VISITOR_WORDS.search(text) and VISITORS in declared and day_range:
             return self._cannot(
                 declared,
@@ -189,7 +206,9 @@ class LocalTurnModel:
                 "Ask about 'the last N minutes/hours', or with --db PATH for days and hours.",
             )
         if VISITOR_WORDS.search(text) and VISITORS in declared:
-            return self._over_minutes(VISITORS, text, declared, VISITORS_DEFAULT_MINUTES)
+            return self._over_minutes(
+                VISITORS, text, declared, VISITORS_DEFAULT_MINUTES, with_place(text)
+            )
         if _REPORT_WORDS.search(text) and REPORT in declared:
             return self._over_minutes(REPORT, text, declared, 1.0)
         if COUNT_WORDS.search(text) and COUNT_NOW in declared:
@@ -313,13 +332,24 @@ def visitors_text(payload: dict[str, Any]) -> str:
         # Local ISO times: the clock time is what a person reads.
         start, end = str(payload.get("from", "")), str(payload.get("to", ""))
         where = f" ({start[11:19]}-{end[11:19]})" if len(start) >= 19 and len(end) >= 19 else ""
+    note = f" ({payload['note']})" if payload.get("note") else ""
+    cameras = payload.get("cameras")
+    if isinstance(cameras, dict):  # a log of several cameras: each, and in total
+        each = " | ".join(f"{name}: {_lines_text(one)}" for name, one in cameras.items())
+        total = payload.get("total") or {}
+        said = f"{each} | in total: {total.get('in', 0)} in, {total.get('out', 0)} out"
+        return f"In the last {window}{where}: {said}.{note}"
+    camera = f", camera {payload['camera']}" if payload.get("camera") else ""
+    return f"In the last {window}{where}{camera}: {_lines_text(payload)}.{note}"
+
+
+def _lines_text(payload: dict[str, Any]) -> str:
     lines = payload.get("lines") or {}
     counted = "; ".join(
         f"{name}: {counts.get('in', 0)} in, {counts.get('out', 0)} out"
         for name, counts in lines.items()
     )
-    note = f" ({payload['note']})" if payload.get("note") else ""
-    return f"In the last {window}{where}: {counted or 'no lines'}.{note}"
+    return counted or "no lines"
 
 
 def _span(start: float, end: float) -> str:
