@@ -70,6 +70,27 @@ class Camera:
         pause there is not staleness."""
         return self.live or self.config.source.pace == "realtime"
 
+    # What the page and /metrics read of it (``device/outputs/view.py:CameraView``).
+
+    @property
+    def source_fps(self) -> float | None:
+        return self.source.fps
+
+    @property
+    def source_fps_note(self) -> str | None:
+        # Only cameras that were asked for a rate say what they gave.
+        note = getattr(self.source, "fps_note", None)
+        return note if isinstance(note, str) else None
+
+    @property
+    def decode_ms(self) -> float | None:
+        return self.source_runner.stats.decode_ms_mean
+
+    @property
+    def detect_fps(self) -> float:
+        """The detections a second it asks for now (a scene edit may have raised it)."""
+        return 1.0 / self.perception.interval
+
     async def capture_frames(self, on_failure: Callable[[str], None]) -> None:
         """Feed its frames until its source ends, fails, or its duration passes (a live
         source's duration is wall time; a file's, media time, is the capture loop's)."""

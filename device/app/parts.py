@@ -73,7 +73,7 @@ def look_tool(
     config: Config, current: Callable[[], Percept | None], why_unknown: Callable[[], str]
 ) -> Look:
     """The look tool over perception, bounded and drawn as configured."""
-    from device.outputs.bus_state import scene_geometry
+    from device.outputs.camera_state import scene_geometry
 
     return Look(
         current=current,

@@ -68,6 +68,10 @@ class SceneEditor:
         allowance: Allowance | None = None,
     ) -> None:
         self.config = config
+        self.camera = config.camera_name
+        # A named camera's scene is written into its own table of the file (None: the
+        # device's own, a device that names no camera).
+        self._table = self.camera if config.named_cameras else None
         self.file: Path | None = config.file
         self.lines: dict[str, LineSpec] = dict(config.scene.lines)
         self.zones: dict[str, ZoneSpec] = dict(config.scene.zones)
@@ -97,6 +101,7 @@ class SceneEditor:
     def current(self) -> dict[str, Any]:
         """The scene as the page edits it (``GET /api/scene``)."""
         return {
+            "camera": self.camera,
             "revision": self.revision,
             "lines": {name: {"points": _points(s.points)} for name, s in self.lines.items()},
             "zones": {
@@ -128,7 +133,7 @@ class SceneEditor:
             )
         lines, zones = edit.lines, edit.zones
         edits = self._perception_sees(lines, zones, edit.lines_were, edit.zones_were, dry=True)
-        toml = scene_toml(lines, zones)
+        toml = scene_toml(lines, zones, self._table)
         if not edits:
             return 200, self._answer([], "", "nothing changed", toml)
         logged = self._logged_size(lines, zones, edits)
@@ -157,6 +162,7 @@ class SceneEditor:
                 saved=saved,
                 not_saved=not_saved,
                 revision=self.revision,
+                camera=self.camera,
             )
         )
         self._keep_up(lines, zones)
@@ -205,10 +211,10 @@ class SceneEditor:
         file = self.file
         if file is None:
             return "", "this device was started without a configuration file (--config FILE)", ""
-        before, known = self._saved, self._known
+        before, known, table = self._saved, self._known, self._table
         try:
             saved: Saved = await anyio.to_thread.run_sync(
-                lambda: write_scene(file, lines, zones, before=before, known=known)
+                lambda: write_scene(file, lines, zones, before=before, known=known, camera=table)
             )
         except OSError as exc:
             reason = exc.strerror or str(exc)

@@ -56,16 +56,6 @@ class DeviceState:
         return cap.snapshot() if cap.enabled else None
 
     @property
-    def source_fps(self) -> float | None:
-        return self.source.fps
-
-    @property
-    def source_fps_note(self) -> str | None:
-        # Only cameras that were asked for a rate say what they gave.
-        note = getattr(self.source, "fps_note", None)
-        return note if isinstance(note, str) else None
-
-    @property
     def looks(self) -> Mapping[str, int]:
         return dict(self.look.outcomes) if self.look is not None else {}
 
@@ -87,10 +77,6 @@ class DeviceState:
     @property
     def snapshot_counts(self) -> Mapping[str, int]:
         return self.snapshots.counts() if self.snapshots is not None else {}
-
-    @property
-    def decode_ms(self) -> float | None:
-        return self.source_runner.stats.decode_ms_mean
 
 
 __all__ = ["DeviceState"]

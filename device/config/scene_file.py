@@ -18,12 +18,18 @@ else as the user wrote it. How, and why:
   (``layers.load_file`` and the settings' validation, every accepted layout) and must
   give the scene intended: otherwise nothing is replaced, and the edit is answered not
   saved with the reason. A read-only file, or one over ``MAX_EDIT_BYTES``, is not
-  written.
+  written;
+- a named camera's scene goes into its own table (``[cameras.door.lines.NAME]``), and
+  is read back as that camera's (``Config.camera``). A camera has the device's lines
+  (or zones) until it has its own: its first edit of them writes them all into its
+  table, and taking the last of them away leaves its table empty rather than gone (an
+  empty table: none of the device's).
 """
 
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +39,7 @@ from device.config.errors import ConfigError
 from device.config.layers import apply, load_file, read
 from device.config.model import Config
 from device.config.scene import LineSpec, ZoneSpec
-from device.config.scene_layout import DIGITS, edited, scene_toml
+from device.config.scene_layout import DIGITS, camera_root, edited, place, scene_toml
 
 S = TypeVar("S", LineSpec, ZoneSpec)
 Lines = Mapping[str, LineSpec]
@@ -41,13 +47,16 @@ Zones = Mapping[str, ZoneSpec]
 
 
 def file_scene(
-    path: Path, origin: Path | None = None
+    path: Path, origin: Path | None = None, camera: str | None = None
 ) -> tuple[dict[str, LineSpec], dict[str, ZoneSpec]]:
     """The lines and zones a start with configuration file ``path`` gets from it (the
-    reader and checks of ``lookout run --config``). Raises ``ConfigError``."""
+    reader and checks of ``lookout run --config``): the device's, or camera ``camera``'s
+    (the device's where the file does not name it). Raises ``ConfigError``."""
     shown = str(origin or path)
     try:
         config = apply(Config(), read(load_file(path), shown), say_notes=False)
+        if camera is not None and camera in config.cameras:
+            config = config.camera(camera)
     except ConfigError as exc:
         raise ConfigError(str(exc).replace(str(path), shown)) from None
     return dict(config.scene.lines), dict(config.scene.zones)
@@ -115,12 +124,14 @@ def write_scene(
     *,
     before: tuple[Lines, Zones] | None = None,
     known: tuple[Lines, Zones] | None = None,
+    camera: str | None = None,
 ) -> Saved:
     """Make configuration file ``path`` hold these lines and zones.
 
     ``before``: the scene these were edited from; only what changed from it is written,
     over the file as it is now (None: the file's whole scene becomes these). ``known``:
     the file's scene as this device last read or wrote it, to name what others changed.
+    ``camera``: they are this named camera's (None: the device's own).
     Raises OSError (unreadable, read-only, locked for too long, an unkept owner, the
     disk full) or ValueError (it is not a valid configuration now, or would not read
     back as intended), with the file as it was.
@@ -136,16 +147,20 @@ def write_scene(
     with locked(target) as held:
         try:
             text = held.data.decode("utf-8")
-            now = file_scene(target)
+            now = file_scene(target, camera=camera)
+            device = file_scene(target) if camera is not None else now
         except (UnicodeDecodeError, ConfigError) as exc:
             raise ValueError(f"it does not read as a configuration now ({exc})") from None
         change = SceneChange.between(now if before is None else before, (lines, zones))
         intended = change.applied(*now)
-        new_text = edited(text, change.lines, change.zones)
+        if camera is None:
+            new_text = edited(text, change.lines, change.zones)
+        else:
+            new_text = _camera_edited(text, camera, change, intended, device)
 
         def reads_back(written: Path) -> None:
             try:
-                got = file_scene(written, origin=target)
+                got = file_scene(written, origin=target, camera=camera)
             except ConfigError as exc:
                 raise ValueError(f"the next start would refuse it ({exc})") from None
             if got != intended:
@@ -156,6 +171,38 @@ def write_scene(
         else:
             held.replace(new_text.encode("utf-8"), check=reads_back)
     return Saved(target, *intended, others=_others(now, known, change))
+
+
+def _camera_edited(
+    text: str,
+    camera: str,
+    change: SceneChange,
+    intended: tuple[Lines, Zones],
+    device: tuple[Lines, Zones],
+) -> str:
+    """``text`` with ``change`` made in camera ``camera``'s table: a kind it does not
+    have of its own yet (it has the device's) is written whole; one left with none,
+    where the device has some, is kept as an empty table."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return edited(text, change.lines, change.zones, camera=camera)  # which says why
+    root = camera_root(doc, camera)
+    lines: dict[str, LineSpec | None] = dict(change.lines)
+    zones: dict[str, ZoneSpec | None] = dict(change.zones)
+    if lines and place(doc, "lines", root) is None:
+        lines = {name: spec for name, spec in intended[0].items()}
+    if zones and place(doc, "zones", root) is None:
+        zones = {name: spec for name, spec in intended[1].items()}
+    keep = tuple(
+        kind
+        for kind, touched, now, inherited in (
+            ("lines", change.lines, intended[0], device[0]),
+            ("zones", change.zones, intended[1], device[1]),
+        )
+        if touched and not now and inherited
+    )
+    return edited(text, lines, zones, camera=camera, keep_empty=keep)
 
 
 def _others(

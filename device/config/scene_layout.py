@@ -3,7 +3,9 @@
 A file keeps its lines (and zones) in one of the places the reader takes them from
 (``device/config/layers.py:load_file`` and ``read``): ``[lines.NAME]`` at the top,
 ``[scene.lines.NAME]`` (the scene section), either inside ``[lookout]``, or beside a
-``[lookout]`` table; as tables, dotted keys or inline tables. A change goes where the
+``[lookout]`` table; as tables, dotted keys or inline tables. A named camera's are
+the same within its table (``[cameras.door.lines.NAME]``, ``[cameras.door.scene.lines...]``):
+every place below is then taken from the camera's table (``root``). A change goes where the
 reader will look for it: a name set is edited in place (its comments and position
 kept), a name removed is removed from there (so it cannot come back at the next start),
 and a table left empty goes with it. Everything else stays as the user wrote it:
@@ -16,6 +18,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping, MutableMapping
 from copy import deepcopy as copy_deep
+from dataclasses import dataclass
 from typing import Any
 
 import tomlkit
@@ -26,6 +29,23 @@ from device.config.scene import LineSpec, ZoneSpec
 DIGITS = 4  # a ten-thousandth of the frame: under a pixel at 4K
 KINDS = ("lines", "zones")
 Path_ = tuple[str, ...]  # keys from the document's top to a table
+
+
+def camera_root(doc: Mapping[str, Any], camera: str | None) -> Path_:
+    """Where a camera's settings are in the document (``()``: the device's own; a camera
+    not in it yet gets ``[cameras.NAME]`` where the file keeps its cameras, else at the top)."""
+    if camera is None:
+        return ()
+    where = _where(doc, "cameras")
+    return (*(where or ()), "cameras", camera)
+
+
+def _sub(doc: Mapping[str, Any], root: Path_) -> Mapping[str, Any]:
+    """The table at ``root`` ({} where there is none yet)."""
+    value: Any = doc
+    for key in root:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
 
 
 def points(spec: LineSpec | ZoneSpec) -> list[list[float]]:
@@ -54,33 +74,35 @@ def _where(doc: Mapping[str, Any], key: str) -> Path_ | None:
     return () if key in doc else None
 
 
-def place(doc: Mapping[str, Any], kind: str) -> Path_ | None:
+def place(doc: Mapping[str, Any], kind: str, root: Path_ = ()) -> Path_ | None:
     """The table of ``kind`` (lines or zones) that the reader reads, if there is one."""
-    flat = _where(doc, kind)
+    sub = _sub(doc, root)
+    flat = _where(sub, kind)
     if flat is not None:
-        return (*flat, kind)
-    section = _where(doc, "scene")
+        return (*root, *flat, kind)
+    section = _where(sub, "scene")
     if section is not None:
-        scene = _get(doc, (*section, "scene"))
+        scene = _get(sub, (*section, "scene"))
         if isinstance(scene, Mapping) and kind in scene:
-            return (*section, "scene", kind)
+            return (*root, *section, "scene", kind)
     return None
 
 
-def _new_place(doc: tomlkit.TOMLDocument, kind: str) -> Path_:
+def _new_place(doc: tomlkit.TOMLDocument, kind: str, root: Path_ = ()) -> Path_:
     """Where a file without ``kind`` gets it: beside the other kind, else in its scene
     section, else at the top (beside ``[lookout]`` too, as earlier versions wrote it)."""
-    other = place(doc, KINDS[1 - KINDS.index(kind)])
+    other = place(doc, KINDS[1 - KINDS.index(kind)], root)
     if other is not None:
         return (*other[:-1], kind)
-    section = _where(doc, "scene")
-    if section is not None and isinstance(_get(doc, (*section, "scene")), Mapping):
-        return (*section, "scene", kind)
-    return (kind,)
+    sub = _sub(doc, root)
+    section = _where(sub, "scene")
+    if section is not None and isinstance(_get(sub, (*section, "scene")), Mapping):
+        return (*root, *section, "scene", kind)
+    return (*root, kind)
 
 
-def names(doc: Mapping[str, Any], kind: str) -> list[str]:
-    found = place(doc, kind)
+def names(doc: Mapping[str, Any], kind: str, root: Path_ = ()) -> list[str]:
+    found = place(doc, kind, root)
     table = _get(doc, found) if found is not None else {}
     return list(table) if isinstance(table, Mapping) else []
 
@@ -123,8 +145,12 @@ def _container(doc: tomlkit.TOMLDocument, path: Path_) -> MutableMapping[str, An
     return value
 
 
-def _prune(doc: tomlkit.TOMLDocument, path: Path_) -> None:
-    """Tables of lines, zones or a scene section left empty go (``[lookout]`` stays)."""
+def _prune(doc: tomlkit.TOMLDocument, path: Path_, keep: bool = False) -> None:
+    """Tables of lines, zones or a scene section left empty go (``[lookout]`` and a
+    camera's table stay; ``keep``: the kind's own table too, a camera's "none of the
+    device's")."""
+    if keep:
+        return
     while path and path[-1] in (*KINDS, "scene"):
         parent = _get(doc, path[:-1])
         table = parent.get(path[-1], {})
@@ -138,10 +164,20 @@ def _prune(doc: tomlkit.TOMLDocument, path: Path_) -> None:
 Changes = Mapping[str, LineSpec | ZoneSpec | None]
 
 
-def _in_place(text: str, kind: str, changes: Changes, want: Mapping[str, Any]) -> str:
+@dataclass(frozen=True)
+class Where:
+    """Whose scene is edited: the device's (``root`` ``()``) or a camera's table, and
+    whether its table of a kind stays when it is left empty (a camera whose device
+    has lines of its own: an empty table is how it has none of them)."""
+
+    root: Path_ = ()
+    keep_empty: bool = False
+
+
+def _in_place(text: str, kind: str, changes: Changes, want: Mapping[str, Any], at: Where) -> str:
     """Each name set or removed where it is: comments, order and spacing kept."""
     doc = tomlkit.parse(text)
-    path = place(doc, kind) or _new_place(doc, kind)
+    path = place(doc, kind, at.root) or _new_place(doc, kind, at.root)
     table = _container(doc, path)
     for name, spec in changes.items():
         if spec is None:
@@ -149,53 +185,67 @@ def _in_place(text: str, kind: str, changes: Changes, want: Mapping[str, Any]) -
                 del table[name]
         else:
             _set(table, name, spec)
-    _prune(doc, path)
+    if at.keep_empty and not want:
+        # Written out even empty (a table made on the way has no header of its own).
+        holder = _get(doc, path[:-1])
+        holder[path[-1]] = (
+            tomlkit.inline_table() if isinstance(holder, InlineTable) else tomlkit.table()
+        )
+    _prune(doc, path, at.keep_empty and not want)
     return tomlkit.dumps(doc)
 
 
-def _rebuilt(text: str, kind: str, changes: Changes, want: Mapping[str, Any]) -> str:
+def _rebuilt(text: str, kind: str, changes: Changes, want: Mapping[str, Any], at: Where) -> str:
     """The whole table of ``kind`` written again, as ``[kind.NAME]`` tables: for the
     layouts tomlkit cannot edit in place (dotted keys mixed with tables)."""
     doc = tomlkit.parse(text)
-    path = place(doc, kind) or _new_place(doc, kind)
+    path = place(doc, kind, at.root) or _new_place(doc, kind, at.root)
     holder = _container(doc, path[:-1])
     if kind in holder:
         del holder[kind]
-    if want:
+    if want or at.keep_empty:
         inline = isinstance(holder, InlineTable)
         table = tomlkit.inline_table() if inline else tomlkit.table(is_super_table=True)
         for name, fields in want.items():
             table.add(name, _table(inline, fields))
         holder[kind] = table
-    _prune(doc, path)
+    _prune(doc, path, at.keep_empty and not want)
     return tomlkit.dumps(doc)
 
 
-def _without(plain: dict[str, Any], kind: str) -> dict[str, Any]:
+def _without(plain: dict[str, Any], kind: str, root: Path_) -> dict[str, Any]:
     """The file's data but for its table of ``kind`` (and an empty scene section)."""
     copy = copy_deep(plain)
-    path = place(copy, kind)
+    path = place(copy, kind, root)
     if path is not None:
         del _get(copy, path[:-1])[kind]
-    for holder in (copy, copy.get("lookout")):
+    for holder in (copy, copy.get("lookout"), _sub(copy, root)):
         if isinstance(holder, dict) and holder.get("scene") == {}:
             del holder["scene"]
+    for depth in range(len(root) - 1, -1, -1):  # a camera's table made for the scene alone
+        holder = _sub(copy, root[:depth])
+        if isinstance(holder, dict) and holder.get(root[depth]) == {}:
+            del holder[root[depth]]
     return copy
 
 
-def _holds(text: str, kind: str, before: dict[str, Any], want: Mapping[str, Any]) -> bool:
-    """``text`` keeps ``want`` where the reader looks, and nothing else changed."""
+def _holds(
+    text: str, kind: str, before: dict[str, Any], want: Mapping[str, Any], at: Where
+) -> bool:
+    """``text`` keeps ``want`` where the reader looks (an empty table kept: there), and
+    nothing else changed."""
     try:
         after = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
         return False
-    path = place(after, kind)
-    got = _get(after, path) if path is not None else {}
-    return bool(got == want and _without(after, kind) == _without(before, kind))
+    root = at.root
+    path = place(after, kind, root)
+    got = _get(after, path) if path is not None else (None if at.keep_empty else {})
+    return bool(got == want and _without(after, kind, root) == _without(before, kind, root))
 
 
-def _edit_kind(text: str, kind: str, changes: Changes, before: dict[str, Any]) -> str:
-    path = place(before, kind)
+def _edit_kind(text: str, kind: str, changes: Changes, before: dict[str, Any], at: Where) -> str:
+    path = place(before, kind, at.root)
     now = _get(before, path) if path is not None else {}
     if not isinstance(now, Mapping):
         raise ValueError(f"its {kind} are not a table")
@@ -203,12 +253,13 @@ def _edit_kind(text: str, kind: str, changes: Changes, before: dict[str, Any]) -
     want.update({n: _fields(s) for n, s in changes.items() if s is not None})
     for way in (_in_place, _rebuilt):
         try:
-            out = way(text, kind, changes, want)
+            out = way(text, kind, changes, want, at)
         except Exception:  # tomlkit fails on some layouts in its own ways: try the next
             continue
-        if _holds(out, kind, before, want):
+        if _holds(out, kind, before, want, at):
             return out
-    raise ValueError(f"its {kind} cannot be edited where they are (write them as [{kind}.NAME])")
+    table = ".".join((*at.root[-2:], kind))
+    raise ValueError(f"its {kind} cannot be edited where they are (write them as [{table}.NAME])")
 
 
 def edited(
@@ -217,10 +268,14 @@ def edited(
     zones: Mapping[str, ZoneSpec | None],
     *,
     whole: bool = False,
+    camera: str | None = None,
+    keep_empty: tuple[str, ...] = (),
 ) -> str:
     """``text`` with these lines and zones set (None: removed), where the file keeps them.
 
     ``whole``: the scene is these, and any other line or zone of the file goes too.
+    ``camera``: the ones of that camera's table (``[cameras.NAME]``), not the device's;
+    ``keep_empty``: the kinds whose camera table stays when left empty, or is made so.
     Each change is checked made (the text read again, only that table changed); raises
     ``ValueError`` when the text is not TOML or cannot be changed so.
     """
@@ -230,18 +285,24 @@ def edited(
             before = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"it is not valid TOML now ({' '.join(str(exc).split())})") from None
+        root = camera_root(before, camera)
+        at = Where(root, keep_empty=kind in keep_empty)
         changes = dict(asked)
         if whole:
-            changes.update({n: None for n in names(before, kind) if n not in changes})
-        changes = {n: s for n, s in changes.items() if s is not None or n in names(before, kind)}
-        if changes:
-            text = _edit_kind(text, kind, changes, before)
+            changes.update({n: None for n in names(before, kind, root) if n not in changes})
+        had = names(before, kind, root)
+        changes = {n: s for n, s in changes.items() if s is not None or n in had}
+        if changes or (at.keep_empty and place(before, kind, root) is None):
+            text = _edit_kind(text, kind, changes, before, at)
     return text
 
 
-def scene_toml(lines: Mapping[str, LineSpec], zones: Mapping[str, ZoneSpec]) -> str:
-    """The ``[lines.NAME]`` and ``[zones.NAME]`` tables of a configuration file."""
-    return edited("", lines, zones)
+def scene_toml(
+    lines: Mapping[str, LineSpec], zones: Mapping[str, ZoneSpec], camera: str | None = None
+) -> str:
+    """The ``[lines.NAME]`` and ``[zones.NAME]`` tables of a configuration file (a named
+    camera's: ``[cameras.NAME.lines.NAME]``)."""
+    return edited("", lines, zones, camera=camera)
 
 
-__all__ = ["DIGITS", "KINDS", "edited", "names", "place", "points", "scene_toml"]
+__all__ = ["DIGITS", "KINDS", "camera_root", "edited", "names", "place", "points", "scene_toml"]

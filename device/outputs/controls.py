@@ -13,8 +13,9 @@ from typing import Any
 
 from aiohttp import web
 
+from device.config.values import shown
 from device.outputs.json_body import BodyError, json_object
-from device.outputs.view import DeviceView
+from device.outputs.view import DeviceView, SceneControl
 
 Reply = Callable[..., web.Response]  # (data, status=200): a scrubbed JSON answer
 
@@ -71,21 +72,35 @@ class Controls:
         result = await session.stop_streaming(name or None, call_id or None)
         return self._json(result)
 
-    async def get_scene(self, request: web.Request) -> web.Response:
-        """The lines and zones as the page edits them, with the revision an edit names."""
-        scene = self.device.scene
-        if scene is None:
+    def _scene(self, request: web.Request) -> SceneControl | web.Response:
+        """The scene of the camera the path names (``/api/scene/door``), or of the first
+        camera (``/api/scene``)."""
+        cameras = self.device.cameras
+        name = request.match_info.get("camera")
+        camera = next(iter(cameras.values())) if name is None else cameras.get(name)
+        if camera is None:
+            error = f"no camera named {shown(name)} (cameras: {', '.join(cameras)})"
+            return self._json({"error": error}, 404)
+        if camera.scene is None:
             return self._json({"error": "this device cannot edit its scene"}, 501)
+        return camera.scene
+
+    async def get_scene(self, request: web.Request) -> web.Response:
+        """A camera's lines and zones as the page edits them, with the revision an edit
+        names."""
+        scene = self._scene(request)
+        if isinstance(scene, web.Response):
+            return scene
         return self._json(scene.current())
 
     async def put_scene(self, request: web.Request) -> web.Response:
-        """The whole scene as it should be: applied at the next frame, and saved."""
+        """A camera's whole scene as it should be: applied at its next frame, and saved."""
+        scene = self._scene(request)
+        if isinstance(scene, web.Response):
+            return scene
         body = await self._body(request)
         if isinstance(body, web.Response):
             return body
-        scene = self.device.scene
-        if scene is None:
-            return self._json({"error": "this device cannot edit its scene"}, 501)
         status, answer = await scene.edit(body)
         return self._json(answer, status)
 

@@ -25,6 +25,14 @@ class HttpAddress:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
 
+    def url(self, port: int) -> str:
+        """The page's address on ``port`` (all interfaces: this machine's loopback)."""
+        host = self.host
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1" if host == "0.0.0.0" else "::1"
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}/"
+
 
 def parse_http(spec: str) -> HttpAddress:
     """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` (all interfaces) or ``PORT`` (loopback)."""

@@ -2,9 +2,9 @@
 
 Counters the app keeps anyway (frames, detections, emissions, reconnects,
 tokens) are read when ``/metrics`` is scraped instead of being mirrored, so the
-two can never disagree. An unknown count is left out, never reported as 0;
-so is an unknown zone's count. Line crossings are counters for the run: they
-stay while the source is down (nothing is counted then, nothing is lost).
+two can never disagree. Each camera's series (its count, lines, zones, frames
+and detector) carry a ``camera`` label (``camera_metrics.py``); the device's own
+(the model, the session, MQTT, the server, the logs) carry none.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from device.feeds.runner import SourceState
+from device.outputs.camera_metrics import SOURCE_STATES, camera_metrics
 from device.outputs.snapshots import OUTCOMES as SNAPSHOT_OUTCOMES
 from live.budget import LEVELS as BUDGET_LEVELS
 from live.stats import SessionStats
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from device.outputs.view import DeviceView
 
 DROP_REASONS = ("rate", "late", "unusable")
-SOURCE_STATES = tuple(state.value for state in SourceState)
 CONNECTION_STATES = (
     "connecting",
     "reconnecting",
@@ -88,26 +87,27 @@ class AppCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         tel = self.telemetry
         device = tel.device
-        capture = device.capture.stats
-        perception = device.perception.stats
         session = device.session
         stats = session.stats if session is not None else SessionStats()
+        cameras = list(tel.cameras.values())
+        yield from camera_metrics(cameras)
+        dropped = CounterMetricFamily(
+            "lookout_frames_dropped",
+            "Frames dropped, by camera and reason (the model lane's and the budget's are "
+            "the device's: no camera)",
+            labels=["camera", "reason"],
+        )
+        for camera in cameras:
+            capture = camera.camera.capture.stats
+            reasons = dict.fromkeys(DROP_REASONS, 0) | dict(capture.dropped)
+            for reason, value in sorted(reasons.items()):
+                dropped.add_metric([camera.name, reason], value)
+        # An empty label is no label to Prometheus: sum by (reason) adds them up all the same.
+        dropped.add_metric(["", "model_lane"], stats.frames_model_lane_dropped)
+        if stats.frames_budget_held:
+            dropped.add_metric(["", "budget"], stats.frames_budget_held)  # the spending cap
+        yield dropped
         counters = (
-            ("lookout_frames_read", "Frames read from the source", capture.frames_read),
-            ("lookout_frames_sampled", "Frames kept by the sampler", capture.frames_sampled),
-            ("lookout_frames_detected", "Frames the detector ran on", perception.detected),
-            (
-                "lookout_frames_gated",
-                "Frames not detected because nothing moved (motion gate)",
-                perception.gated,
-            ),
-            (
-                "lookout_frames_undecoded",
-                "Frames skipped without decoding them (not sampled)",
-                capture.frames_undecoded,
-            ),
-            ("lookout_detector_errors", "Frames the detector could not use", perception.errors),
-            ("lookout_count_changes", "Changes of the people count", tel.count_changes),
             ("lookout_emissions", "Streaming tool emissions", stats.emissions),
             (
                 "lookout_emissions_coalesced",
@@ -126,16 +126,6 @@ class AppCollector(Collector):
         )
         for name, documentation, value in counters:
             yield CounterMetricFamily(name, documentation, value=value)
-        dropped = CounterMetricFamily(
-            "lookout_frames_dropped", "Frames dropped, by reason", labels=["reason"]
-        )
-        reasons = dict.fromkeys(DROP_REASONS, 0) | dict(capture.dropped)
-        reasons["model_lane"] = stats.frames_model_lane_dropped
-        if stats.frames_budget_held:
-            reasons["budget"] = stats.frames_budget_held  # the spending cap (past 80 %)
-        for reason, value in sorted(reasons.items()):
-            dropped.add_metric([reason], value)
-        yield dropped
         tokens = CounterMetricFamily(
             "lookout_model_tokens", "Token usage reported by the model", labels=["kind"]
         )
@@ -191,29 +181,19 @@ class AppCollector(Collector):
         streams = len(tel.running_streams())
         connected = float(tel.model_connected())
         gauges: list[tuple[str, str, float | None]] = [
-            ("lookout_people", "People in view (the device's count)", tel.count),
-            ("lookout_people_raw", "People the detector saw in the last frame", tel.raw),
             ("lookout_running_streams", "Streaming calls running now", streams),
             ("lookout_healthy", "1 when /healthz answers 200 (it counts)", float(health.ok)),
             ("lookout_degraded", "1 when it counts but something is off", float(health.degraded)),
             ("lookout_model_connected", "1 while a model is connected", connected),
             ("lookout_session_seconds", "Seconds since the session started", tel.session_time()),
-            ("lookout_detections_per_second", "Detector runs/s, last 10 s", tel.detections_per_s()),
         ]  # fmt: skip
-        decode_ms = tel.decode_ms()
-        if decode_ms is not None:
-            decode_s = decode_ms / 1000
-            gauges.append(("lookout_decode_seconds_mean", "Mean decode time of a frame", decode_s))
         if tel.mqtt is not None:
             gauges.append(
                 ("lookout_mqtt_connected", "1 while connected", float(tel.mqtt.connected))
             )
             gauges.append(("lookout_mqtt_queued", "MQTT messages not yet acked", tel.mqtt.queued))
         for name, documentation, gauge in gauges:
-            if gauge is not None:  # an unknown count is left out, not reported as 0
-                yield GaugeMetricFamily(name, documentation, value=gauge)
-        yield from _scene_metrics(tel)
-        yield from _tracker_metrics(device)
+            yield GaugeMetricFamily(name, documentation, value=gauge)
         yield from _log_metrics(device)
         if tel.http is not None:
             yield GaugeMetricFamily(
@@ -250,12 +230,6 @@ class AppCollector(Collector):
                 value=tel.mqtt.dropped,
             )
         yield _one_hot(
-            "lookout_source_state",
-            "Frame source state (1 for the current one)",
-            SOURCE_STATES,
-            device.source_runner.state.value,
-        )
-        yield _one_hot(
             "lookout_model_connection_state",
             "Live model connection state (1 for the current one)",
             CONNECTION_STATES,
@@ -266,74 +240,6 @@ class AppCollector(Collector):
         )
         info.add_metric([device.config.device.device_id, device.config.model_name()], 1.0)
         yield info
-
-
-def _scene_metrics(tel: Telemetry) -> Iterable[Metric]:
-    """Each configured line's crossings by direction, each zone's people and dwellers."""
-    if tel.lines:
-        crossings = CounterMetricFamily(
-            "lookout_line_crossings",
-            "People who crossed a named line, by direction (in: to its positive side)",
-            labels=["line", "direction"],
-        )
-        for name, totals in tel.lines.items():
-            crossings.add_metric([name, "in"], totals.entered)
-            crossings.add_metric([name, "out"], totals.exited)
-        yield crossings
-    known = {
-        name: zone
-        for name, zone in tel.zones.items()
-        if zone.people is not None and tel.count is not None
-    }
-    if not known:
-        return  # every zone unknown (or none configured): left out, like lookout_people
-    families = (
-        GaugeMetricFamily("lookout_zone_people", "People in a named zone", labels=["zone"]),
-        GaugeMetricFamily(
-            "lookout_zone_dwelling",
-            "People in a named zone for longer than its dwell time",
-            labels=["zone"],
-        ),
-        GaugeMetricFamily(
-            "lookout_zone_longest_stay_seconds",
-            "Longest stay of someone in a named zone now",
-            labels=["zone"],
-        ),
-    )
-    people, dwelling, longest = families
-    for name, zone in known.items():
-        people.add_metric([name], float(zone.people or 0))
-        dwelling.add_metric([name], float(zone.dwelling))
-        longest.add_metric([name], zone.longest_s)
-    yield from families
-
-
-def _tracker_metrics(device: DeviceView) -> Iterable[Metric]:
-    """What the tracker did, and what tracking (with lines and zones) costs a frame."""
-    perception = device.perception.stats
-    yield CounterMetricFamily(
-        "lookout_track_seconds",
-        "Time spent tracking and updating lines and zones",
-        value=perception.track_ms_total / 1000.0,
-    )
-    yield GaugeMetricFamily(
-        "lookout_track_seconds_mean",
-        "Mean tracking time (with lines and zones) per detected frame",
-        value=perception.track_ms_mean / 1000.0,
-    )
-    tracker = device.perception.tracker
-    if tracker is None:
-        return
-    yield CounterMetricFamily(
-        "lookout_tracks_confirmed",
-        "Tracks confirmed as people (ids given)",
-        value=tracker.stats.confirmed,
-    )
-    yield CounterMetricFamily(
-        "lookout_tracks_removed",
-        "Tracks ended (left, or never confirmed)",
-        value=tracker.stats.removed,
-    )
 
 
 def _log_metrics(device: DeviceView) -> Iterable[Metric]:

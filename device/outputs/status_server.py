@@ -34,6 +34,7 @@ from anyio.abc import TaskStatus
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from device.outputs.bodies import SharedBody
+from device.outputs.camera_state import CameraState
 from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit, serve
 from device.outputs.controls import Controls
 from device.outputs.host_check import HostPolicy
@@ -152,11 +153,7 @@ class StatusServer:
 
     @property
     def url(self) -> str:
-        host = self.address.host
-        if host in ("0.0.0.0", "::"):
-            host = "127.0.0.1" if host == "0.0.0.0" else "::1"
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{self.port}/"
+        return self.address.url(self.port)
 
     async def run(self, *, task_status: TaskStatus[None]) -> None:
         self.listen()
@@ -231,6 +228,8 @@ class StatusServer:
         web_app.router.add_post("/api/talk", controls.talk)
         web_app.router.add_get("/api/scene", controls.get_scene)
         web_app.router.add_put("/api/scene", controls.put_scene)
+        web_app.router.add_get("/api/scene/{camera}", controls.get_scene)
+        web_app.router.add_put("/api/scene/{camera}", controls.put_scene)
         return web_app
 
     # -------------------------------------------------------------- helpers
@@ -262,10 +261,15 @@ class StatusServer:
         if self._guard is not None and self._guard.full:
             response.force_close()
 
-    async def _render(self) -> tuple[int, bytes] | None:
-        return await anyio.to_thread.run_sync(
-            self.telemetry.snapshot_jpeg, limiter=self._jpeg_limiter
-        )
+    async def _render(self, camera: CameraState) -> tuple[int, bytes] | None:
+        return await anyio.to_thread.run_sync(camera.snapshot_jpeg, limiter=self._jpeg_limiter)
+
+    def _camera(self, request: web.Request) -> CameraState:
+        """The camera ``?camera=NAME`` names (the first without it), if it shows images."""
+        try:
+            return self.telemetry.showing(request.query.get("camera"))
+        except LookupError as exc:
+            raise web.HTTPNotFound(text=f"{exc}\n") from None
 
     def _track(self) -> asyncio.Task[Any] | None:
         task = asyncio.current_task()
@@ -308,14 +312,12 @@ class StatusServer:
         )
 
     async def _snapshot(self, request: web.Request) -> web.Response:
-        if self.telemetry.privacy:
-            raise web.HTTPNotFound(text="privacy mode: no images are served\n")
-        if self.telemetry.count is None and self.telemetry.frame_seq:
+        camera = self._camera(request)
+        if camera.count is None and camera.frame_seq:
             # The last frame is not what the camera sees now: never serve it as current.
-            reason = self.telemetry.count_reason
-            return web.Response(status=503, text=f"no current frame: {reason}\n",
+            return web.Response(status=503, text=f"no current frame: {camera.count_reason}\n",
                                 headers={"Retry-After": "1"})  # fmt: skip
-        snapshot = await self._render()
+        snapshot = await self._render(camera)
         if snapshot is None:
             return web.Response(status=503, text="no frame yet\n", headers={"Retry-After": "1"})
         return web.Response(body=snapshot[1], headers={"Content-Type": "image/jpeg"})
@@ -323,7 +325,7 @@ class StatusServer:
     async def _picture(self, request: web.Request) -> web.Response:
         """One event's picture (``--snapshots``), by its file name, never a path."""
         folder = self.telemetry.device.config.outputs.snapshots
-        if self.telemetry.privacy or folder is None:
+        if not self.telemetry.pictures_on or folder is None:
             raise web.HTTPNotFound(text="no pictures here (no --snapshots, or privacy mode)\n")
         name = request.match_info["name"]
         if not valid_name(name):
@@ -369,8 +371,7 @@ class StatusServer:
         return response
 
     async def _mjpeg(self, request: web.Request) -> web.StreamResponse:
-        if self.telemetry.privacy:
-            raise web.HTTPNotFound(text="privacy mode: no images are served\n")
+        camera = self._camera(request)
         if (full := self._viewers_full()) is not None:
             return full
         response = web.StreamResponse(
@@ -381,9 +382,9 @@ class StatusServer:
         try:
             await push_frames(
                 response,
-                self.telemetry.frame_changes,
-                lambda: self.telemetry.frame_seq,
-                self._render,
+                camera.frame_changes,
+                lambda: camera.frame_seq,
+                lambda: self._render(camera),
                 boundary=MJPEG_BOUNDARY,
                 idle_s=self.mjpeg_idle_s,
                 interval_s=self.mjpeg_interval_s,

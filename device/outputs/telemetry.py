@@ -1,31 +1,52 @@
 """What the device is doing right now, for the status page, ``/healthz`` and ``/metrics``.
 
-``Telemetry`` is the bus-fed state (``bus_state.py``) and the views made of it:
-the page's JSON (``state``), health (``health``, for ``/healthz`` and the page)
-and the snapshot (``snapshot_jpeg``: drawn and JPEG-encoded on demand, in a
-worker thread). Each view is made from the same fields, on the event loop, so a
-view never mixes two moments. The Prometheus view of the same state is
-``device/outputs/metrics.py``.
+``Telemetry`` subscribes to the device's bus. Each camera's events and percepts
+(``camera`` names it) go to that camera's state (``camera_state.py``: its count,
+lines, zones, frame); what is the device's (the model's connection and text, the
+streams, the pictures, MQTT and the server's counts) is kept here. Its views are
+the page's JSON (``state``: the first camera's at the top level, as a device of one
+camera always had it, and every camera's under ``cameras``), health (``health``,
+for ``/healthz`` and the page) and each camera's snapshot. Each view is made from
+the same fields, on the event loop, so a view never mixes two moments. The
+Prometheus view of the same state is ``device/outputs/metrics.py``.
 """
 
 from __future__ import annotations
 
-import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from device.feeds.runner import SourceState
-from device.outputs.bus_state import BusState
+from device.config.values import shown
+from device.events import CameraEvent, RunStarted, SnapshotSaved
+from device.outputs.camera_state import CameraState
+from device.outputs.changes import Changes
+from device.outputs.health import Health, cameras_health, combined
+from device.outputs.pictures import LatestPictures
 from device.outputs.rate import PacingStats
-from device.outputs.render import render_jpeg
-from device.outputs.scene_json import lines_json, track_json, zones_json
+from device.outputs.transcripts import TranscriptLines
 from device.outputs.view import DeviceView
+from device.percept import Percept
+from live.events import (
+    ConnectionState,
+    Event,
+    Interrupted,
+    ModelText,
+    StreamStarted,
+    StreamStopped,
+    Transcript,
+    TurnComplete,
+)
 
-RATE_WINDOW_S = 10.0  # detector runs per second are counted over this much time
+DETECT_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
+# What /api/state holds of each camera, and at its top level of the first camera's.
+CAMERA_KEYS = (
+    "count", "count_reason", "raw", "count_changes", "detect_ms", "perception",
+    "history", "source", "frame_seq", "frame_size", "lines", "zones", "tracks",
+)  # fmt: skip
 
 
 class PublisherStats(Protocol):
@@ -55,30 +76,12 @@ class ConnectionStats(Protocol):
     paced: PacingStats
 
 
-@dataclass(frozen=True)
-class Health:
-    """``ok``: the device counts (``/healthz`` 200); ``degraded``: it does, but something is off."""
-
-    ok: bool
-    reason: str
-    degraded: bool = False
-    # The reason in states only, for /healthz (open without the token, to any monitor):
-    # no source, file name or error text, which may say more than a monitor should know.
-    summary: str = ""
-
-    @property
-    def status(self) -> str:
-        if not self.ok:
-            return "unhealthy"
-        return "degraded" if self.degraded else "ok"
-
-
 def _iso(wall: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(wall))
 
 
-class Telemetry(BusState):
-    """One device's state and its views: the page's JSON, health, the snapshot."""
+class Telemetry:
+    """One device's state, by camera and its own, and its views."""
 
     def __init__(
         self,
@@ -91,27 +94,121 @@ class Telemetry(BusState):
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        super().__init__(device, history_s=history_s, texts=texts, monotonic=monotonic, wall=wall)
+        self.device = device
         self.mqtt = mqtt  # the MQTT publisher's counts (None: no MQTT)
         self.http = http  # the status server's connection counts (None: not shown)
-        self._jpeg: tuple[int, bytes] | None = None
-        self._jpeg_lock = threading.Lock()
+        self.history_s = history_s
+        self._wall = wall
+        self.state_changes = Changes()
+        self.registry = CollectorRegistry(auto_describe=False)
+        latency = Histogram(
+            "lookout_detector_latency_seconds",
+            "Person detector inference time per frame",
+            labelnames=["camera"],
+            buckets=DETECT_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.cameras: dict[str, CameraState] = {
+            name: CameraState(
+                camera,
+                self.state_changes,
+                latency.labels(camera=name),
+                history_s=history_s,
+                monotonic=monotonic,
+            )
+            for name, camera in device.cameras.items()
+        }
+        self.first = next(iter(self.cameras.values()))
+        self.connection_state = ""
+        self.connection_reason = ""
+        self.connection_since: float | None = None  # wall clock of the last state change
+        self.model_text: deque[dict[str, Any]] = deque(maxlen=texts)
+        self._transcripts = TranscriptLines()
+        config = device.config
+        # The latest pictured events (--snapshots; never under privacy: none are written).
+        self.pictures_on = config.outputs.snapshots is not None and not config.device.privacy
+        self.pictures = LatestPictures(wall=wall)
         from device.outputs.metrics import AppCollector  # the collector reads this object
 
         self.registry.register(AppCollector(self))
 
+    def camera(self, name: str | None = None) -> CameraState | None:
+        """A camera's state by name (None: the first camera's); None: no such camera."""
+        return self.first if name is None else self.cameras.get(name)
+
+    def showing(self, name: str | None) -> CameraState:
+        """The camera whose images are asked for (None: the first); LookupError with one
+        line when there is no such camera or it is private."""
+        camera = self.camera(name)
+        if camera is None:
+            names = ", ".join(self.cameras)
+            raise LookupError(f"no camera named {shown(name)} (cameras: {names})")
+        if camera.privacy:
+            raise LookupError("privacy mode: no images are served")
+        return camera
+
+    # The first camera's, as a device of one camera always had them.
+
+    @property
+    def count(self) -> int | None:
+        return self.first.count
+
+    @property
+    def raw(self) -> int | None:
+        return self.first.raw
+
+    @property
+    def detect_ms(self) -> float | None:
+        return self.first.detect_ms
+
+    @property
+    def frame_seq(self) -> int:
+        return self.first.frame_seq
+
+    def snapshot_jpeg(self) -> tuple[int, bytes] | None:
+        return self.first.snapshot_jpeg()
+
+    # ----------------------------------------------------------------- feeding
+
+    def write(self, event: Event) -> None:
+        """Bus subscriber: take what the page and the metrics show from the events."""
+        if isinstance(event, SnapshotSaved | RunStarted):
+            if not self.pictures_on or not self.pictures.take(event):
+                return
+        elif isinstance(event, CameraEvent):
+            camera = self.cameras.get(event.camera)
+            if camera is None or not camera.write(event):
+                return
+        elif isinstance(event, ConnectionState):
+            if event.state != self.connection_state:
+                self.connection_since = self._wall()
+            self.connection_state = event.state
+            self.connection_reason = event.reason
+        elif isinstance(event, ModelText):
+            self.model_text.append({"t": round(event.t, 2), "text": event.text})
+        elif isinstance(event, Transcript | TurnComplete | Interrupted):
+            # Said aloud and heard, a line per sentence, beside what the model wrote.
+            lines = self._transcripts.lines(event)
+            for direction, text in lines:
+                shown = text if direction == "output" else f"heard: {text}"
+                self.model_text.append({"t": round(event.t, 2), "text": shown})
+            if not lines:
+                return
+        elif not isinstance(event, StreamStarted | StreamStopped):
+            return  # nothing shown depends on it
+        self.state_changes.bump()
+
+    def close(self) -> None:
+        """Bus subscriber: nothing to release."""
+
+    def on_percept(self, percept: Percept) -> None:
+        """Bus percept subscriber: the percept's camera takes it."""
+        camera = self.cameras.get(percept.camera)
+        if camera is not None:
+            camera.on_percept(percept)
+            self.state_changes.bump()
+
     # ----------------------------------------------------------------- reading
-
-    def detections_per_s(self) -> float:
-        """Detector runs per second over the last ``RATE_WINDOW_S`` (a still scene: ~0)."""
-        since = self._monotonic() - RATE_WINDOW_S
-        while self._detected_at and self._detected_at[0] < since:
-            self._detected_at.popleft()
-        return len(self._detected_at) / RATE_WINDOW_S
-
-    def decode_ms(self) -> float | None:
-        """Mean time to decode a frame that was read (None: not measured by this app)."""
-        return self.device.decode_ms
 
     def session_time(self) -> float:
         session = self.device.session
@@ -128,36 +225,32 @@ class Telemetry(BusState):
         return session is not None and session.model_connected
 
     def health(self) -> Health:
-        """Counting is what makes a device healthy; a missing model only degrades it."""
+        """Counting is what makes a device healthy: every camera counting, ok; some,
+        degraded; none, unhealthy. A missing model only degrades it."""
         session = self.device.session
         if session is None:
             return Health(False, "starting", summary="starting")
-        state = self.device.source_runner.state
-        if state is not SourceState.RUNNING:
-            reason = f" ({self.source_reason})" if self.source_reason else ""
-            return Health(False, f"source {state.value}{reason}", summary=f"source {state.value}")
-        if self.count is None:
-            return Health(False, f"count unknown: {self.count_reason}", summary="count unknown")
-        off: list[str] = []
-        summary: list[str] = []
+        down, off = cameras_health([(name, c.health()) for name, c in self.cameras.items()])
+        if down is not None:
+            return down
+        reasons = [h.reason for h in off]
+        summaries = [h.summary for h in off]
         if not session.model_connected:
             since = f" since {_iso(self.connection_since)}" if self.connection_since else ""
             reason = f" ({self.connection_reason})" if self.connection_reason else ""
-            off.append(f"model {self.model_state()}{since}{reason}")
-            summary.append(f"model {self.model_state()}{since}")
+            reasons.append(f"model {self.model_state()}{since}{reason}")
+            summaries.append(f"model {self.model_state()}{since}")
         # A log that cannot keep up does not stop the counting, but it must be seen.
         problems = self.device.logs.problems()
         if problems:
-            off.extend(problems)
-            summary.append("event log failing")
+            reasons.extend(problems)
+            summaries.append("event log failing")
         if self.mqtt is not None:
             mqtt_problems = self.mqtt.problems()  # refused, another device with this id, drops
             if mqtt_problems:
-                off.extend(mqtt_problems)
-                summary.append("MQTT failing")
-        if off:
-            return Health(True, "; ".join(off), degraded=True, summary="; ".join(summary))
-        return Health(True, "ok", summary="ok")
+                reasons.extend(mqtt_problems)
+                summaries.append("MQTT failing")
+        return combined(reasons, summaries)
 
     def running_streams(self) -> list[dict[str, Any]]:
         session = self.device.session
@@ -166,17 +259,16 @@ class Telemetry(BusState):
         keep = ("id", "name", "by", "running_s", "emissions", "frames_received", "frames_dropped")
         return [{k: s[k] for k in keep if k in s} for s in session.running_streams()]
 
-    @property
-    def frame_seq(self) -> int:
-        """Sequence number of the frame shown now (0: none yet, and always in privacy mode)."""
-        return 0 if self._display is None else self._display.seq
-
     def state(self) -> dict[str, Any]:
-        """Everything the status page shows, as plain JSON types."""
+        """Everything the status page shows, as plain JSON types: the device's, the first
+        camera's at the top level, and every camera's under ``cameras``."""
         now = self.session_time()
-        self._trim_history(now)
+        cameras: dict[str, dict[str, Any]] = {}
+        for name, camera in self.cameras.items():
+            camera.trim_history(now)
+            cameras[name] = camera.json()
+        first = cameras[self.first.name]
         health = self.health()
-        source_state = self.source_state or self.device.source_runner.state.value
         model = {
             "name": self.device.config.model_name(),
             "state": self.model_state(),
@@ -184,84 +276,33 @@ class Telemetry(BusState):
             "since": _iso(self.connection_since) if self.connection_since else None,
             "reason": self.connection_reason,
         }
+        session = self.device.session
         data: dict[str, Any] = {
             "device_id": self.device.config.device.device_id,
             "model": self.device.config.model_name(),
-            "privacy": self.privacy,
+            "privacy": first["privacy"],
             "push_to_talk": self.device.push_to_talk,
             "t": round(now, 2),
-            "count": self.count,
-            "count_reason": None if self.count is not None else self.count_reason,
-            "raw": self.raw,
-            "count_changes": self.count_changes,
-            "detect_ms": None if self.detect_ms is None else round(self.detect_ms, 1),
-            "perception": self.perception_state(),
-            "history": [[round(t, 2), c] for t, c in self.history],
+            **{key: first[key] for key in CAMERA_KEYS},
             "history_s": self.history_s,
-            "source": {
-                "name": self.source_name,
-                "state": source_state,
-                "reason": self.source_reason,
-                # The camera's frame rate and, when it was asked for fewer, what it gave.
-                "fps": self.device.source_fps,
-                "fps_note": self.device.source_fps_note,
-            },
             "connection": {"state": model["state"], "reason": self.connection_reason},
             "model_state": model,
             "streams": self.running_streams(),
-            "startable": self.device.session.streaming_tools() if self.device.session else [],
+            "startable": session.streaming_tools() if session else [],
             "model_text": list(self.model_text),
-            "frame_seq": self.frame_seq,
-            "frame_size": list(self.frame_size) if self.frame_size else None,
-            "lines": self.lines_state(),
-            "zones": self.zones_state(),
-            "tracks": [track_json(t) for t in self.tracks] if self.count is not None else [],
             "pictures": {"on": self.pictures_on, "latest": self.pictures.json()},
-            "health": {"ok": health.ok, "status": health.status, "reason": health.reason},
+            "health": health.json(),
             # The spending cap (--budget-tokens, --budget-session): None when there is none.
             "budget": self.device.budget,
+            "camera_names": list(cameras),
+            "cameras": cameras,
         }
         if self.mqtt is not None:
             data["mqtt"] = {"connected": self.mqtt.connected, "queued": self.mqtt.queued}
         return data
 
-    def perception_state(self) -> dict[str, Any]:
-        """What the detector costs now: its rate, the frames the motion gate held."""
-        decode = self.decode_ms()
-        return {
-            "motion_gate": self.device.config.perception.motion == "on",
-            "gated": self.gated,
-            "motion": None if self.motion is None else round(self.motion, 4),
-            "detections_per_s": round(self.detections_per_s(), 2),
-            "frames_detected": self.device.perception.stats.detected,
-            "frames_gated": self.device.perception.stats.gated,
-            "decode_ms": None if decode is None else round(decode, 2),
-        }
-
-    def lines_state(self) -> dict[str, dict[str, Any]]:
-        return lines_json(self.lines, self.geometry, counting=self.count is not None)
-
-    def zones_state(self) -> dict[str, dict[str, Any]]:
-        return zones_json(self.zones, self.geometry, counting=self.count is not None)
-
-    def snapshot_jpeg(self) -> tuple[int, bytes] | None:
-        """(frame seq, JPEG) of the newest frame with its boxes; blocking, call off the loop."""
-        if self.privacy:
-            return None
-        display = self._display  # one read: the loop may swap it meanwhile
-        if display is None:
-            return None
-        with self._jpeg_lock:
-            if self._jpeg is not None and self._jpeg[0] == display.seq:
-                return self._jpeg
-        data = render_jpeg(display)
-        with self._jpeg_lock:
-            if self._jpeg is None or self._jpeg[0] < display.seq:
-                self._jpeg = (display.seq, data)
-        return display.seq, data
-
     def metrics_text(self) -> bytes:
         return generate_latest(self.registry)
 
 
-__all__ = ["Health", "Telemetry"]
+__all__ = ["CAMERA_KEYS", "Health", "Telemetry"]

@@ -3,7 +3,8 @@
 Outputs take what changes from the bus (events and percepts); what they read
 besides, at a request or a scrape, is this view: counters the device keeps
 anyway (capture, perception, the session's), the source's state and rate, the
-event logs' health, the configuration. The app builds one
+event logs' health, the configuration; what is one camera's (its source, capture,
+perception, scene) is read per camera (``DeviceView.cameras``). The app builds one
 (``device/app/state.py:DeviceState``) and hands it to each output; tests drive
 the outputs with small fakes of it. No output ever sees the app itself.
 """
@@ -119,23 +120,20 @@ class SceneControl(Protocol):
         ...
 
 
-class DeviceView(Protocol):
-    """What the outputs read of the running device; read-only."""
+class CameraView(Protocol):
+    """One camera of the device as the outputs read it (``device/app/camera.py:Camera``)."""
 
     @property
-    def config(self) -> Config: ...
+    def name(self) -> str: ...
 
     @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def session(self) -> SessionView | None:
-        """The live session once it runs (None: starting)."""
+    def config(self) -> Config:
+        """Its settings: the device's with its own over them (privacy, lines, rates)."""
         ...
 
     @property
-    def budget(self) -> Mapping[str, Any] | None:
-        """The spending cap's state (``live/budget.py:SpendingCap.snapshot``); None: no cap."""
+    def live(self) -> bool:
+        """A camera or stream (wall-clock time), rather than a file or a folder."""
         ...
 
     @property
@@ -163,6 +161,52 @@ class DeviceView(Protocol):
         ...
 
     @property
+    def detect_fps(self) -> float:
+        """The detections a second its perception asks for now."""
+        ...
+
+    @property
+    def achieved_fps(self) -> float | None:
+        """The detections a second it got over the last window (None: not measured)."""
+        ...
+
+    @property
+    def behind(self) -> bool:
+        """The shared detector does not keep up with its rate (``detector_load.py``)."""
+        ...
+
+    @property
+    def scene(self) -> SceneControl | None:
+        """Where the page reads and edits its lines and zones (None: it cannot)."""
+        ...
+
+
+class DeviceView(Protocol):
+    """What the outputs read of the running device; read-only."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def session(self) -> SessionView | None:
+        """The live session once it runs (None: starting)."""
+        ...
+
+    @property
+    def budget(self) -> Mapping[str, Any] | None:
+        """The spending cap's state (``live/budget.py:SpendingCap.snapshot``); None: no cap."""
+        ...
+
+    @property
+    def cameras(self) -> Mapping[str, CameraView]:
+        """Every camera by name, in the order configured (at least one: ``main`` on a
+        device that names none)."""
+        ...
+
+    @property
     def logs(self) -> LogsView: ...
 
     @property
@@ -186,11 +230,6 @@ class DeviceView(Protocol):
         ...
 
     @property
-    def scene(self) -> SceneControl | None:
-        """Where the page reads and edits the lines and zones (None: it cannot)."""
-        ...
-
-    @property
     def snapshot_counts(self) -> Mapping[str, int]:
         """What became of the pictures (``device/outputs/snapshots.py:Snapshots.counts``),
         by outcome; none without ``--snapshots``."""
@@ -198,6 +237,7 @@ class DeviceView(Protocol):
 
 
 __all__ = [
+    "CameraView",
     "CaptureView",
     "DeviceView",
     "LogCountsView",

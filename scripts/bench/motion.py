@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -93,10 +94,11 @@ def scrape(port: int) -> dict[str, float]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
         text = response.read().decode()
     values: dict[str, float] = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#") and "{" not in line:
-            name, _, value = line.rpartition(" ")
-            values[name] = float(value)
+    # A camera's series are labelled with it (one camera here); a series with other labels
+    # is left out.
+    for found in re.finditer(r'^(\w+)(?:\{camera="[^"]*"\})? (\S+)$', text, re.M):
+        name, value = found.groups()
+        values[name] = values.get(name, 0.0) + float(value)
     return values
 
 

@@ -64,7 +64,7 @@ def sample(pid: int, port: int) -> dict[str, float]:
         for name, key in (("lookout_http_connections", "http"),
                           ("lookout_count_changes_total", "changes"),
                           ("lookout_http_refused_total", "refused")):  # fmt: skip
-            found = re.search(rf"^{name} ([0-9.e+]+)$", text, re.M)
+            found = re.search(rf'^{name}(?:{{camera="[^"]*"}})? ([0-9.e+]+)$', text, re.M)
             row[key] = float(found.group(1)) if found else float("nan")
     except OSError:
         row.update(http=float("nan"), changes=float("nan"), refused=float("nan"))

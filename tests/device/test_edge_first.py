@@ -117,7 +117,7 @@ def test_with_the_model_unreachable_the_device_counts_serves_and_retries(tmp_pat
         _, text = get(f"http://127.0.0.1:{port}/metrics")
         assert metric(text, "lookout_model_connected") == 0.0
         assert metric(text, "lookout_healthy") == 1.0 and metric(text, "lookout_degraded") == 1.0
-        assert metric(text, "lookout_people") is not None
+        assert metric(text, 'lookout_people{camera="main"}') is not None
         attempts = lambda: [  # noqa: E731
             e for e in events(log) if e["type"] == "connection" and e["state"] == "unreachable"
         ]

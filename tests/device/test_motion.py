@@ -414,10 +414,10 @@ async def test_on_the_empty_plaza_the_real_detector_runs_only_on_heartbeats(
     assert (state["frames_detected"], state["frames_gated"]) == (3, 147)
     assert state["decode_ms"] is not None and state["decode_ms"] > 0
     metrics = telemetry.metrics_text().decode()
-    assert "lookout_frames_gated_total 147.0" in metrics
-    assert "lookout_frames_undecoded_total 150.0" in metrics
-    assert "lookout_detections_per_second " in metrics
-    assert "lookout_decode_seconds_mean " in metrics
+    assert 'lookout_frames_gated_total{camera="main"} 147.0' in metrics
+    assert 'lookout_frames_undecoded_total{camera="main"} 150.0' in metrics
+    assert 'lookout_detections_per_second{camera="main"} ' in metrics
+    assert 'lookout_decode_seconds_mean{camera="main"} ' in metrics
 
 
 def scene_events(events: list[Event]) -> list[tuple[object, ...]]:

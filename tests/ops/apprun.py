@@ -43,11 +43,13 @@ async def running_app(
     environ: Mapping[str, str] | None = None,
     source: FrameSource | None = None,
     config_path: Path | None = None,
+    sources: list[str] | None = None,
     **flags: Any,
 ) -> AsyncIterator[RunningApp]:
     """The sample video, the local model, a status server on a free port; stopped on exit.
 
-    ``config_path``: a configuration file read under the flags (as ``--config``)."""
+    ``config_path``: a configuration file read under the flags (as ``--config``);
+    ``sources``: ``--source`` given once each (``door=...``: named cameras)."""
     events = tmp_path / "events.jsonl"
     settings: dict[str, Any] = {
         "source": str(data_file("vtest.avi")),
@@ -58,6 +60,8 @@ async def running_app(
         "device_id": "browser-test",
     }
     settings.update(flags)
+    if sources is not None:
+        settings["source"] = sources
     config = build(
         settings,
         config_path=config_path,

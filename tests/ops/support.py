@@ -155,8 +155,45 @@ class FakePerception:
 
 
 @dataclass
+class FakeCamera:
+    """A fake of one camera as the outputs read it (``device/outputs/view.py:CameraView``)."""
+
+    name: str
+    config: Config
+    live: bool = True
+    capture: FakeCapture = field(default_factory=FakeCapture)
+    source_runner: FakeSourceRunner = field(default_factory=FakeSourceRunner)
+    perception: FakePerception = field(default_factory=FakePerception)
+    source_fps: float | None = None
+    source_fps_note: str | None = None
+    decode_ms: float | None = None
+    detect_fps: float = 2.0
+    achieved_fps: float | None = None
+    behind: bool = False
+    scene: SceneControl | None = None
+
+
+class _OnlyCamera:
+    """A fake app's one camera: its own parts, read through, so a test that changes the
+    app (its source's state, its stats) changes the camera."""
+
+    def __init__(self, app: FakeApp) -> None:
+        self._app = app
+        self.name = app.config.camera_name
+        self.live = True
+        self.detect_fps = app.config.detection_fps()
+        self.achieved_fps: float | None = None
+        self.behind = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._app, name)
+
+
+@dataclass
 class FakeApp:
-    """A fake of the device's read-only view (``device/outputs/view.py:DeviceView``)."""
+    """A fake of the device's read-only view (``device/outputs/view.py:DeviceView``).
+
+    Its one camera is made of its own fields; ``camera_list`` gives it several instead."""
 
     config: Config = field(default_factory=lambda: Config.of(device_id="test-cam", model="local"))
     clock: FakeClock = field(default_factory=FakeClock)
@@ -174,9 +211,31 @@ class FakeApp:
     snapshot_counts: dict[str, int] = field(default_factory=dict)
     push_to_talk: bool = False
     scene: SceneControl | None = None
+    camera_list: list[FakeCamera] = field(default_factory=list)
+    _only: _OnlyCamera | None = field(default=None, repr=False)
+
+    @property
+    def cameras(self) -> dict[str, Any]:
+        if self.camera_list:
+            return {camera.name: camera for camera in self.camera_list}
+        if self._only is None:
+            self._only = _OnlyCamera(self)
+        return {self._only.name: self._only}
 
     def talk(self, on: bool) -> tuple[str, bool]:
         return "no microphone (--mic)", False
+
+
+def two_cameras(till: Mapping[str, Any] | None = None, **config: Any) -> FakeApp:
+    """A fake app with cameras door and till: the device's settings ``config``, and
+    till's own ``till``."""
+    cameras = {
+        "door": {"source": "rtsp://door/1"},
+        "till": {"source": "rtsp://till/1", **(till or {})},
+    }
+    device = Config.of(device_id="test-cam", model="local", cameras=cameras, **config)
+    cameras = [FakeCamera(name, device.camera(name)) for name in ("door", "till")]
+    return FakeApp(config=device, camera_list=cameras)
 
 
 # ----------------------------------------------------------------------- broker

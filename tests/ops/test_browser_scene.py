@@ -112,11 +112,14 @@ async def test_a_phone_shows_the_lines_totals_and_the_zones_count_from_the_video
         for family in text_string_to_metric_families(scraped)
         for sample in family.samples
     }
-    scraped_in = values[("lookout_line_crossings_total", (("direction", "in"), ("line", "post")))]
+    main = ("camera", "main")  # a camera's series are labelled with it
+    scraped_in = values[
+        ("lookout_line_crossings_total", (main, ("direction", "in"), ("line", "post")))
+    ]
     assert scraped_in >= int(line["in"])  # scraped after the page was read
-    assert ("lookout_zone_people", (("zone", "lawn"),)) in values
-    assert values[("lookout_tracks_confirmed_total", ())] >= 1
-    assert values[("lookout_track_seconds_mean", ())] > 0
+    assert ("lookout_zone_people", (main, ("zone", "lawn"))) in values
+    assert values[("lookout_tracks_confirmed_total", (main,))] >= 1
+    assert values[("lookout_track_seconds_mean", (main,))] > 0
     # The line is drawn on the frame: the post's column is mostly its colour.
     height, width = drawn.shape[:2]
     column = drawn[int(0.15 * height) : int(0.85 * height), width // 2].astype(int)

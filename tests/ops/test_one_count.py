@@ -75,7 +75,7 @@ async def api_count(page: Page, url: str) -> int | None:
 async def metrics_count(page: Page, url: str) -> int | None:
     text = await (await page.request.get(url + "metrics")).text()
     for line in text.splitlines():
-        if line.startswith("lookout_people "):
+        if line.startswith('lookout_people{camera="main"} '):
             return round(float(line.split()[1]))
     return None  # absent while unknown
 

@@ -153,8 +153,14 @@ async def test_events_sqlite_mqtt_and_the_page_agree_on_lines_and_zones(
         assert json.loads(mqtt[f"{BASE}/zone/left/people"])["people"] == zones[-1]["people"]
 
         metrics = await anyio.to_thread.run_sync(metrics_text)
-        assert f'lookout_line_crossings_total{{direction="in",line="post"}} {entered}.0' in metrics
-        assert f'lookout_line_crossings_total{{direction="out",line="post"}} {exited}.0' in metrics
+        assert (
+            f'lookout_line_crossings_total{{camera="main",direction="in",line="post"}} {entered}.0'
+            in metrics
+        )
+        assert (
+            f'lookout_line_crossings_total{{camera="main",direction="out",line="post"}} {exited}.0'
+            in metrics
+        )
 
         source.release.set()
     assert code == [0]

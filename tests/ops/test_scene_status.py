@@ -88,6 +88,9 @@ def scene_percept(
     )
 
 
+MAIN = ("camera", "main")  # every camera series is labelled with its camera
+
+
 def metrics(telemetry: Telemetry) -> Metrics:
     values = {}
     for family in text_string_to_metric_families(telemetry.metrics_text().decode()):
@@ -187,7 +190,9 @@ def test_an_unknown_count_makes_zones_unknown_and_lines_not_counting_with_totals
     values = metrics(tel)
     assert not [key for key in values if key[0].startswith("lookout_zone_")]
     # Crossings are the run's totals: they stay, as counters must.
-    assert values[("lookout_line_crossings_total", (("direction", "in"), ("line", "post")))] == 3
+    assert (
+        values[("lookout_line_crossings_total", (MAIN, ("direction", "in"), ("line", "post")))] == 3
+    )
     # A count event alone (no zone event: the zone was unknown already) also does it.
     tel.write(CountChanged(t=3.0, count=1, previous=None, raw=1, t_media=3.0))
     tel.on_percept(scene_percept(people=1))
@@ -205,19 +210,24 @@ def test_metrics_have_crossings_zone_gauges_and_tracking() -> None:
     app.perception.stats.track_ms_total = 6.0
     tel = Telemetry(app)
     # Unknown zone before the first frame: no gauge at all (not 0).
-    assert ("lookout_zone_people", (("zone", "plaza"),)) not in metrics(tel)
+    assert ("lookout_zone_people", (MAIN, ("zone", "plaza"))) not in metrics(tel)
     tel.write(CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
     tel.on_percept(scene_percept(people=2, entered=3, exited=1, dwelling=1))
     values = metrics(tel)
-    assert values[("lookout_line_crossings_total", (("direction", "in"), ("line", "post")))] == 3
-    assert values[("lookout_line_crossings_total", (("direction", "out"), ("line", "post")))] == 1
-    assert values[("lookout_zone_people", (("zone", "plaza"),))] == 2
-    assert values[("lookout_zone_dwelling", (("zone", "plaza"),))] == 1
-    assert values[("lookout_zone_longest_stay_seconds", (("zone", "plaza"),))] == 12.34
-    assert values[("lookout_tracks_confirmed_total", ())] == 12
-    assert values[("lookout_tracks_removed_total", ())] == 10
-    assert values[("lookout_track_seconds_total", ())] == pytest.approx(0.006)
-    assert values[("lookout_track_seconds_mean", ())] == pytest.approx(0.0015)
+    assert (
+        values[("lookout_line_crossings_total", (MAIN, ("direction", "in"), ("line", "post")))] == 3
+    )
+    assert (
+        values[("lookout_line_crossings_total", (MAIN, ("direction", "out"), ("line", "post")))]
+        == 1
+    )
+    assert values[("lookout_zone_people", (MAIN, ("zone", "plaza")))] == 2
+    assert values[("lookout_zone_dwelling", (MAIN, ("zone", "plaza")))] == 1
+    assert values[("lookout_zone_longest_stay_seconds", (MAIN, ("zone", "plaza")))] == 12.34
+    assert values[("lookout_tracks_confirmed_total", (MAIN,))] == 12
+    assert values[("lookout_tracks_removed_total", (MAIN,))] == 10
+    assert values[("lookout_track_seconds_total", (MAIN,))] == pytest.approx(0.006)
+    assert values[("lookout_track_seconds_mean", (MAIN,))] == pytest.approx(0.0015)
     # Exposition as Prometheus reads it: each family once, with HELP and TYPE first.
     text = tel.metrics_text().decode()
     for name, kind in (
@@ -232,14 +242,14 @@ def test_metrics_have_crossings_zone_gauges_and_tracking() -> None:
         exposed = name + "_total" if kind == "counter" else name
         assert text.count(f"# HELP {exposed} ") == 1, name
         assert text.count(f"# TYPE {exposed} {kind}\n") == 1, name
-    assert 'lookout_line_crossings_total{direction="in",line="post"} 3.0' in text
-    assert 'lookout_zone_people{zone="plaza"} 2.0' in text
+    assert 'lookout_line_crossings_total{camera="main",direction="in",line="post"} 3.0' in text
+    assert 'lookout_zone_people{camera="main",zone="plaza"} 2.0' in text
 
 
 def test_metrics_without_lines_or_zones_have_no_scene_families() -> None:
     values = metrics(Telemetry(FakeApp()))
     assert not [k for k in values if k[0].startswith(("lookout_line_", "lookout_zone_"))]
-    assert values[("lookout_track_seconds_total", ())] == 0  # tracking runs regardless
+    assert values[("lookout_track_seconds_total", (MAIN,))] == 0  # tracking runs regardless
 
 
 def colour_near(pixel: np.ndarray, bgr: tuple[int, int, int], tolerance: int = 45) -> bool:
@@ -355,4 +365,4 @@ async def test_api_state_and_the_event_stream_carry_lines_zones_and_tracks() -> 
         assert (data["lines"]["post"]["in"], data["lines"]["post"]["out"]) == (5, 2)
         assert data["zones"]["plaza"]["people"] == 2
         assert [t["id"] for t in data["tracks"] if t["state"] == "confirmed"] == [7, 9]
-    assert 'lookout_line_crossings_total{direction="out",line="post"} 2.0' in body
+    assert 'lookout_line_crossings_total{camera="main",direction="out",line="post"} 2.0' in body

@@ -135,7 +135,7 @@ async def test_healthz_200_while_counting_degraded_without_a_model_503_without_a
         async with http.get(base + "/metrics") as metrics:
             body = await metrics.text()
         # An unknown count is left out, never exported as the last value (or as 0).
-        assert "\nlookout_people " not in body and "\nlookout_people_raw " not in body
+        assert "\nlookout_people{" not in body and "\nlookout_people_raw{" not in body
         assert "\nlookout_healthy 0.0" in body
 
 
@@ -148,8 +148,8 @@ async def test_metrics_are_prometheus_text() -> None:
             assert response.status == 200
             assert response.headers["Content-Type"].startswith("text/plain")
             body = await response.text()
-    assert "lookout_frames_read_total 12.0" in body
-    assert "lookout_detector_latency_seconds_count 1.0" in body
+    assert 'lookout_frames_read_total{camera="main"} 12.0' in body
+    assert 'lookout_detector_latency_seconds_count{camera="main"} 1.0' in body
 
 
 async def test_snapshot_is_the_annotated_frame_once_there_is_one() -> None:

@@ -120,24 +120,27 @@ def test_metrics_read_the_apps_own_counters() -> None:
     for ms in (30.0, 60.0, 200.0):
         tel.on_percept(frame_result(np.zeros((8, 8, 3), np.uint8), [], n=4, ms=ms))
     values = metrics(tel)
-    assert values[("lookout_frames_read_total", ())] == 100
-    assert values[("lookout_frames_sampled_total", ())] == 20
-    assert values[("lookout_frames_dropped_total", (("reason", "rate"),))] == 80
-    assert values[("lookout_frames_dropped_total", (("reason", "unusable"),))] == 1
-    assert values[("lookout_frames_detected_total", ())] == 19
-    assert values[("lookout_frames_dropped_total", (("reason", "late"),))] == 0
-    assert values[("lookout_frames_dropped_total", (("reason", "model_lane"),))] == 3
-    assert values[("lookout_people", ())] == 4
+    # A camera's series are labelled with it: main, on a device that names none.
+    main = (("camera", "main"),)
+    assert values[("lookout_frames_read_total", main)] == 100
+    assert values[("lookout_frames_sampled_total", main)] == 20
+    assert values[("lookout_frames_dropped_total", (*main, ("reason", "rate")))] == 80
+    assert values[("lookout_frames_dropped_total", (*main, ("reason", "unusable")))] == 1
+    assert values[("lookout_frames_detected_total", main)] == 19
+    assert values[("lookout_frames_dropped_total", (*main, ("reason", "late")))] == 0
+    # The model lane's drops are the device's: no camera (an empty label is none).
+    assert values[("lookout_frames_dropped_total", (("camera", ""), ("reason", "model_lane")))] == 3
+    assert values[("lookout_people", main)] == 4
     assert values[("lookout_emissions_total", ())] == 7
     assert values[("lookout_model_reconnects_total", ())] == 2
     assert values[("lookout_outbox_dropped_total", ())] == 6
     assert values[("lookout_model_tokens_total", (("kind", "prompt"),))] == 120
     assert values[("lookout_model_tokens_total", (("kind", "total"),))] == 150
-    assert values[("lookout_detector_latency_seconds_count", ())] == 3
-    assert values[("lookout_detector_latency_seconds_bucket", (("le", "0.1"),))] == 2
-    assert values[("lookout_detector_latency_seconds_sum", ())] == pytest.approx(0.29)
-    assert values[("lookout_source_state", (("state", "running"),))] == 1
-    assert values[("lookout_source_state", (("state", "reconnecting"),))] == 0
+    assert values[("lookout_detector_latency_seconds_count", main)] == 3
+    assert values[("lookout_detector_latency_seconds_bucket", (*main, ("le", "0.1")))] == 2
+    assert values[("lookout_detector_latency_seconds_sum", main)] == pytest.approx(0.29)
+    assert values[("lookout_source_state", (*main, ("state", "running")))] == 1
+    assert values[("lookout_source_state", (*main, ("state", "reconnecting")))] == 0
     assert values[("lookout_model_connection_state", (("state", "connected"),))] == 1
     assert values[("lookout_healthy", ())] == 1
     assert values[("lookout_model_connected", ())] == 1
@@ -157,8 +160,8 @@ def test_metrics_say_what_became_of_the_pictures() -> None:
 
 def test_unknown_count_is_absent_from_metrics_not_zero() -> None:
     values = metrics(Telemetry(FakeApp(session=None)))
-    assert ("lookout_people", ()) not in values
-    assert values[("lookout_frames_read_total", ())] == 0
+    assert not [key for key in values if key[0] == "lookout_people"]
+    assert values[("lookout_frames_read_total", (("camera", "main"),))] == 0
     assert values[("lookout_healthy", ())] == 0
 
 

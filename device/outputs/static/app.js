@@ -8,6 +8,10 @@ const $ = (id) => document.getElementById(id);
 let imageOn = false;
 let wasLive = false; // whether the count was known at the last render
 let streamIds = "";
+let lastState = null; // the device's state as last pushed (switching cameras re-renders it)
+// The camera shown, with several: kept in the address (#camera=till), so a reload or a
+// link shows the same one.
+let selected = decodeURIComponent((location.hash.match(/camera=([^&]*)/) || [])[1] || "");
 
 function setBadge(el, text, level) {
   el.textContent = text;
@@ -55,6 +59,79 @@ function fmtRunning(s) {
   return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
 
+function several(state) {
+  return Boolean(state.camera_names && state.camera_names.length > 1);
+}
+
+function ofCamera(state, path) {
+  // A camera's image route: the first camera's without a name (one camera: as before).
+  return several(state) ? `${path}?camera=${encodeURIComponent(state.camera)}` : path;
+}
+
+function view(state) {
+  // What the page shows: the device's state with the selected camera's over it. The
+  // health badge stays the device's; the camera's is its tab's.
+  const names = state.camera_names || [];
+  if (!names.length) return state;
+  if (!names.includes(selected)) selected = names[0];
+  const camera = state.cameras[selected];
+  return { ...state, ...camera, camera: selected, health: state.health, camera_health: camera.health };
+}
+
+function keepsUp(p) {
+  // "the detector keeps up with 3.1 of 5 detections a second", when it does not keep up.
+  if (!p || !p.behind || p.achieved_fps === null || p.achieved_fps === undefined) return "";
+  return `the detector keeps up with ${p.achieved_fps.toFixed(1)} of ${p.detect_fps} detections a second`;
+}
+
+function renderCameras(state) {
+  // One tab a camera (hidden for one): its name, whether it counts, its count.
+  const nav = $("cameras");
+  nav.hidden = !several(state);
+  if (nav.hidden) return;
+  const names = state.camera_names;
+  if (nav.dataset.names !== names.join("\n")) {
+    nav.dataset.names = names.join("\n");
+    nav.replaceChildren();
+    for (const name of names) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.dataset.camera = name;
+      const dot = document.createElement("span");
+      dot.className = "dot";
+      const label = document.createElement("span");
+      label.textContent = name;
+      const count = document.createElement("span");
+      count.className = "tab-count";
+      button.append(dot, label, count);
+      button.addEventListener("click", () => choose(name));
+      nav.appendChild(button);
+    }
+  }
+  const editing = document.body.classList.contains("editing");
+  for (const button of nav.querySelectorAll("button")) {
+    const camera = state.cameras[button.dataset.camera];
+    const known = camera.count !== null && camera.count !== undefined;
+    button.setAttribute("aria-pressed", String(button.dataset.camera === selected));
+    button.querySelector(".tab-count").textContent = known ? String(camera.count) : "–";
+    const behind = keepsUp(camera.perception);
+    const level = !camera.health.ok ? "" : behind ? "warn" : "ok";
+    button.querySelector(".dot").className = `dot ${level}`;
+    button.disabled = editing && button.dataset.camera !== selected;
+    button.title = editing ? "save or cancel the edit first"
+      : [camera.health.ok ? "counting" : camera.health.reason, behind].filter(Boolean).join(" · ");
+  }
+}
+
+function choose(name) {
+  if (name === selected || !lastState) return;
+  selected = name;
+  history.replaceState(null, "", `#camera=${encodeURIComponent(name)}`);
+  imageOn = false; // the stream of the camera chosen
+  wasLive = false;
+  render(lastState);
+}
+
 function renderImage(state) {
   const img = $("frame");
   const placeholder = $("no-image");
@@ -64,16 +141,28 @@ function renderImage(state) {
     img.removeAttribute("src");
     imageOn = false;
     placeholder.hidden = false;
-    placeholder.textContent = "Privacy mode: no image leaves the device.";
+    placeholder.textContent = several(state)
+      ? `Privacy mode: no image of ${state.camera} leaves the device.`
+      : "Privacy mode: no image leaves the device.";
     $("snapshot-link").hidden = true;
     return;
+  }
+  $("snapshot-link").hidden = false;
+  $("snapshot-link").setAttribute("href", ofCamera(state, "snapshot.jpg"));
+  if (state.frame_seq === 0 && !imageOn) {
+    // This camera has shown no frame yet (another one may have): nothing to show.
+    img.hidden = true;
+    img.removeAttribute("src");
+    placeholder.hidden = false;
+    placeholder.textContent = "Waiting for the first frame…";
   }
   const live = state.count !== null && state.count !== undefined;
   if (state.frame_seq > 0 && (!imageOn || (live && !wasLive))) {
     // First frame, or frames again after an outage (the server ends a stream that has
     // had no frame for a while): open the stream (again).
     imageOn = true;
-    img.src = `stream.mjpg?t=${Date.now()}`;
+    const stream = ofCamera(state, "stream.mjpg");
+    img.src = `${stream}${stream.includes("?") ? "&" : "?"}t=${Date.now()}`;
     img.hidden = false;
     placeholder.hidden = true;
   }
@@ -334,7 +423,11 @@ function renderPerception(p) {
     parts.push("motion gate off");
   }
   parts.push(p.decode_ms === null ? "decode not measured" : `decode ${p.decode_ms.toFixed(1)} ms`);
+  // Never a silent lag: a camera the shared detector cannot keep up with says so.
+  const behind = keepsUp(p);
+  if (behind) parts.unshift(behind);
   el.textContent = parts.join(" · ");
+  el.classList.toggle("behind", Boolean(behind));
   el.dataset.gated = p.gated ? "true" : "false";
 }
 
@@ -348,7 +441,10 @@ function renderBanner(text, known, state) {
   banner.hidden = state.privacy || $("frame").hidden;
 }
 
-function render(state) {
+function render(pushed) {
+  lastState = pushed;
+  renderCameras(pushed);
+  const state = view(pushed);
   $("device-id").textContent = state.device_id;
   $("model-name").textContent = `model: ${state.model}`;
   $("session-time").textContent = `session ${fmtSeconds(state.t)}`;
@@ -372,7 +468,8 @@ function render(state) {
   $("source-state").title = source.reason || "frame source";
   // The last frame is not what the camera sees now: greyed, and said.
   $("frame").classList.toggle("stale", !known);
-  $("source-name").textContent = known ? source.name : `${source.name} · last frame, not live`;
+  const shown = several(state) ? `${state.camera}: ${source.name}` : source.name;
+  $("source-name").textContent = known ? shown : `${shown} · last frame, not live`;
   const model = state.model_state || { state: state.connection.state, reason: state.connection.reason };
   const since = model.since ? ` since ${clockTime(model.since)}` : "";
   setBadge($("connection-state"), `model: ${model.state}${model.connected ? "" : since}`, levelOf(model.state));
@@ -391,7 +488,9 @@ function render(state) {
   renderText(state.model_text);
   $("talk-box").hidden = !state.push_to_talk;
   drawChart(state);
-  // Other parts of the page (the lines and zones editor) follow the same state.
+  // Other parts of the page (the lines and zones editor) follow the same state: the
+  // selected camera's.
+  window.lookoutState = state;
   document.dispatchEvent(new CustomEvent("lookout-state", { detail: state }));
 }
 
@@ -446,6 +545,9 @@ function stateNow() {
     return null;
   }
 }
+
+// The editor locks the camera tabs while it edits one camera's scene, and frees them.
+window.lookoutRefresh = () => { if (lastState) render(lastState); };
 
 const served = stateNow();
 if (served) render(served);

@@ -9,8 +9,10 @@
   const svg = $("editor");
   const SVG = svg.namespaceURI; // the SVG namespace, taken from the page's own element
 
-  let frameSize = null; // [width, height] of the device's frames, from the state
+  let frameSize = null; // [width, height] of the camera's frames, from the state
   let privacy = false;
+  let camera = null; // the camera shown, with several (its scene is edited); null: one
+  let sceneUrl = "api/scene";
   let draft = null; // {revision, dwell, items: [{kind, name, was, points, dwell}]}
   let selected = -1;
   let tool = "select"; // "select", "line" (drag A to B) or "zone" (drag a rectangle)
@@ -20,18 +22,23 @@
   const round = (v) => Math.round(v * 10000) / 10000;
 
   function follow(state) {
+    // The camera being edited (or fetched to edit) stays the one edited: app.js locks the tabs.
+    if (draft || document.body.classList.contains("editing")) return;
     privacy = Boolean(state.privacy);
-    if (state.frame_size) frameSize = state.frame_size;
+    frameSize = state.frame_size || null;
+    camera = state.camera_names && state.camera_names.length > 1 ? state.camera : null;
+    sceneUrl = camera ? `api/scene/${encodeURIComponent(camera)}` : "api/scene";
     const button = $("edit-scene");
-    button.disabled = privacy || !frameSize || draft !== null;
+    button.disabled = privacy || !frameSize;
     button.title = privacy
       ? "privacy mode: no image to draw on (use PUT api/scene or the config file)"
       : frameSize ? "draw, move, rename and delete lines and zones on the image" : "waiting for the first frame";
   }
   document.addEventListener("lookout-state", (event) => follow(event.detail));
   try {
-    // The state the page was served with (app.js rendered it before this script ran).
-    const served = JSON.parse($("state-now").textContent);
+    // The state as app.js rendered it before this script ran (the served one, the
+    // selected camera's over it).
+    const served = window.lookoutState || JSON.parse($("state-now").textContent);
     if (served) follow(served);
   } catch {
     // no state embedded: the first pushed one will do
@@ -43,15 +50,28 @@
     message.classList.toggle("bad", Boolean(bad));
   }
 
+  function lock(on) {
+    // app.js disables the other cameras' tabs while the page edits one camera's scene.
+    document.body.classList.toggle("editing", on);
+    if (window.lookoutRefresh) window.lookoutRefresh();
+  }
+
   async function begin() {
     say("");
     $("edit-toml").hidden = true;
     let scene;
+    const url = sceneUrl;
+    // The tabs wait from the press on: a camera chosen while its scene is fetched would
+    // put one camera's lines over another's image.
+    lock(true);
+    $("edit-scene").disabled = true; // one press, one editor
     try {
-      const response = await fetch("api/scene");
+      const response = await fetch(url);
       scene = await response.json();
       if (!response.ok) throw new Error(scene.error || `HTTP ${response.status}`);
     } catch (err) {
+      lock(false);
+      $("edit-scene").disabled = privacy || !frameSize;
       say(`Cannot edit: ${err.message || err}`, true);
       return;
     }
@@ -62,7 +82,7 @@
     for (const [name, zone] of Object.entries(scene.zones)) {
       items.push({ kind: "zone", name, was: name, points: zone.points.map((p) => [...p]), dwell: zone.dwell });
     }
-    draft = { revision: scene.revision, dwell: scene.dwell, file: scene.file, items };
+    draft = { revision: scene.revision, dwell: scene.dwell, file: scene.file, items, url };
     selected = -1;
     setTool("select");
     const [w, h] = frameSize;
@@ -70,8 +90,9 @@
     svg.removeAttribute("hidden"); // an SVG element has no hidden property
     $("edit-panel").hidden = false;
     $("edit-scene").disabled = true;
+    const whose = camera ? ` (camera ${camera})` : "";
     $("edit-where").textContent = scene.file
-      ? `Saved to ${scene.file} when you press Save.`
+      ? `Saved to ${scene.file}${whose} when you press Save.`
       : "This device was started without a config file: Save applies the scene now and shows the TOML to keep.";
     refresh();
   }
@@ -79,6 +100,7 @@
   function end() {
     draft = null;
     drag = null;
+    lock(false);
     svg.setAttribute("hidden", "");
     svg.replaceChildren();
     $("edit-panel").hidden = true;
@@ -346,7 +368,7 @@
     $("edit-save").disabled = true;
     let response, result;
     try {
-      response = await fetch("api/scene", {
+      response = await fetch(draft.url, {
         method: "PUT",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify(body),
@@ -370,8 +392,9 @@
     const changes = result.changes.map((c) => c.said).join("; ") || "nothing changed";
     const where = result.saved ? `saved to ${result.saved}` : `applied now, not saved: ${result.not_saved}`;
     const note = result.note ? ` (${result.note})` : "";
+    const whose = camera ? `${camera}: ` : ""; // the edit stays said when another is shown
     end();
-    say(`${changes} · ${where}${note}`, !result.saved && result.changes.length > 0);
+    say(`${whose}${changes} · ${where}${note}`, !result.saved && result.changes.length > 0);
     const toml = $("edit-toml");
     toml.hidden = Boolean(result.saved) || result.changes.length === 0;
     toml.value = result.toml;
