@@ -200,9 +200,14 @@ class StreamRegistry:
         stream: InputStream[Any] | None = None
         if tool.consumes_input:
             # Frames queued before the call started are not this call's input. A tool
-            # may name what it listens to (``input_accept``, e.g. audio/*).
+            # may name what it listens to (``input_accept``, e.g. audio/*) and, from the
+            # call's arguments, which of it (``input_filter``: one camera's).
             accept = getattr(tool, "input_accept", ()) or self.config.tool_input_accept
-            stream = InputStream.taking(accept, self.config.tool_input_maxsize, after_seq)
+            filter_for = getattr(tool, "input_filter", None)
+            wants = filter_for(args) if filter_for is not None else None
+            stream = InputStream.taking(
+                accept, self.config.tool_input_maxsize, after_seq, wants=wants
+            )
             self.input_calls_started += 1
         handle = StreamHandle(
             call_id=call_id,
