@@ -38,8 +38,8 @@ class LiveRequest(Generic[P]):
     the tools that consume it. Neither is ever sent to a model. When only a
     frame (a ``live/picture.py:Picture``) is given, the blob is its JPEG, made
     on first use. ``t_enqueue`` is when the request entered the queue (queue
-    clock). ``origin`` says where realtime input comes from (the device: the
-    camera's name; "" when there is one source): the runtime never reads it, a
+    clock). ``origin`` says where realtime input comes from (the device: its
+    camera's name; "": not said): the runtime never reads it, a
     call's input filter and the model lane's may.
     """
 

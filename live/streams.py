@@ -203,10 +203,9 @@ class StreamRegistry:
             # may name what it listens to (``input_accept``, e.g. audio/*) and, from the
             # call's arguments, which of it (``input_filter``: one camera's).
             accept = getattr(tool, "input_accept", ()) or self.config.tool_input_accept
-            filter_for = getattr(tool, "input_filter", None)
-            wants = filter_for(args) if filter_for is not None else None
+            wants = getattr(tool, "input_filter", None) or (lambda args: None)
             stream = InputStream.taking(
-                accept, self.config.tool_input_maxsize, after_seq, wants=wants
+                accept, self.config.tool_input_maxsize, after_seq, wants(args)
             )
             self.input_calls_started += 1
         handle = StreamHandle(

@@ -71,6 +71,11 @@ def _is_hidden(annotation: Any) -> bool:
     return any(_is_hidden(arg) for arg in get_args(annotation) if arg is not type(None))
 
 
+def is_injected(annotation: Any) -> bool:
+    """Whether a parameter of this type is the session's to give (hidden from the model)."""
+    return _is_hidden(annotation)
+
+
 def _hints(func: Callable[..., Any]) -> dict[str, Any]:
     try:
         # include_extras keeps Annotated[..., Field(...)]: constraints and descriptions.
@@ -246,4 +251,4 @@ def _hidden_kind(annotation: Any) -> type:
     return ToolContext
 
 
-__all__ = ["FunctionTool", "is_streaming_callable", "quote_names", "schema_for"]
+__all__ = ["FunctionTool", "is_injected", "is_streaming_callable", "quote_names", "schema_for"]
