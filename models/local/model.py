@@ -204,6 +204,12 @@ class LocalConnection:
         if name == COUNT_TOOL:
             self._on_emission(call_id, payload)
         elif name == STOP_TOOL:
+            # The answer names the calls it stopped: in text mode their final emission
+            # carries no camera (the runtime says it), so this is where they end.
+            stopped = {s.get("id") for s in payload.get("stopped", []) if isinstance(s, dict)}
+            running = self.model.state.running
+            for camera in [c for c, i in running.items() if i in stopped]:
+                del running[camera]
             self._say(str(payload.get("status", "Stopped.")))
         elif name in WATCH_TOOLS:
             sentence = whose(camera, describe_scene(payload))
