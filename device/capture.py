@@ -112,9 +112,11 @@ class CaptureLoop:
         consumer_wait_s: float = 5.0,
         media_duration_s: float | None = None,
         on_frame: Callable[[Frame], None] | None = None,
+        origin: str = "",
     ) -> None:
         """``media_duration_s``: a file or folder ends after that much of its media time,
-        however fast it is replayed (a camera's duration is wall time: the app's)."""
+        however fast it is replayed (a camera's duration is wall time: the app's).
+        ``origin``: the camera its frames are said to come from in the queue."""
         self.feed = feed
         self.queue = queue
         self.clock = clock
@@ -128,6 +130,7 @@ class CaptureLoop:
         self.consumer_wait_s = consumer_wait_s
         self.media_duration_s = media_duration_s
         self.on_frame = on_frame
+        self.origin = origin
         self.stats = CaptureStats()
         self._limiter = anyio.CapacityLimiter(1)
         self._grid: SampleGrid | None = None
@@ -204,7 +207,7 @@ class CaptureLoop:
             percept = await self.perceive(frame) if self.perceive is not None else None
             if self.queue.closed:
                 return
-            self.queue.send_realtime(frame=frame, percept=percept)
+            self.queue.send_realtime(frame=frame, percept=percept, origin=self.origin)
             if self.on_frame is not None:
                 self.on_frame(frame)
 

@@ -119,7 +119,7 @@ def _add_fields(parser: Any, fields: Mapping[str, FieldInfo], names: Sequence[st
             # A flag whose value may be left out (``--mic`` alone: the default microphone).
             options["nargs"] = "?"
             options["const"] = field.json_schema_extra["flag_const"]
-            options["metavar"] = "DEVICE|FILE.wav"
+            options["metavar"] = field.json_schema_extra.get("flag_metavar", "DEVICE|FILE.wav")
         elif allowed := choices(field):
             options["choices"] = allowed
         elif kind in _METAVARS:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from live.backoff import Backoff
 from live.wire import Scheduling
@@ -113,6 +115,9 @@ class SessionConfig:
     tool_input_maxsize: int = 1
     # Model lane: frames reach the model only when asked, rate-limited, never in privacy mode.
     send_frames: bool = False  # the setting send_frames (--send-frames)
+    # Which realtime requests the model lane takes (a ``LiveRequest``; None: every frame):
+    # of several cameras, the one whose frames the model is sent.
+    model_input: Callable[[Any], bool] | None = None
     privacy: bool = False
     model_frame_interval_s: float = 1.0
     # Bounds.

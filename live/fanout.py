@@ -1,9 +1,11 @@
 """Input fan-out: what the request queue delivers goes to whoever it is meant for.
 
 Realtime input (camera frames) is offered to every running call that consumes
-input (each has its own bounded, latest-wins ``InputStream``) and, only when
-frames are forwarded, to the model lane: the newest frame, at most one per
-interval, never queued for a model that is away. Microphone audio goes to the
+input (each has its own bounded, latest-wins ``InputStream``, which takes only
+what its call wants: ``Tool.input_filter``, one camera's) and, only when frames
+are forwarded, to the model lane (only those ``SessionConfig.model_input``
+takes: one camera's): the newest frame, at most one per interval, never queued
+for a model that is away. Microphone audio goes to the
 model as it comes, in order (never rate-limited: speech with holes is not
 speech), and to no tool but one whose input stream accepts ``audio/*``; while
 the model is away, or in privacy mode, it is dropped and counted, as a frame
@@ -81,7 +83,7 @@ class Fanout:
             self.frames_in += 1
             for stream in self.registry.input_streams().values():
                 stream.offer(request)
-            if self.config.sends_frames and request.has_media:
+            if self.config.sends_frames and request.has_media and self._for_model(request):
                 if self.frames_allowed():
                     self._model_lane.put(request)
                 else:
@@ -92,6 +94,10 @@ class Fanout:
             self.outbox.post(SendActivity(start=True))
         elif request.kind is RequestKind.ACTIVITY_END:
             self.outbox.post(SendActivity(start=False))
+
+    def _for_model(self, request: LiveRequest[Any]) -> bool:
+        wanted = self.config.model_input
+        return wanted is None or bool(wanted(request))
 
     def _route_audio(self, request: LiveRequest[Any]) -> None:
         self.audio_in += 1

@@ -38,7 +38,9 @@ class LiveRequest(Generic[P]):
     the tools that consume it. Neither is ever sent to a model. When only a
     frame (a ``live/picture.py:Picture``) is given, the blob is its JPEG, made
     on first use. ``t_enqueue`` is when the request entered the queue (queue
-    clock).
+    clock). ``origin`` says where realtime input comes from (the device: its
+    camera's name; "": not said): the runtime never reads it, a
+    call's input filter and the model lane's may.
     """
 
     kind: RequestKind
@@ -50,6 +52,7 @@ class LiveRequest(Generic[P]):
     mime: str = ""
     t_enqueue: float = 0.0
     seq: int = 0
+    origin: str = ""
 
     @property
     def blob(self) -> wire.Blob | None:
@@ -169,12 +172,13 @@ class LiveRequestQueue(Generic[P]):
         *,
         frame: Any = None,
         percept: P | None = None,
+        origin: str = "",
     ) -> None:
         """A frame (or other media) for the tools and, if asked, the model.
 
         Give a ``blob`` or a frame (whose JPEG becomes the blob when needed), or
         only a ``percept``: a perception update for the tools (it has no picture, so
-        it never reaches a model).
+        it never reaches a model). ``origin``: where it comes from (a camera's name).
         """
         self._check_open()
         if blob is None and not isinstance(frame, Picture) and percept is None:
@@ -187,6 +191,7 @@ class LiveRequestQueue(Generic[P]):
             mime=(blob.mime_type or "") if blob is not None else JPEG_MIME,
             t_enqueue=self.now(),
             seq=self._next_seq(),
+            origin=origin,
         )
         self.stats.realtime_sent += 1
         before = self._realtime.stats.dropped

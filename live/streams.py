@@ -200,9 +200,13 @@ class StreamRegistry:
         stream: InputStream[Any] | None = None
         if tool.consumes_input:
             # Frames queued before the call started are not this call's input. A tool
-            # may name what it listens to (``input_accept``, e.g. audio/*).
+            # may name what it listens to (``input_accept``, e.g. audio/*) and, from the
+            # call's arguments, which of it (``input_filter``: one camera's).
             accept = getattr(tool, "input_accept", ()) or self.config.tool_input_accept
-            stream = InputStream.taking(accept, self.config.tool_input_maxsize, after_seq)
+            wants = getattr(tool, "input_filter", None) or (lambda args: None)
+            stream = InputStream.taking(
+                accept, self.config.tool_input_maxsize, after_seq, wants(args)
+            )
             self.input_calls_started += 1
         handle = StreamHandle(
             call_id=call_id,

@@ -56,7 +56,11 @@ class Tool(Protocol):
     """A callable the model can invoke.
 
     ``is_streaming`` tools return an async iterator of dict emissions;
-    ``consumes_input`` tools get their own :class:`InputStream`.
+    ``consumes_input`` tools get their own :class:`InputStream`. Such a tool may
+    also have ``input_accept`` (the MIME patterns its stream takes; none: the
+    session's) and ``input_filter(args)``: for one call's checked arguments, which
+    realtime requests its stream takes (``live/input_stream.py:InputFilter``; None:
+    all), so that a call about one camera is never offered another's input.
     """
 
     @property

@@ -108,7 +108,6 @@ class CountPeople:
     why_unknown: Callable[[], str] = field(default=_no_reason)
     # Consecutive unusable frames before the model is told (once) that input is broken.
     failure_alarm: int = 10
-    camera: str | None = None  # the camera counted (None: whichever percepts come)
 
     async def __call__(
         self,
@@ -136,7 +135,7 @@ class CountPeople:
         if min_change < 1:
             raise ToolArgumentError(f"{TOOL}: min_change must be at least 1")
         watch = _count_watch(parse_region(region, tool=TOOL), min_change, self.failure_alarm)
-        async for said in watch_changes(stream, self.current, watch, self.camera):
+        async for said in watch_changes(stream, self.current, watch):
             yield said
 
     async def count_people_now(self) -> dict[str, Any]:

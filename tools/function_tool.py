@@ -32,7 +32,7 @@ from typing import Annotated, Any, get_args, get_origin
 import anyio
 
 from live import wire
-from live.input_stream import InputStream
+from live.input_stream import InputFilter, InputStream
 from live.tool import ToolContext, coalesce_updates
 from tools.arguments import Arguments, quote_names
 from tools.declaration import Param, docstring_parts, function_declaration, schema_for
@@ -71,6 +71,11 @@ def _is_hidden(annotation: Any) -> bool:
     return any(_is_hidden(arg) for arg in get_args(annotation) if arg is not type(None))
 
 
+def is_injected(annotation: Any) -> bool:
+    """Whether a parameter of this type is the session's to give (hidden from the model)."""
+    return _is_hidden(annotation)
+
+
 def _hints(func: Callable[..., Any]) -> dict[str, Any]:
     try:
         # include_extras keeps Annotated[..., Field(...)]: constraints and descriptions.
@@ -104,11 +109,14 @@ class FunctionTool:
         long_running: bool = False,
         coalesce: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
         input_accept: tuple[str, ...] = (),
+        input_filter: Callable[[dict[str, Any]], InputFilter | None] | None = None,
     ) -> None:
         """``check`` runs after type checking and may raise ToolArgumentError.
 
         ``input_accept``: the MIME patterns of realtime input its input stream takes
         (``("audio/*",)`` for a tool that listens); none: the session's (camera frames).
+        ``input_filter``: for a call's checked arguments, which of those requests its
+        stream takes (None: all), e.g. the camera named by its ``camera`` argument.
 
         It is for what one parameter's type cannot say (one argument depending on
         another); a single value's range is better declared in the signature,
@@ -120,6 +128,7 @@ class FunctionTool:
         """
         self.func = func
         self.input_accept = input_accept
+        self.input_filter = input_filter
         self._check = check
         self._coalesce = coalesce or coalesce_updates
         target = _target(func)
@@ -242,4 +251,4 @@ def _hidden_kind(annotation: Any) -> type:
     return ToolContext
 
 
-__all__ = ["FunctionTool", "is_streaming_callable", "quote_names", "schema_for"]
+__all__ = ["FunctionTool", "is_injected", "is_streaming_callable", "quote_names", "schema_for"]

@@ -205,6 +205,27 @@ class Look:
             "looks_left": max(0, self.per_minute - len(self._looks)),
         }
 
+    def of_camera(
+        self,
+        current: CurrentPercept,
+        why_unknown: Callable[[], str],
+        *,
+        privacy: bool,
+        geometry: SceneGeometry | None,
+    ) -> Look:
+        """This look at another camera's frames: its picture, its privacy, and the device's
+        one bound, budget and count of outcomes (every look costs the same, whoever's)."""
+        view = replace(
+            self,
+            current=current,
+            why_unknown=why_unknown,
+            privacy=privacy,
+            geometry=geometry,
+            budget=lambda: self.budget(),  # set on this one once the session exists
+        )
+        view._looks = self._looks
+        return view
+
     def _refused(
         self, outcome: str, reason: str, asked: dict[str, Any], **more: Any
     ) -> dict[str, Any]:

@@ -64,10 +64,9 @@ async def watch_changes(
     stream: InputStream[Percept | CountUnknown],
     current: CurrentPercept,
     watch: Watch[V],
-    camera: str | None = None,
 ) -> AsyncIterator[Payload]:
-    """The emissions of one watching call, until its input stream ends; ``camera``: the
-    camera it watches (its percepts alone are read; None: every one)."""
+    """The emissions of one watching call, until its input stream ends (its stream holds
+    its own camera's percepts alone: ``tools/cameras.py:Cameras.input_filter``)."""
     last: V | None = None
     said_at: float | None = None  # media time of the last change said (the bound's start)
     counting = True
@@ -86,8 +85,6 @@ async def watch_changes(
         except anyio.EndOfStream:
             return
         percept = request.percept
-        if camera is not None and percept is not None and percept.camera != camera:
-            continue  # another camera's
         if isinstance(percept, CountUnknown):
             if counting:
                 counting = False

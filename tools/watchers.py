@@ -77,7 +77,6 @@ class SceneWatchers:
     min_interval_s: float = LINE_MIN_INTERVAL_S
     # Lines and zones may change while the session runs (the status page's editor).
     editable: bool = False
-    camera: str | None = None  # the camera watched (None: whichever percepts come)
 
     def _name_type(self, kind: str, names: Sequence[str]) -> Any:
         if not self.editable:
@@ -100,16 +99,20 @@ class SceneWatchers:
     def check_zone(self, args: dict[str, Any]) -> None:
         self._check("zone", str(args.get("name", "")))
 
+    def names_now(self, kind: str) -> list[str]:
+        """The lines (``kind`` "line") or zones there are: the configured ones, or, in an
+        editable scene, the newest frame's (the names at the start before any frame)."""
+        percept = self.current() if self.editable else None
+        if percept is None:
+            return list(self.lines if kind == "line" else self.zones)
+        return list(percept.lines if kind == "line" else percept.zones)
+
     def _check(self, kind: str, name: str) -> None:
         """An editable scene's name, checked against the newest frame's lines or zones
         (the names at the start before any frame)."""
         if not self.editable:
             return  # the enum did
-        percept = self.current()
-        if percept is None:
-            names = list(self.lines if kind == "line" else self.zones)
-        else:
-            names = list(percept.lines if kind == "line" else percept.zones)
+        names = self.names_now(kind)
         if name not in names:
             there = (
                 f"{kind}s now: {', '.join(names)}"
@@ -191,7 +194,7 @@ class SceneWatchers:
             min_interval_s=self.min_interval_s,
             gone=lambda percept: None if name in percept.lines else _gone("line", name),
         )
-        return watch_changes(stream, self.current, watch, self.camera)
+        return watch_changes(stream, self.current, watch)
 
     def _zone(
         self, stream: InputStream[Percept | CountUnknown], name: str, dwell_s: float | None
@@ -214,7 +217,7 @@ class SceneWatchers:
             ),
             gone=lambda percept: None if name in percept.zones else _gone("zone", name),
         )
-        return watch_changes(stream, self.current, watch, self.camera)
+        return watch_changes(stream, self.current, watch)
 
 
 __all__ = ["LINE_TOOL", "ZONE_TOOL", "SceneWatchers", "line_payload", "zone_payload"]

@@ -132,7 +132,7 @@ def build_camera(
     def tell_tools(unknown: CountUnknown) -> None:
         """The tools hear an unknown count in-band, in order with the percepts they read."""
         if not queue.closed:
-            queue.send_realtime(percept=unknown)
+            queue.send_realtime(percept=unknown, origin=name)
 
     perception = configured_perception(
         config,
@@ -171,6 +171,7 @@ def build_camera(
         is_camera=source.is_camera,
         consumers=consumers,  # a fast replay waits for the tools (and the model) to keep up
         media_duration_s=None if source.is_camera else config.source.duration,
+        origin=name,  # a tool's call and the model lane take one camera's frames by it
     )
     scene = SceneEditor(config, perception, bus.publish, capture=capture, sample_fps=sample_fps)
     return Camera(

@@ -8,7 +8,7 @@ for the model, when there is one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from live.calls import DeviceCall
@@ -41,6 +41,34 @@ class CommandSession(Protocol):
     def running_streams(self) -> list[dict[str, object]]: ...
 
 
+def _of(camera: str | None) -> dict[str, object]:
+    return {} if camera is None else {"camera": camera}
+
+
+def _whose(camera: str | None, line: str) -> str:
+    return line if camera is None else f"{camera}: {line}"
+
+
+async def _start(session: CommandSession, camera: str | None, say: Callable[[str], None]) -> None:
+    """Start the count of one camera (None: the device's one), unless it runs."""
+    running = [
+        s
+        for s in session.running_streams()
+        if s.get("name") == COUNT_TOOL and _args_camera(s) == camera
+    ]
+    if running:
+        say(_whose(camera, f"{COUNT_TOOL} is already running (call {running[0]['id']})"))
+        return
+    call = await session.call_tool(COUNT_TOOL, _of(camera))
+    if not call.ok:  # a start is said by its own event line (stream_started)
+        say(_whose(camera, f"could not start {COUNT_TOOL}: {call.response.get('error')}"))
+
+
+def _args_camera(stream: dict[str, object]) -> object:
+    args = stream.get("args")
+    return args.get("camera") if isinstance(args, dict) else None
+
+
 def describe_count(response: dict[str, object]) -> str:
     people = response.get("people")
     if people is None:
@@ -56,20 +84,20 @@ async def run_command(
     session: CommandSession,
     queue: LiveRequestQueue[Any],
     say: Callable[[str], None],
+    *,
+    cameras: Sequence[str] = (),
 ) -> None:
-    """Answer one typed line (``quit`` is the caller's)."""
+    """Answer one typed line (``quit`` is the caller's). ``cameras``: the device's, where it
+    names them (``count`` says each one's, ``start`` starts each one's count)."""
     command = text.strip().lower()
+    each: list[str | None] = list(cameras) or [None]
     if command in {"count", "how many", "?"}:
-        call = await session.call_tool("count_people_now")
-        say(describe_count(call.response))
+        for camera in each:
+            call = await session.call_tool("count_people_now", _of(camera))
+            say(_whose(camera, describe_count(call.response)))
     elif command == "start":
-        running = [s for s in session.running_streams() if s.get("name") == COUNT_TOOL]
-        if running:
-            say(f"{COUNT_TOOL} is already running (call {running[0]['id']})")
-            return
-        call = await session.call_tool(COUNT_TOOL)
-        if not call.ok:  # a start is said by its own event line (stream_started)
-            say(f"could not start {COUNT_TOOL}: {call.response.get('error')}")
+        for camera in each:
+            await _start(session, camera, say)
     elif command == "stop":
         result = await session.stop_streaming(COUNT_TOOL)
         say(f"{result.get('status')}; the device keeps counting")

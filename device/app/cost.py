@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from device.app.parts import offers_look
+from device.app.instruction import frames_camera, offers_look
 from device.config import Config
 
 IMAGE_TOKENS = 64  # an image at media resolution LOW
@@ -51,7 +51,7 @@ def projection(config: Config) -> Projection | None:
         return None
     private = config.device.privacy
     frames = 0
-    if config.model.send_frames and not private:
+    if frames_camera(config) is not None:  # one camera's, not in privacy mode
         frames = round(config.model.model_fps * HOUR_S * IMAGE_TOKENS)
     looks = 0
     if offers_look(config):
@@ -74,7 +74,7 @@ def projected_line(config: Config) -> str | None:
     if cost.frames:
         fps = config.model.model_fps
         parts.append(f"frames {_n(cost.frames)} ({fps:g} a second x {IMAGE_TOKENS})")
-    elif config.device.privacy:
+    elif config.device.privacy or config.model.send_frames is not False:
         parts.append("no frames (privacy)")
     else:
         parts.append("no frames (--send-frames off)")

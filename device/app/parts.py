@@ -15,7 +15,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from device.app.scene_tools import scene_editable
+from device.app.instruction import (
+    LOOK_INSTRUCTION,
+    SYSTEM_INSTRUCTION,
+    frames_camera,
+    offers_look,
+    system_instruction,
+)
 from device.config import Config, ConfigError
 from device.feeds.runner import SourceRunner, StateChange
 from device.motion import MotionConfig
@@ -40,33 +46,6 @@ from models.local.model import LocalModel
 from tools.look import Look
 
 SPARE_STREAMS = 16  # streams the model may run at once beyond one per line and zone
-
-SYSTEM_INSTRUCTION = (
-    "You are Lookout, a camera agent. Call count_people once at the start and keep it "
-    "running: it reports the number of people in view whenever it changes. When it "
-    "reports a change, say briefly how many people are in view now. Do not describe "
-    "people's appearance unless asked. Use stop_streaming(function_name='count_people') when asked "
-    "to stop counting, and count_people_now for the count at this moment."
-)
-
-LOOK_INSTRUCTION = (
-    " You cannot see the camera unless you call look: it shows you the newest frame, "
-    "with the people counted boxed and numbered, just before its answer. Look when a "
-    "count change needs explaining, or when asked what people wear or do or what "
-    "something looks like; never to count (count_people is cheaper). You may look only "
-    "a few times a minute."
-)
-
-VOICE_INSTRUCTION = (
-    " People near the device can talk to you through its microphone: answer them "
-    "briefly and plainly, in their language."
-)
-
-
-def offers_look(config: Config) -> bool:
-    """Whether the model is given the look tool: never in privacy mode (no image leaves
-    the device, so the model is not offered one), nor with ``look_per_minute`` 0."""
-    return not config.device.privacy and config.model.look_per_minute > 0
 
 
 def look_tool(
@@ -254,40 +233,6 @@ def load_detector(perception: Perception) -> None:
         raise ConfigError(f"detector: {exc}") from None
 
 
-def system_instruction(config: Config) -> str:
-    """The built-in instruction, naming the configured lines and zones (and look, when the
-    model is offered it)."""
-    text = SYSTEM_INSTRUCTION
-    if offers_look(config):
-        text += LOOK_INSTRUCTION
-    if config.audio.mic is not None and not config.device.privacy:
-        text += VOICE_INSTRUCTION
-    if config.scene.lines:
-        names = ", ".join(config.scene.lines)
-        text += (
-            f" The device counts people crossing these lines: {names}. Call watch_line for "
-            "each at the start and keep them running: each reports the run's in and out "
-            "totals after a crossing. Say the totals when asked how many came in or went "
-            "out; do not announce every crossing."
-        )
-    if config.scene.zones:
-        names = ", ".join(
-            f"{name} (dwell {spec.dwell if spec.dwell is not None else config.scene.dwell:g} s)"
-            for name, spec in config.scene.zones.items()
-        )
-        text += (
-            f" It watches these zones: {names}. Call watch_zone for each at the start and "
-            "keep them running; say when someone has stayed longer than the dwell time."
-        )
-    if scene_editable(config):
-        text += (
-            " Lines and zones may be drawn, renamed or removed on the device's status page "
-            "while you run: watch_line and watch_zone take a name drawn later too, and a "
-            "watch whose line or zone goes says so once and ends."
-        )
-    return text
-
-
 def model_family(config: Config) -> str | None:
     """The configured Gemini model family (None: by the model's name)."""
     return None if config.model.family == "auto" else config.model.family
@@ -297,9 +242,13 @@ def build_model(config: Config) -> LiveModel:
     """The configured live model: local, or Gemini Live on the Gemini API (the key) or on
     Vertex AI (its variables and application default credentials; none: ConfigError)."""
     if not config.uses_gemini:
-        # Its tools may take any name (the page draws lines): it is told the configured ones.
+        # Its tools may take any name (the page draws lines): it is told the configured ones,
+        # each camera's (a watch's enum is every camera's names together).
         return LocalModel(
-            watch={"watch_line": list(config.scene.lines), "watch_zone": list(config.scene.zones)}
+            watch=_watched(config),
+            cameras={name: _watched(config.camera(name)) for name in config.camera_names}
+            if config.named_cameras
+            else None,
         )
     from models.gemini.model import GeminiLiveModel, GeminiOptions
     from models.gemini.tokens import token_source
@@ -327,6 +276,10 @@ def build_model(config: Config) -> LiveModel:
         raise ConfigError(str(exc)) from None
 
 
+def _watched(config: Config) -> dict[str, list[str]]:
+    return {"watch_line": list(config.scene.lines), "watch_zone": list(config.scene.zones)}
+
+
 def emit_mode(config: Config) -> EmitMode:
     """How a stream's emissions reach the model: as set, else what its family takes
     (function responses per call id, or text after one answer for synchronous calls)."""
@@ -342,11 +295,16 @@ def emit_mode(config: Config) -> EmitMode:
 
 
 def session_config(config: Config) -> SessionConfig:
+    """The session's settings; raises ConfigError for frames of no camera of the device."""
+    sent = frames_camera(config)
+    views = [config.camera(name) for name in config.camera_names]
     return SessionConfig(
         emit_mode=emit_mode(config),
         scheduling=wire.Scheduling(config.model.scheduling.upper()),
         system_instruction=config.model.system_instruction or system_instruction(config),
-        send_frames=config.model.send_frames,
+        send_frames=sent is not None,
+        # Of several cameras, the model sees the one asked for (by the requests' origin).
+        model_input=None if len(views) == 1 else (lambda request: request.origin == sent),
         privacy=config.device.privacy,
         model_frame_interval_s=1.0 / config.model.model_fps,
         stop_timeout_s=1.0,
@@ -355,7 +313,7 @@ def session_config(config: Config) -> SessionConfig:
             max_attempts=config.model.model_attempts if config.model.require_model else None
         ),
         # Room for a watch of every line and zone, and a few counts besides.
-        max_streams=SPARE_STREAMS + len(config.scene.lines) + len(config.scene.zones),
+        max_streams=SPARE_STREAMS + sum(len(v.scene.lines) + len(v.scene.zones) for v in views),
         secrets=config.secrets(),
         budget=BudgetLimits(
             per_hour=config.model.budget_tokens, per_session=config.model.budget_session

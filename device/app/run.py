@@ -316,7 +316,8 @@ class App:
             if text.lower() in TALK and self.voice is not None:
                 say(self.voice.talk(not self.voice.talking))
                 continue
-            await run_command(text, session, self.queue, say)
+            named = [c.name for c in self.cameras] if self.config.named_cameras else []
+            await run_command(text, session, self.queue, say, cameras=named)
 
     def _media_total_s(self, camera: Camera) -> float | None:
         """How long a replayed file is, in media time (None: a camera, a loop, unknown)."""

@@ -31,18 +31,12 @@ import uuid
 from typing import TextIO
 
 from device.app.camera import build_camera
+from device.app.camera_tools import camera_tools
+from device.app.instruction import frames_camera
 from device.app.logs import EventLogs
 from device.app.operations import Operations, build_operations
-from device.app.parts import (
-    build_model,
-    detector_factory,
-    look_tool,
-    offers_look,
-    preflight,
-    session_config,
-)
+from device.app.parts import build_model, detector_factory, preflight, session_config
 from device.app.run import App, StopSwitch
-from device.app.scene_tools import scene_tools
 from device.app.state import DeviceState
 from device.app.voice import build_voice
 from device.bus import EventBus
@@ -56,10 +50,7 @@ from device.sources import FrameSource
 from live import LiveRequestQueue, LiveSession, Runner
 from live.clock import Clock, MonotonicClock
 from live.model import LiveModel
-from live.tool import Tool
 from live.walltime import StepWatch
-from tools import FunctionTool
-from tools.count_people import CountPeople, check_count_args, coalesce_counts
 
 
 def build_app(
@@ -88,7 +79,11 @@ def build_app(
     bus = bus or EventBus(clock)
     out = out or sys.stdout
     model = model or build_model(config)
-    queue: LiveRequestQueue[Percept | CountUnknown] = LiveRequestQueue()
+    # Room for two of each camera's requests (the default, 2, for one): cameras that put
+    # theirs in between two pumps must not push each other's out.
+    queue: LiveRequestQueue[Percept | CountUnknown] = LiveRequestQueue(
+        realtime_maxsize=2 * len(config.camera_names)
+    )
     views = [config.camera(name) for name in config.camera_names]
     # One model in memory for every camera, reporting boxes down to the lowest camera's
     # threshold (each camera counts at its own).
@@ -102,28 +97,15 @@ def build_app(
             queue=queue,
             detector=detector,
             consumers=consumers,
-            sample_fps=_sample_fps(view),
+            sample_fps=_sample_fps(view, frames_camera(config)),
             source=source if index == 0 else None,
         )
         for index, view in enumerate(views)
     ]
     first = cameras[0]
     perception = first.perception
-    counter = CountPeople(
-        current=perception.current,
-        why_unknown=lambda: perception.unknown_reason,
-        camera=first.name,
-    )
-    tools: list[Tool] = [
-        FunctionTool(
-            counter, name="count_people", check=check_count_args, coalesce=coalesce_counts
-        ),
-        FunctionTool(counter.count_people_now),
-        *scene_tools(first.config, perception.current),
-    ]
-    look = look_tool(first.config, perception.current, lambda: perception.unknown_reason)
-    if offers_look(first.config):
-        tools.append(FunctionTool(look.look))
+    made = camera_tools(config, cameras)  # each camera's count, lines, zones and look
+    counter, tools, look = made.counters[first.name], made.tools, made.look
     stop = StopSwitch(queue)
     console = ConsoleSink(
         out,
@@ -222,11 +204,11 @@ def build_app(
     )
 
 
-def _sample_fps(config: Config) -> float:
+def _sample_fps(config: Config, sent: str | None) -> float:
     """How often a camera's frames are sampled: its detection rate, or the model lane's
-    when frames go to the model and that is faster."""
+    when its frames go to the model (``sent``: whose do) and that is faster."""
     sample_fps = config.detection_fps()
-    if config.model.send_frames and not config.device.privacy:
+    if sent == config.camera_name:
         sample_fps = max(sample_fps, config.model.model_fps)
     return sample_fps
 

@@ -14,6 +14,7 @@ from device.config.values import (
     ModelName,
     OnOff,
     Scheduling,
+    SendFrames,
     Utf8Text,
 )
 
@@ -37,9 +38,12 @@ class ModelSettings(Section):
         description="local, or a Gemini model name",
         json_schema_extra=unset("a Gemini model when an API key is set, else local"),
     )
-    send_frames: bool = Field(
+    send_frames: SendFrames = Field(
         default=False,
-        description="also send frames to the model (at most --model-fps, at most --max-side px)",
+        description="also send frames to the model (at most --model-fps, at most --max-side px): "
+        "the flag alone, or on, for a device of one camera; with several, the camera's name "
+        "(a camera in privacy mode is never sent)",
+        json_schema_extra={"flag_const": "on", "flag_metavar": "CAMERA"},
     )
     model_fps: float = Field(
         default=1.0,

@@ -142,7 +142,26 @@ def _on_off(value: object) -> object:
     return _lower(value)
 
 
+def _send_frames(value: object) -> object:
+    # The flag alone (or TOML's true) sends the one camera's frames; a name, that camera's
+    # (checked against the cameras when the run is built: they may come from another layer).
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be on, off or the name of the camera whose frames are sent")
+    word = value.strip()
+    if word.lower() in {"on", "true", "yes", "1"}:
+        return True
+    if word.lower() in {"off", "false", "no", "0"}:
+        return False
+    if not word or any(c.isspace() or not c.isprintable() for c in word):
+        raise ValueError("must be on, off or the name of the camera whose frames are sent")
+    return word
+
+
 FilePath = Annotated[Path, BeforeValidator(_to_path)]
+# Frames to the model: off, on (the one camera) or a camera's name.
+SendFrames = Annotated[bool | str, BeforeValidator(_send_frames)]
 SourceSpec = Annotated[str, BeforeValidator(_camera_index), AfterValidator(check_source)]
 DeviceId = Annotated[str, AfterValidator(_device_id)]
 ModelName = Annotated[str, AfterValidator(_model_name)]
@@ -183,6 +202,7 @@ __all__ = [
     "Precision",
     "Profile",
     "Scheduling",
+    "SendFrames",
     "SnapshotPrivacy",
     "SourceSpec",
     "Token",

@@ -13,6 +13,12 @@ arrive as user content through the request queue:
 
 and a typed question about the count ("how many people are here?") with the
 count. It understands no other free text and says so, naming what would.
+
+Where the device names its cameras (``count_people`` takes ``camera``, an enum of
+the names) it counts each: one ``count_people`` call per camera, and one watch per
+line and zone of each camera (``LocalModel(cameras=...)``: the enum of a watch's
+name is every camera's together), and says whose each sentence is
+("door: 4 people in view (was 3).").
 """
 
 from __future__ import annotations
@@ -100,22 +106,32 @@ def describe_scene(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def watch_names(setup: LiveSetup, tool: str) -> list[str]:
-    """The configured names a watch tool takes (the enum of its ``name`` parameter)."""
+def watch_names(setup: LiveSetup, tool: str, parameter: str = "name") -> list[str]:
+    """The configured names a tool's parameter takes (the enum of a watch tool's ``name``,
+    or of ``count_people``'s ``camera``)."""
     for declaration in setup.tools:
         if declaration.name != tool or declaration.parameters is None:
             continue
-        prop = (declaration.parameters.properties or {}).get("name")
+        prop = (declaration.parameters.properties or {}).get(parameter)
         return [str(v) for v in (prop.enum or [])] if prop is not None else []
     return []
 
 
+def whose(camera: str, sentence: str | None) -> str | None:
+    """A sentence about one camera, said as its (a device with one unnamed camera: as is)."""
+    return f"{camera}: {sentence}" if camera and sentence is not None else sentence
+
+
 @dataclass
 class _State:
-    count: int | None = None
-    running_call: str | None = None
+    # Each camera's count and running count_people call ("": the one unnamed camera).
+    counts: dict[str, int | None] = field(default_factory=dict)
+    running: dict[str, str] = field(default_factory=dict)
     handle: str | None = None
-    calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name
+    calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (tool, camera)
+
+    def camera_of(self, call_id: str) -> str:
+        return self.calls.get(call_id, ("", ""))[1]
 
 
 class LocalConnection:
@@ -130,17 +146,26 @@ class LocalConnection:
         declared = {d.name for d in setup.tools}
         self._can_count = COUNT_TOOL in declared
         self._can_stop = STOP_TOOL in declared
+        # The cameras it counts ("": the one unnamed camera, called without ``camera``).
+        self._cameras = watch_names(setup, COUNT_TOOL, "camera") or [""]
         state = model.state
         if setup.resumption_handle is None or setup.resumption_handle != state.handle:
             state.handle = f"local-{model.connections}"
             if self._can_count and model.autostart:
-                self._call(COUNT_TOOL, {})
+                for camera in self._cameras:
+                    self._call(COUNT_TOOL, {}, camera)
             if model.autostart:
-                # Every configured line and zone is watched from the start.
+                # Every configured line and zone of every camera is watched from the start.
                 for tool in (t for t in WATCH_TOOLS if t in declared):
-                    for name in watch_names(setup, tool) or model.watch.get(tool, []):
-                        self._call(tool, {"name": name})
+                    for camera in self._cameras:
+                        for name in self._watched(setup, tool, camera):
+                            self._call(tool, {"name": name}, camera)
         self._emit(ModelResumptionUpdate(state.handle, True))
+
+    def _watched(self, setup: LiveSetup, tool: str, camera: str) -> list[str]:
+        if camera:
+            return self.model.cameras.get(camera, {}).get(tool, [])
+        return watch_names(setup, tool) or self.model.watch.get(tool, [])
 
     def _emit(self, event: ModelEvent) -> None:
         if not self._closed:
@@ -150,11 +175,13 @@ class LocalConnection:
         self._emit(ModelTextOut(text, narration=narration))
         self._emit(ModelTurnComplete())
 
-    def _call(self, name: str, args: dict[str, Any]) -> str:
+    def _call(self, name: str, args: dict[str, Any], camera: str = "") -> str:
         call_id = f"local-call-{next(self.model.ids)}"
-        self.model.state.calls[call_id] = name
+        self.model.state.calls[call_id] = (name, camera)
         if name == COUNT_TOOL:
-            self.model.state.running_call = call_id
+            self.model.state.running[camera] = call_id
+        if camera:
+            args = {"camera": camera, **args}
         self._emit(ModelToolCall((FunctionCallRequest(call_id, name, args),)))
         return call_id
 
@@ -173,26 +200,34 @@ class LocalConnection:
         await anyio.lowlevel.checkpoint()
 
     def _on_response(self, call_id: str, payload: dict[str, Any]) -> None:
-        name = self.model.state.calls.get(call_id)
+        name, camera = self.model.state.calls.get(call_id, ("", ""))
         if name == COUNT_TOOL:
             self._on_emission(call_id, payload)
         elif name == STOP_TOOL:
+            # The answer names the calls it stopped: in text mode their final emission
+            # carries no camera (the runtime says it), so this is where they end.
+            stopped = {s.get("id") for s in payload.get("stopped", []) if isinstance(s, dict)}
+            running = self.model.state.running
+            for camera in [c for c, i in running.items() if i in stopped]:
+                del running[camera]
             self._say(str(payload.get("status", "Stopped.")))
         elif name in WATCH_TOOLS:
-            sentence = describe_scene(payload)
+            sentence = whose(camera, describe_scene(payload))
             if sentence is not None:
                 self._say(sentence, narration=True)
 
     def _on_emission(self, call_id: str, payload: dict[str, Any]) -> None:
         state = self.model.state
+        camera = state.camera_of(call_id)
         ended = (
             payload.get("status") in {"stopped", "finished", "error"} and "people" not in payload
         )
-        if ended and state.running_call == call_id:
-            state.running_call = None
+        if ended and state.running.get(camera) == call_id:
+            del state.running[camera]
         if "people" in payload:
-            state.count = payload["people"] if isinstance(payload["people"], int) else None
-        sentence = describe(payload)
+            people = payload["people"]
+            state.counts[camera] = people if isinstance(people, int) else None
+        sentence = whose(camera, describe(payload))
         if sentence is not None:
             self._say(sentence, narration=True)
 
@@ -205,28 +240,37 @@ class LocalConnection:
             except ValueError:
                 return
             if match.group(1) == COUNT_TOOL and isinstance(payload, dict):
-                call_id = self.model.state.running_call or ""
-                self._on_emission(call_id, payload)
+                # Text carries no call id: the payload says its camera, where they are named.
+                camera = str(payload.get("camera", ""))
+                self._on_emission(self.model.state.running.get(camera, ""), payload)
             return
         self._command(text.strip().lower())
+
+    def _count_of(self, camera: str) -> str:
+        state = self.model.state
+        count = state.counts.get(camera)
+        if count is None:
+            said = "No count yet." if camera in state.running else "Counting is off."
+        else:
+            said = f"{people(count)} in view."
+        return whose(camera, said) or said
 
     def _command(self, command: str) -> None:
         state = self.model.state
         if command in {"count", "how many", "how many people?", "?"}:
-            if state.count is None:
-                self._say("No count yet." if state.running_call else "Counting is off.")
-            else:
-                self._say(f"{people(state.count)} in view.")
+            self._say(" ".join(self._count_of(camera) for camera in self._cameras))
         elif command == "stop":
             if self._can_stop:
                 self._call(STOP_TOOL, {"function_name": COUNT_TOOL})
             else:
                 self._say("Nothing to stop.")
         elif command == "start":
-            if state.running_call is not None:
+            idle = [camera for camera in self._cameras if camera not in state.running]
+            if not idle:
                 self._say("Already counting.")
             elif self._can_count:
-                self._call(COUNT_TOOL, {})
+                for camera in idle:
+                    self._call(COUNT_TOOL, {}, camera)
             else:
                 self._say("count_people is not available.")
         elif command in {"help", ""}:
@@ -252,7 +296,11 @@ class LocalModel:
     """Implements ``live.model.LiveModel`` without any network."""
 
     def __init__(
-        self, *, autostart: bool = True, watch: dict[str, list[str]] | None = None
+        self,
+        *,
+        autostart: bool = True,
+        watch: dict[str, list[str]] | None = None,
+        cameras: dict[str, dict[str, list[str]]] | None = None,
     ) -> None:
         self.name = "local"
         self.autostart = autostart
@@ -260,6 +308,8 @@ class LocalModel:
         # where its declaration takes any name (the status page can draw more) and so
         # lists none in an enum.
         self.watch = watch or {}
+        # The same for each named camera: a watch's enum is every camera's names together.
+        self.cameras = cameras or {}
         self.state = _State()
         self.ids = itertools.count(1)
         self.connections = 0
