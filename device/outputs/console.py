@@ -121,6 +121,8 @@ class ConsoleSink:
         self._model_connected = False
         self._model_away_since = 0.0  # event time since when no model has been connected
         self._transcripts = TranscriptLines()
+        # A call's camera, said when it starts and again when it stops (its stop names none).
+        self._call_cameras: dict[str, str] = {}
 
     def of(self, camera: str) -> CameraLines:
         """What the console knows of ``camera``."""
@@ -257,12 +259,22 @@ class ConsoleSink:
             return self._connection(event)
         if isinstance(event, StreamStarted):
             by = " by the device" if event.by == "device" else ""
-            return f"{event.name} started{by} (call {event.id})"
+            call_camera = event.args.get("camera")
+            if isinstance(call_camera, str):
+                self._call_cameras[event.id] = call_camera
+            return f"{event.name}{self._of_camera(event.id)} started{by} (call {event.id})"
         if isinstance(event, StreamStopped):
-            return f"{event.name} stopped: {event.reason} ({counted(event.emissions, 'emission')})"
+            of = self._of_camera(event.id)
+            self._call_cameras.pop(event.id, None)
+            emissions = counted(event.emissions, "emission")
+            return f"{event.name}{of} stopped: {event.reason} ({emissions})"
         if self.verbose and isinstance(event, ToolCall | Emission):
             return json.dumps(data)
         return None
+
+    def _of_camera(self, call_id: str) -> str:
+        camera = self._call_cameras.get(call_id)
+        return "" if camera is None else f" of {printable(camera)}"
 
     def _where(self, event: CountChanged | LineCrossed | ZoneCount | DwellPassed) -> str:
         # A file's own time says where in it; a camera's clock says nothing to a reader.

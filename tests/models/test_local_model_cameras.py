@@ -115,3 +115,11 @@ def test_a_run_of_two_cameras_with_the_local_model_says_whose_count_changed(
         assert heard and heard == [c for c in counts if c is not None][: len(heard)], camera
     assert any(s.startswith("door: Line post: ") for s in sentences)
     assert not any(s.startswith("till: Line") for s in sentences)
+    # The console says whose each call is, when it starts and when it stops.
+    for said in (
+        "count_people of door started",
+        "count_people of till started",
+        "watch_line of door started",
+        "count_people of till stopped: ",
+    ):
+        assert said in result.stdout, said
