@@ -24,8 +24,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from live import ToolArgumentError
 from live.input_stream import InputFilter
+from live.tool import ToolArgumentError
 from tools.function_tool import is_injected
 
 CAMERA = "camera"

@@ -24,9 +24,9 @@ from pydantic import Field
 
 from device.percept import CountUnknown, CurrentPercept, Percept
 from device.regions import count_people_in_region
-from live import InputStream, ToolArgumentError, ToolContext
+from live.input_stream import InputStream
 from live.plural import counted
-from live.tool import coalesce_updates
+from live.tool import ToolArgumentError, ToolContext, coalesce_updates
 from tools.regions import parse_region
 from tools.watch import Watch, watch_changes
 

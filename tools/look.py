@@ -34,7 +34,8 @@ from pydantic import Field
 
 from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.percept import CurrentPercept, Percept, Track
-from live import ToolContext, wire
+from live import wire
+from live.tool import ToolContext
 
 TOOL = "look"
 MAX_SIDE = 768  # px, the longest side of what the model is shown

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 
 from device.percept import CountUnknown, CurrentPercept, Percept
-from live import InputStream
+from live.input_stream import InputStream
 
 V = TypeVar("V")
 Payload = dict[str, Any]

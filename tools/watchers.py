@@ -26,7 +26,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from device.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
-from live import InputStream, ToolArgumentError, ToolContext
+from live.input_stream import InputStream
+from live.tool import ToolArgumentError, ToolContext
 from tools.watch import Watch, watch_changes
 
 LINE_TOOL = "watch_line"

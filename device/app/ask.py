@@ -46,9 +46,8 @@ from device.outputs.sinks import EventSink, JsonlSink
 from device.percept import Percept
 from device.perception import Perception
 from device.sources import FrameSource
-from live import MemoryEventLog, SQLiteEventLog
 from live.clock import Clock, MonotonicClock
-from live.eventlog import EventLog
+from live.eventlog import EventLog, MemoryEventLog, SQLiteEventLog
 from live.events import (
     ErrorEvent,
     Event,

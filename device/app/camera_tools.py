@@ -18,9 +18,9 @@ from device.app.scene_tools import camera_scene_tools
 from device.config import Config
 from device.perception import Perception
 from live.tool import Tool
-from tools import FunctionTool
 from tools.cameras import Cameras, per_camera
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
+from tools.function_tool import FunctionTool
 from tools.look import Look
 
 

@@ -20,7 +20,7 @@ from device.config import Config
 from device.config.paths import check_writable_file, open_output
 from device.events import LogProblem
 from device.outputs.sinks import JsonlSink
-from live import SQLiteEventLog
+from live.eventlog import SQLiteEventLog
 from live.plural import counted
 
 log = logging.getLogger("lookout.app")

@@ -36,9 +36,9 @@ from device.sources import (
     check_decodable,
     open_source,
 )
-from live import EmitMode, ReconnectPolicy, SessionConfig, wire
+from live import wire
 from live.clock import Clock
-from live.config import BudgetLimits
+from live.config import BudgetLimits, EmitMode, ReconnectPolicy, SessionConfig
 from live.events import Event
 from live.model import LiveModel
 from models.detector import DetectorError, PersonDetector, shipped_model

@@ -46,10 +46,11 @@ from device.outputs.console import ConsoleSink
 from device.percept import CountUnknown, Percept
 from device.perception import Perception
 from device.sources import FrameSource
-from live import LiveRequestQueue, LiveSession
 from live.clock import Clock
 from live.events import ErrorEvent
 from live.plural import counted
+from live.requests import LiveRequestQueue
+from live.session import LiveSession
 from live.walltime import StepWatch
 from tools.count_people import CountPeople
 

@@ -15,10 +15,9 @@ from pydantic import Field
 
 from device.config import Config
 from device.percept import CurrentPercept, Percept
-from live import ToolArgumentError
-from live.tool import Tool
-from tools import FunctionTool
+from live.tool import Tool, ToolArgumentError
 from tools.cameras import CAMERA, Cameras, per_camera
+from tools.function_tool import FunctionTool
 from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
 
 

@@ -47,9 +47,10 @@ from device.outputs.snapshots import open_snapshots
 from device.percept import CountUnknown, Percept
 from device.shared_detector import SharedDetector
 from device.sources import FrameSource
-from live import LiveRequestQueue, LiveSession, Runner
 from live.clock import Clock, MonotonicClock
 from live.model import LiveModel
+from live.requests import LiveRequestQueue
+from live.session import LiveSession, Runner
 from live.walltime import StepWatch
 
 

@@ -40,7 +40,7 @@ from live.testing import ScriptedTurnModel, call, say
 from live.turn_model import TurnReply, TurnRequest
 from live.turns import TurnRunner
 from models.local.turns import LocalTurnModel
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 
 def rss_mb() -> float:

@@ -30,9 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import anyio.lowlevel
 from machine import describe_cpu
 
-from live import InputStream, LiveRequestQueue, Runner, SessionConfig
+from live.config import SessionConfig
+from live.input_stream import InputStream
+from live.requests import LiveRequestQueue
+from live.session import Runner
 from live.testing import ScriptedModel, Sent
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 
 def rss_mb() -> float:

@@ -59,7 +59,7 @@ from machine import describe_cpu
 if TYPE_CHECKING:
     import numpy as np
 
-    from live import InputStream
+    from live.input_stream import InputStream
     from live.testing import Sent
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,9 +96,11 @@ class LookoutRuntime:
     def __init__(self, probe: Probe, *, send_frames: bool = False) -> None:
         from google.genai import types
 
-        from live import LiveRequestQueue, Runner, SessionConfig
+        from live.config import SessionConfig
+        from live.requests import LiveRequestQueue
+        from live.session import Runner
         from live.testing import ScriptedModel
-        from tools import FunctionTool
+        from tools.function_tool import FunctionTool
 
         self._types = types
         self.probe = probe
@@ -223,12 +225,14 @@ async def e2e_lookout(video: Path, seconds: float, detect_fps: float) -> dict[st
     from device.events import CountChanged
     from device.frame import Frame
     from device.perception import Perception
-    from live import LiveRequestQueue, Runner, SessionConfig
+    from live.config import SessionConfig
     from live.events import Event
+    from live.requests import LiveRequestQueue
+    from live.session import Runner
     from live.testing import ScriptedModel
     from models.detector import PersonDetector
-    from tools import FunctionTool
     from tools.count_people import CountPeople, check_count_args, coalesce_counts
+    from tools.function_tool import FunctionTool
 
     frames, fps = load_video_frames(video, seconds)
     detector = PersonDetector()

@@ -25,8 +25,8 @@ from models.local.turns import LocalTurnModel
 from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file
 from tests.recorder import Recorder
-from tools import FunctionTool
 from tools.count_people import CountPeople
+from tools.function_tool import FunctionTool
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("remembered_detections")]
 

@@ -9,13 +9,15 @@ import anyio
 import pytest
 
 from device.config import Config, ConfigError, api_key_from_env, build
-from live import FakeClock, LiveRequestQueue, Runner, SessionConfig
-from live.config import EmitMode
+from live.clock import FakeClock
+from live.config import EmitMode, SessionConfig
 from live.events import ModelText
 from live.input_stream import InputStream
+from live.requests import LiveRequestQueue
+from live.session import Runner
 from models.local.model import LocalModel, describe
 from tests.live.harness import blob_value, frame_blob
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 NO_SYSTEM = Path("/nonexistent/lookout.toml")
 

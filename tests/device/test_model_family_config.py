@@ -9,7 +9,7 @@ import pytest
 
 from device.app.parts import build_model, session_config
 from device.config import Config, build
-from live import EmitMode
+from live.config import EmitMode
 from models.gemini.model import GeminiLiveModel
 from tests.cli import lookout_in_process
 

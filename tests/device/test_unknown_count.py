@@ -15,13 +15,16 @@ from device.events import CountChanged
 from device.frame import Frame
 from device.percept import CountUnknown, Percept
 from device.perception import Perception
-from live import LiveRequestQueue, MemoryEventLog, Runner, SessionConfig
+from live.config import SessionConfig
+from live.eventlog import MemoryEventLog
 from live.events import Event
+from live.requests import LiveRequestQueue
+from live.session import Runner
 from live.testing import ScriptedModel
 from models.detections import Detections
 from tests.percepts import make_percept
-from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 

@@ -13,18 +13,14 @@ from typing import Any, TypeVar
 
 import anyio
 
-from live import (
-    LiveRequestQueue,
-    LiveSession,
-    MemoryEventLog,
-    ReconnectPolicy,
-    Runner,
-    SessionConfig,
-)
+from live.config import ReconnectPolicy, SessionConfig
+from live.eventlog import MemoryEventLog
 from live.events import ConnectionState, Event
+from live.requests import LiveRequestQueue
+from live.session import LiveSession, Runner
 from models.gemini.model import GeminiLiveModel, GeminiOptions
 from tests.fakelive import FakeLiveServer, client_for
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 T = TypeVar("T")
 E = TypeVar("E", bound=Event)

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from device.config import ConfigError, build
 from device.sources import decode_image
-from live import ToolArgumentError
 from live.stop_streaming import StopStreamingTool
-from tools import FunctionTool
+from live.tool import ToolArgumentError
 from tools.count_people import CountPeople, check_count_args
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.slow
 

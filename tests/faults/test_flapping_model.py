@@ -12,14 +12,14 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from live import ReconnectPolicy, SessionConfig
 from live.backoff import FailureRun
+from live.config import ReconnectPolicy, SessionConfig
 from live.model import LiveSetup, ModelGoAway
 from live.testing import ScriptedConnection, ScriptedModel
 from tests.fakelive import FakeLiveServer
 from tests.faults.live_runs import ping, said, session_on
 from tests.live.harness import harness
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 

@@ -17,12 +17,15 @@ from typing import Any
 import anyio
 import pytest
 
-from live import InputStream, LiveRequestQueue, ReconnectPolicy, Runner, SessionConfig
+from live.config import ReconnectPolicy, SessionConfig
 from live.events import ConnectionState, Emission
+from live.input_stream import InputStream
 from live.model import LiveSetup
+from live.requests import LiveRequestQueue
+from live.session import Runner
 from live.testing import ScriptedModel
 from tests.live.harness import blob_value, harness
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 

@@ -13,12 +13,14 @@ import pytest
 
 from device.frame import Frame
 from device.perception import Perception
-from live import InputStream, SessionConfig, ToolContext
+from live.config import SessionConfig
 from live.events import ErrorEvent, Event
+from live.input_stream import InputStream
+from live.tool import ToolContext
 from models.detections import Detections
 from tests.live.harness import harness
-from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 

@@ -10,9 +10,12 @@ from typing import Any
 import anyio
 from google.genai import types
 
-from live import FakeClock, LiveRequestQueue, LiveSession, MemoryEventLog, Runner, SessionConfig
-from live.clock import settle
+from live.clock import FakeClock, settle
+from live.config import SessionConfig
+from live.eventlog import MemoryEventLog
 from live.events import Event
+from live.requests import LiveRequestQueue
+from live.session import LiveSession, Runner
 from live.testing import ScriptedModel
 from live.tool import Tool
 

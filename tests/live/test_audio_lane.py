@@ -8,10 +8,13 @@ from typing import Any
 import pytest
 from google.genai import types
 
-from live import FakeClock, InputStream, LiveRequestQueue, SessionConfig
+from live.clock import FakeClock
+from live.config import SessionConfig
+from live.input_stream import InputStream
 from live.model import SendRealtime
+from live.requests import LiveRequestQueue
 from tests.live.harness import blob_value, harness
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from live import InputStream
 from live.events import ConnectionState, Emission
+from live.input_stream import InputStream
 from live.testing import ScriptedModel
 from tests.live.harness import Harness, blob_value, harness
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from live import InputStream, LiveRequest, SessionConfig
-from live.input_stream import InputFilter
+from live.config import SessionConfig
+from live.input_stream import InputFilter, InputStream
 from live.model import SendRealtime
+from live.requests import LiveRequest
 from tests.live.harness import Harness, blob_value, frame_blob, harness
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 

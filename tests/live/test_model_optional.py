@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from live import InputStream, ReconnectPolicy, SessionConfig
+from live.config import ReconnectPolicy, SessionConfig
 from live.events import ConnectionState, Emission, ToolResult
+from live.input_stream import InputStream
 from live.model import SendToolResponse
 from live.testing import ScriptedModel
 from tests.live.harness import blob_value, harness
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 

@@ -10,20 +10,17 @@ from typing import Any
 import anyio
 import pytest
 
-from live import (
-    FakeClock,
-    InputStream,
-    LiveRequestQueue,
-    ReconnectPolicy,
-    Runner,
-    SessionConfig,
-    ToolContext,
-)
+from live.clock import FakeClock
+from live.config import ReconnectPolicy, SessionConfig
 from live.events import ConnectionState, Emission, ErrorEvent, JobProgress, JobUpdate
+from live.input_stream import InputStream
 from live.model import SendRealtime
+from live.requests import LiveRequestQueue
+from live.session import Runner
 from live.testing import ScriptedModel
+from live.tool import ToolContext
 from tests.live.harness import blob_value, harness
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 

@@ -7,21 +7,15 @@ from typing import Any
 
 import pytest
 
-from live import (
-    PENDING_STATUS,
-    EmitMode,
-    InputStream,
-    SessionConfig,
-    SQLiteEventLog,
-    StreamBounds,
-    ToolContext,
-    read_events,
-)
 from live.clock import settle
+from live.config import PENDING_STATUS, EmitMode, SessionConfig, StreamBounds
+from live.eventlog import SQLiteEventLog, read_events
 from live.events import Emission, ErrorEvent, StreamStopped
+from live.input_stream import InputStream
 from live.model import SendContent
+from live.tool import ToolContext
 from tests.live.harness import blob_value, harness
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 
@@ -376,7 +370,9 @@ async def test_closing_the_queue_stops_all_streams_with_cleanup() -> None:
 
 async def test_leaving_the_block_stops_streams_and_nothing_runs_after() -> None:
     impl, tool = counting_tool()
-    from live import FakeClock, LiveRequestQueue, Runner
+    from live.clock import FakeClock
+    from live.requests import LiveRequestQueue
+    from live.session import Runner
     from live.testing import ScriptedModel
 
     model = ScriptedModel(clock=FakeClock())
@@ -481,7 +477,9 @@ async def test_event_log_in_sqlite_holds_every_emission(tmp_path: Any) -> None:
     _impl, tool = counting_tool()
     path = tmp_path / "events.sqlite"
     db = SQLiteEventLog(path)
-    from live import FakeClock, LiveRequestQueue, Runner
+    from live.clock import FakeClock
+    from live.requests import LiveRequestQueue
+    from live.session import Runner
     from live.testing import ScriptedModel
     from tests.live.harness import frame_blob
 

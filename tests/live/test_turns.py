@@ -12,8 +12,10 @@ from typing import Any
 import anyio
 import pytest
 
-from live import FakeClock, InputStream, MemoryEventLog, SQLiteEventLog, ToolContext, read_events
+from live.clock import FakeClock
+from live.eventlog import MemoryEventLog, SQLiteEventLog, read_events
 from live.events import ErrorEvent, JobProgress, JobUpdate, ModelText, ToolCall, ToolResult
+from live.input_stream import InputStream
 from live.jobs import JobState, MemoryJobStore, SQLiteJobStore
 from live.testing import (
     ScriptedTurnModel,
@@ -22,9 +24,10 @@ from live.testing import (
     last_function_responses,
     say,
 )
+from live.tool import ToolContext
 from live.turn_model import TurnModelError, TurnReply, TurnRequest
 from live.turns import ToolModeError, TurnConfig, TurnOutcome, TurnResult, TurnRunner
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio
 

@@ -17,17 +17,11 @@ import pytest
 from google.genai import types
 
 from device.config.values import ModelFamily
-from live import (
-    PENDING_STATUS,
-    EmitMode,
-    InputStream,
-    LiveRequestQueue,
-    LiveSession,
-    ReconnectPolicy,
-    Runner,
-    SessionConfig,
-)
+from live.config import PENDING_STATUS, EmitMode, ReconnectPolicy, SessionConfig
 from live.events import ConnectionState
+from live.input_stream import InputStream
+from live.requests import LiveRequestQueue
+from live.session import LiveSession, Runner
 from models.gemini.families import FAMILIES, Backend, capabilities
 from models.gemini.model import GeminiLiveModel, GeminiOptions
 from models.gemini.wire_form import KICK

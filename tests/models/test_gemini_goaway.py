@@ -18,8 +18,11 @@ import anyio
 import pytest
 from google.genai import types
 
-from live import InputStream, LiveRequestQueue, LiveSession, ReconnectPolicy, Runner, SessionConfig
+from live.config import ReconnectPolicy, SessionConfig
 from live.events import ConnectionState, Emission
+from live.input_stream import InputStream
+from live.requests import LiveRequestQueue
+from live.session import LiveSession, Runner
 from models.gemini.model import GeminiLiveModel, GeminiOptions
 from tests.fakelive import FakeLiveServer, FunctionResponseRecord, ToolCallSpec, client_for
 from tests.faults.live_runs import WatchedLog

@@ -20,17 +20,7 @@ import anyio
 import pytest
 from google.genai import types
 
-from live import (
-    PENDING_STATUS,
-    EmitMode,
-    InputStream,
-    LiveRequestQueue,
-    LiveSession,
-    LiveSetup,
-    ReconnectPolicy,
-    Runner,
-    SessionConfig,
-)
+from live.config import PENDING_STATUS, EmitMode, ReconnectPolicy, SessionConfig
 from live.events import (
     ConnectionState,
     Emission,
@@ -42,9 +32,11 @@ from live.events import (
     TurnComplete,
     Usage,
 )
+from live.input_stream import InputStream
 from live.model import (
     ConnectionLost,
     FunctionCallRequest,
+    LiveSetup,
     ModelAudioOut,
     ModelEvent,
     ModelGoAway,
@@ -63,6 +55,8 @@ from live.model import (
     SendText,
     SendToolResponse,
 )
+from live.requests import LiveRequestQueue
+from live.session import LiveSession, Runner
 from models.gemini.model import (
     GeminiConnection,
     GeminiLiveModel,

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from live import wire
 from models.gemini import sdk_form
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 
 
 def _plain(value: Any) -> Any:

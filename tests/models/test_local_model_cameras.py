@@ -12,15 +12,19 @@ from typing import Any
 import anyio
 import pytest
 
-from live import EmitMode, FakeClock, InputStream, LiveRequestQueue, Runner, SessionConfig
+from live.clock import FakeClock
+from live.config import EmitMode, SessionConfig
 from live.events import ModelText
+from live.input_stream import InputStream
+from live.requests import LiveRequestQueue
+from live.session import Runner
 from models.local.model import LocalModel
 from tests.cli import lookout
 from tests.clips import write_clip
 from tests.datafiles import data_file
 from tests.live.harness import blob_value, frame_blob
-from tools import FunctionTool
 from tools.cameras import Cameras, per_camera
+from tools.function_tool import FunctionTool
 
 POST = "0.5599,0.7292,0.5599,0.2083"
 

@@ -18,13 +18,16 @@ from device.app.wiring import build_app
 from device.config import Config, build
 from device.percept import CountUnknown, Percept
 from device.percept import LineTotals as Totals
-from live import LiveRequestQueue, MemoryEventLog, Runner, SessionConfig
+from live.config import SessionConfig
+from live.eventlog import MemoryEventLog
+from live.requests import LiveRequestQueue
+from live.session import Runner
 from live.testing import ScriptedModel
 from tests.datafiles import data_file
 from tests.percepts import make_percept
-from tools import FunctionTool
 from tools.cameras import Cameras, per_camera
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
+from tools.function_tool import FunctionTool
 from tools.look import Look
 from tools.watchers import SceneWatchers
 

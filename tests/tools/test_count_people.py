@@ -12,12 +12,15 @@ import pytest
 from device.frame import Frame
 from device.percept import Percept
 from device.regions import count_in_region
-from live import LiveRequestQueue, MemoryEventLog, Runner, SessionConfig
+from live.config import SessionConfig
+from live.eventlog import MemoryEventLog
+from live.requests import LiveRequestQueue
+from live.session import Runner
 from live.testing import ScriptedModel
 from models.detections import Detections
 from tests.percepts import people_tracks
-from tools import FunctionTool
 from tools.count_people import CountPeople, check_count_args, coalesce_counts
+from tools.function_tool import FunctionTool
 
 # ------------------------------------------------------------- percepts in
 

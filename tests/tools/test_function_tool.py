@@ -12,9 +12,10 @@ import pytest
 from google.genai import types
 from pydantic import Field
 
-from live import InputStream, ToolArgumentError, ToolContext
-from tools import FunctionTool, is_streaming_callable, schema_for
+from live.input_stream import InputStream
+from live.tool import ToolArgumentError, ToolContext
 from tools.arguments import WholeRange
+from tools.function_tool import FunctionTool, is_streaming_callable, schema_for
 
 
 async def watch(

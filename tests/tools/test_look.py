@@ -26,9 +26,12 @@ from device.config import build
 from device.outputs.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry
 from device.percept import CurrentPercept, Percept
-from live import LiveRequestQueue, LiveSetup, ReconnectPolicy, Runner, SessionConfig
 from live.clock import FakeClock, MonotonicClock
+from live.config import ReconnectPolicy, SessionConfig
 from live.events import Usage
+from live.model import LiveSetup
+from live.requests import LiveRequestQueue
+from live.session import Runner
 from live.tool import ToolContext
 from models.gemini.model import GeminiLiveModel, GeminiOptions
 from tests.datafiles import data_file
@@ -46,7 +49,7 @@ from tests.faults.live_runs import WatchedLog
 from tests.ops.support import FakeApp
 from tests.ops.test_telemetry import metrics
 from tests.percepts import make_percept
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 from tools.look import MAX_SIDE, PRIVACY, SENT, Look, picture
 
 TEXT_MODEL = "gemini-live-2.5-flash-preview"

@@ -7,8 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from device.percept import Percept
-from live import ToolArgumentError
-from live.tool import Tool
+from live.tool import Tool, ToolArgumentError
 from tools.occupancy import OccupancyTools
 
 

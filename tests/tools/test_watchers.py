@@ -8,10 +8,13 @@ from typing import Any
 import pytest
 
 from device.percept import CountUnknown, LineTotals, Percept, ZoneState
-from live import LiveRequestQueue, MemoryEventLog, Runner, SessionConfig
+from live.config import SessionConfig
+from live.eventlog import MemoryEventLog
+from live.requests import LiveRequestQueue
+from live.session import Runner
 from live.testing import ScriptedModel
 from tests.percepts import make_percept
-from tools import FunctionTool
+from tools.function_tool import FunctionTool
 from tools.watchers import LINE_TOOL, ZONE_TOOL, SceneWatchers
 
 pytestmark = pytest.mark.anyio
