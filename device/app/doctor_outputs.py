@@ -67,7 +67,7 @@ def _read_exactly(sock: socket.socket, n: int) -> bytes:
 
 def mqtt_handshake(url: str, device_id: str, timeout_s: float = MQTT_TIMEOUT_S) -> str:
     """What the broker at ``url`` answered to a CONNECT; raises OSError or ConfigError."""
-    from device.outputs.mqtt_settings import parse_mqtt
+    from device.outputs.mqtt.settings import parse_mqtt
 
     settings = parse_mqtt(url)
     with socket.create_connection((settings.host, settings.port), timeout=timeout_s) as raw:

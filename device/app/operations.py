@@ -23,13 +23,13 @@ from device.config import Config, ConfigError
 from device.outputs.connection_guard import GuardStats
 from device.outputs.host_check import parse_hosts
 from device.outputs.http_address import parse_http
-from device.outputs.mqtt_camera import CameraScene
-from device.outputs.mqtt_settings import parse_mqtt
+from device.outputs.mqtt.camera import CameraScene
+from device.outputs.mqtt.settings import parse_mqtt
 from device.outputs.view import DeviceView
 from live.clock import Clock
 
 if TYPE_CHECKING:
-    from device.outputs.mqtt import MqttPublisher
+    from device.outputs.mqtt.publisher import MqttPublisher
     from device.outputs.status_server import StatusServer
     from device.outputs.telemetry import Telemetry
 
@@ -108,7 +108,7 @@ def build_operations(
     if mqtt_settings is not None:
         # Loaded for a run that publishes or serves: aiomqtt, aiohttp and prometheus_client
         # are a fifth of a second's start that --no-http without --mqtt does not pay.
-        from device.outputs.mqtt import MqttPublisher
+        from device.outputs.mqtt.publisher import MqttPublisher
 
         mqtt = MqttPublisher(
             mqtt_settings,

@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from machine import describe_cpu
 
 from device.events import CountChanged
-from device.outputs.mqtt import MqttPublisher
-from device.outputs.mqtt_settings import parse_mqtt
+from device.outputs.mqtt.publisher import MqttPublisher
+from device.outputs.mqtt.settings import parse_mqtt
 from tests.ops.support import LINES, ZONES, Broker, DelayProxy, Scene, Subscriber, mosquitto_path
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from device.config import Config
 from device.config.device_id import default_device_id, host_part
-from device.outputs.mqtt_settings import check_device_id
+from device.outputs.mqtt.settings import check_device_id
 
 REAL_MAC = 0x_B8_27_EB_12_34_56  # a Raspberry Pi's
 MADE_UP_MAC = 0x_01_00_00_00_00_01  # multicast bit set: what Python invents without one

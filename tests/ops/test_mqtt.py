@@ -19,9 +19,9 @@ import pytest
 
 from device.config import ConfigError
 from device.events import CountChanged, SourceStateEvent
-from device.outputs.mqtt import MqttPublisher
-from device.outputs.mqtt_settings import MqttSettings, parse_mqtt
-from device.outputs.mqtt_state import UNKNOWN_COUNT
+from device.outputs.mqtt.publisher import MqttPublisher
+from device.outputs.mqtt.settings import MqttSettings, parse_mqtt
+from device.outputs.mqtt.state import UNKNOWN_COUNT
 from live.events import ModelAudio, ModelText
 from tests.datafiles import REPO_ROOT, data_file
 from tests.ops.support import Broker, Received, Subscriber

@@ -19,8 +19,8 @@ import anyio
 import pytest
 
 from device.events import CountChanged, LineCrossed, ZoneCount
-from device.outputs.mqtt import MqttPublisher
-from device.outputs.mqtt_state import CameraScene
+from device.outputs.mqtt.publisher import MqttPublisher
+from device.outputs.mqtt.state import CameraScene
 from tests.ops.support import Broker, Received, Subscriber
 from tests.ops.test_mqtt import publisher, wait
 from tests.ops.test_pictures_route import a_picture

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from device.outputs.mqtt_state import UNKNOWN_COUNT
+from device.outputs.mqtt.state import UNKNOWN_COUNT
 from tests.cli import lookout
 from tests.clips import write_clip
 from tests.datafiles import data_file

@@ -8,8 +8,8 @@ import anyio
 import pytest
 
 from device.events import CountChanged
-from device.outputs.mqtt import MqttPublisher
-from device.outputs.mqtt_settings import MqttSettings
+from device.outputs.mqtt.publisher import MqttPublisher
+from device.outputs.mqtt.settings import MqttSettings
 from tests.ops.support import Broker
 
 pytestmark = pytest.mark.anyio

@@ -19,8 +19,8 @@ import anyio
 import pytest
 
 from device.events import CountChanged, SourceStateEvent, ZoneCount
-from device.outputs.mqtt import MqttPublisher
-from device.outputs.mqtt_settings import parse_mqtt
+from device.outputs.mqtt.publisher import MqttPublisher
+from device.outputs.mqtt.settings import parse_mqtt
 from tests.ops.support import Broker, Received, Subscriber
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -21,10 +21,10 @@ import anyio
 import pytest
 
 from device.events import CountChanged, LineCrossed, ZoneCount
-from device.outputs.mqtt import MqttPublisher
-from device.outputs.mqtt_client import Client
-from device.outputs.mqtt_settings import parse_mqtt
-from device.outputs.mqtt_state import UNKNOWN_COUNT, UNKNOWN_ZONE
+from device.outputs.mqtt.client import Client
+from device.outputs.mqtt.publisher import MqttPublisher
+from device.outputs.mqtt.settings import parse_mqtt
+from device.outputs.mqtt.state import UNKNOWN_COUNT, UNKNOWN_ZONE
 from live.events import Event
 from tests.ops.apprun import running_app
 from tests.ops.support import (

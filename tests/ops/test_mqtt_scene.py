@@ -11,10 +11,10 @@ import pytest
 
 from device.config import Config, ConfigError, LineSpec, ZoneSpec
 from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, ZoneCount
-from device.outputs.ha_discovery import value
-from device.outputs.mqtt import MqttPublisher
-from device.outputs.mqtt_settings import MqttSettings, parse_mqtt
-from device.outputs.mqtt_state import UNKNOWN_ZONE
+from device.outputs.mqtt.ha_discovery import value
+from device.outputs.mqtt.publisher import MqttPublisher
+from device.outputs.mqtt.settings import MqttSettings, parse_mqtt
+from device.outputs.mqtt.state import UNKNOWN_ZONE
 from live.clock import FakeClock
 from tests.ops.support import Broker, Received, Subscriber
 

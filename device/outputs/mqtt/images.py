@@ -22,10 +22,10 @@ from pathlib import Path
 import anyio
 
 from device.events import SnapshotSaved
-from device.outputs.ha_discovery import image_topic
-from device.outputs.mqtt_camera import cleared
-from device.outputs.mqtt_outbox import Message
-from device.outputs.mqtt_state import MqttState
+from device.outputs.mqtt.camera import cleared
+from device.outputs.mqtt.ha_discovery import image_topic
+from device.outputs.mqtt.outbox import Message
+from device.outputs.mqtt.state import MqttState
 from device.outputs.picture_files import read_picture
 from live.events import Event
 from live.signal import Wakeup

@@ -1,12 +1,12 @@
 """What one device's MQTT topics hold now, and what each event changes there.
 
 ``MqttState`` has the device's topics (``MqttTopics``) and a ``CameraState`` per
-camera (``device/outputs/mqtt_camera.py``: its count, lines and zones, and their
+camera (``device/outputs/mqtt/camera.py``: its count, lines and zones, and their
 messages), and turns the bus's events into messages: a camera's events change its
 state groups, which the outbox sends at their newest value, and go to its events
 topic; the device's own events (the model's connection and text, streams, errors)
-go to the device's. It knows no broker: ``device/outputs/mqtt.py`` delivers what
-it makes. Where each topic is, and what it holds: ``device/outputs/mqtt_topics.py``.
+go to the device's. It knows no broker: ``device/outputs/mqtt/publisher.py`` delivers what
+it makes. Where each topic is, and what it holds: ``device/outputs/mqtt/topics.py``.
 
 It also says what an earlier run left on the broker that this one has not
 (``leftover``): a camera, a line or a zone (removed), or, on a device that names
@@ -23,8 +23,7 @@ from functools import partial
 
 from device.config.errors import ConfigError
 from device.events import CameraEvent, SceneChanged
-from device.outputs.ha_discovery import HomeAssistantDiscovery
-from device.outputs.mqtt_camera import (
+from device.outputs.mqtt.camera import (
     UNKNOWN_COUNT,
     UNKNOWN_ZONE,
     CameraScene,
@@ -34,8 +33,9 @@ from device.outputs.mqtt_camera import (
     cleared,
     retained,
 )
-from device.outputs.mqtt_outbox import Message
-from device.outputs.mqtt_topics import MqttTopics
+from device.outputs.mqtt.ha_discovery import HomeAssistantDiscovery
+from device.outputs.mqtt.outbox import Message
+from device.outputs.mqtt.topics import MqttTopics
 from device.percept import MAIN_CAMERA
 from live.events import Event
 from live.redact import strip_credentials

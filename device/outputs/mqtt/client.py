@@ -38,7 +38,7 @@ import anyio
 import paho.mqtt.client as mqtt
 from aiomqtt.types import PahoSocket
 
-from device.outputs.mqtt_settings import MqttSettings
+from device.outputs.mqtt.settings import MqttSettings
 
 # aiomqtt's own log: answers to calls this publisher cancelled (at an exit, a lost
 # connection) logged as errors with a traceback. What matters is said by the publisher.

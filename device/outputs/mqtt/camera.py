@@ -4,9 +4,9 @@
 line's totals, each zone's count and ``counting``), which the outbox sends at
 their newest value, and turns the camera's events into messages: the groups they
 change and the crossings and dwells, sent every one. Its topics are its
-``CameraTopics`` (``device/outputs/mqtt_topics.py``), its Home Assistant entities
+``CameraTopics`` (``device/outputs/mqtt/topics.py``), its Home Assistant entities
 its ``HomeAssistantDiscovery``. The device's state, its cameras and its own
-topics, is ``device/outputs/mqtt_state.py:MqttState``.
+topics, is ``device/outputs/mqtt/state.py:MqttState``.
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ from typing import Any
 
 from device.config.errors import ConfigError
 from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, ZoneCount
-from device.outputs.ha_discovery import EntityConfig, HomeAssistantDiscovery, image_topic
-from device.outputs.mqtt_outbox import Message
-from device.outputs.mqtt_settings import check_scene_name
-from device.outputs.mqtt_topics import CameraTopics
+from device.outputs.mqtt.ha_discovery import EntityConfig, HomeAssistantDiscovery, image_topic
+from device.outputs.mqtt.outbox import Message
+from device.outputs.mqtt.settings import check_scene_name
+from device.outputs.mqtt.topics import CameraTopics
 from live.events import Event
 
 log = logging.getLogger("lookout.mqtt")
 
 # The count's and a zone's value while unknown: JSON with the keys Home Assistant's
-# templates read (an empty payload is not JSON; see ``device/outputs/mqtt_topics.py``).
+# templates read (an empty payload is not JSON; see ``device/outputs/mqtt/topics.py``).
 UNKNOWN_COUNT = b'{"count":null}'
 UNKNOWN_ZONE = b'{"people":null,"dwelling":null}'
 
@@ -132,7 +132,7 @@ class CameraState:
         moves to its new topics with its values, a moved one starts at 0 (or unknown).
 
         The deletions go out with the discovery configs (only while connected: after a
-        reconnect, ``mqtt_reader.py`` deletes what the broker still holds of names this run
+        reconnect, ``mqtt/reader.py`` deletes what the broker still holds of names this run
         no longer has)."""
         for change in event.changes:
             kind, name, how = change["kind"], change["name"], change["how"]

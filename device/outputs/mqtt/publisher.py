@@ -1,11 +1,11 @@
 """MQTT: how a fleet of devices reports to one place (and to Home Assistant).
 
-What the topics are and what they hold: ``device/outputs/mqtt_topics.py``; what
-they hold now, and what each event changes there: ``device/outputs/mqtt_state.py``.
+What the topics are and what they hold: ``device/outputs/mqtt/topics.py``; what
+they hold now, and what each event changes there: ``device/outputs/mqtt/state.py``.
 
 The publisher is an event sink (``write`` only queues, it never waits) and an
 App service that owns the connection. What waits for the broker is in an
-:class:`~device.outputs.mqtt_outbox.Outbox`: state (the count, a line's totals, a
+:class:`~device.outputs.mqtt.outbox.Outbox`: state (the count, a line's totals, a
 zone's count, retained configs) only at its newest value, events (the events
 topic, crossings, dwells) every one, bounded; an event pushed out of a full queue
 is counted and said. Up to ``max_inflight`` messages are in flight at once (QoS
@@ -22,11 +22,11 @@ counted, said on the console, in ``/healthz`` and ``/metrics``, and make
 
 Here: the sink, and the service that connects (the id check first) and reconnects
 with backoff. Apart: one connection's life (sending, the farewell or the abort)
-``mqtt_connection.py``, its in-flight window ``mqtt_window.py``, what the broker
-says back ``mqtt_reader.py``, the topics ``mqtt_topics.py`` and what they hold now
-``mqtt_state.py`` (each camera's ``mqtt_camera.py``), the queue ``mqtt_outbox.py``,
-the id check ``mqtt_presence.py``, health ``mqtt_health.py``, settings
-``mqtt_settings.py``, the event pictures ``mqtt_images.py``, the client ``mqtt_client.py``.
+``mqtt/connection.py``, its in-flight window ``mqtt/window.py``, what the broker
+says back ``mqtt/reader.py``, the topics ``mqtt/topics.py`` and what they hold now
+``mqtt/state.py`` (each camera's ``mqtt/camera.py``), the queue ``mqtt/outbox.py``,
+the id check ``mqtt/presence.py``, health ``mqtt/health.py``, settings
+``mqtt/settings.py``, the event pictures ``mqtt/images.py``, the client ``mqtt/client.py``.
 """
 
 from __future__ import annotations
@@ -41,16 +41,16 @@ import anyio
 from aiomqtt.exceptions import MqttConnectError
 from anyio.abc import TaskStatus
 
-from device.outputs.mqtt_client import publishing_client
-from device.outputs.mqtt_connection import Connection
-from device.outputs.mqtt_health import LinkHealth, MqttStats, client_error, mqtt_reason
-from device.outputs.mqtt_images import ImageFeed, image_removal
-from device.outputs.mqtt_outbox import Entry, Message, Outbox
-from device.outputs.mqtt_presence import Instance, Presence, held_instance
-from device.outputs.mqtt_reader import BrokerReader
-from device.outputs.mqtt_settings import MqttSettings
-from device.outputs.mqtt_state import CameraScene, Changes, MqttState
-from device.outputs.mqtt_window import Window
+from device.outputs.mqtt.client import publishing_client
+from device.outputs.mqtt.connection import Connection
+from device.outputs.mqtt.health import LinkHealth, MqttStats, client_error, mqtt_reason
+from device.outputs.mqtt.images import ImageFeed, image_removal
+from device.outputs.mqtt.outbox import Entry, Message, Outbox
+from device.outputs.mqtt.presence import Instance, Presence, held_instance
+from device.outputs.mqtt.reader import BrokerReader
+from device.outputs.mqtt.settings import MqttSettings
+from device.outputs.mqtt.state import CameraScene, Changes, MqttState
+from device.outputs.mqtt.window import Window
 from live.backoff import Backoff
 from live.clock import Clock, MonotonicClock
 from live.events import Event

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 import aiomqtt
 
-from device.outputs.mqtt_outbox import Message
-from device.outputs.mqtt_state import MqttState
+from device.outputs.mqtt.outbox import Message
+from device.outputs.mqtt.state import MqttState
 from live.clock import Clock
 from live.signal import Wakeup
 

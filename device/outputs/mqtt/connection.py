@@ -2,7 +2,7 @@
 
 On the connection: the presence, the whole state, ``online`` and the discovery
 configs, then the outbox as it fills; beside that the subscriptions and the
-reading (``mqtt_reader.py``). A failed publish, subscribe or read ends the
+reading (``mqtt/reader.py``). A failed publish, subscribe or read ends the
 connection (its first error is what ``run`` returns, for the publisher to
 reconnect). When the app ends: what it can of the backlog in half of
 ``shutdown_timeout_s``, then the goodbye, and a clean disconnect only once the
@@ -20,12 +20,12 @@ from collections.abc import Awaitable, Callable
 import aiomqtt
 import anyio
 
-from device.outputs.mqtt_client import abort
-from device.outputs.mqtt_health import LinkHealth
-from device.outputs.mqtt_outbox import Entry, Message, Outbox
-from device.outputs.mqtt_reader import BrokerReader
-from device.outputs.mqtt_state import MqttState
-from device.outputs.mqtt_window import Window
+from device.outputs.mqtt.client import abort
+from device.outputs.mqtt.health import LinkHealth
+from device.outputs.mqtt.outbox import Entry, Message, Outbox
+from device.outputs.mqtt.reader import BrokerReader
+from device.outputs.mqtt.state import MqttState
+from device.outputs.mqtt.window import Window
 from live.signal import Wakeup
 
 log = logging.getLogger("lookout.mqtt")

@@ -1,8 +1,8 @@
 """The MQTT topics of one device and of each of its cameras: their names, and what each holds.
 
 This is what subscribers and Home Assistant read; ``MqttTopics`` names the device's
-topics and gives each camera its ``CameraTopics``, ``device/outputs/mqtt_state.py:MqttState``
-(which has them) keeps what they hold now, and ``device/outputs/mqtt.py`` delivers them.
+topics and gives each camera its ``CameraTopics``, ``device/outputs/mqtt/state.py:MqttState``
+(which has them) keeps what they hold now, and ``device/outputs/mqtt/publisher.py`` delivers them.
 
 Where a camera's topics are: a device that names no camera has one, ``main``, whose
 topics are the device's own (``lookout/<id>/count``...), exactly as before cameras had
@@ -16,7 +16,7 @@ Topics of the device ``<id>``:
 - ``lookout/<id>/events``  the device's own events as JSON (model connection states,
   model text, stream starts and stops, errors); with one unnamed camera, its events too.
 - ``lookout/<id>/instance`` (retained): which process publishes as ``<id>`` (see
-  :mod:`device.outputs.mqtt_presence`: two devices with one id are found and one
+  :mod:`device.outputs.mqtt.presence`: two devices with one id are found and one
   stops, instead of knocking each other off the broker twice a second).
 
 Topics of a camera, under ``<cam>`` = ``lookout/<id>`` (unnamed) or ``lookout/<id>/<camera>``:
@@ -45,10 +45,10 @@ Topics of a camera, under ``<cam>`` = ``lookout/<id>`` (unnamed) or ``lookout/<i
   ``.../dwell`` (not retained): ``{"event_type": "dwell", ...}``
   when someone has stayed past the zone's dwell time.
 - ``<cam>/line/<name>/image``, ``<cam>/zone/<name>/image``, ``<cam>/count/image``
-  (retained): the event pictures (``--snapshots``), sent by :mod:`device.outputs.mqtt_images`.
+  (retained): the event pictures (``--snapshots``), sent by :mod:`device.outputs.mqtt.images`.
 
 Home Assistant discovery configs (retained) under ``<discovery_prefix>/``, built by
-:mod:`device.outputs.ha_discovery` (which entities, and when each is available), are
+:mod:`device.outputs.mqtt.ha_discovery` (which entities, and when each is available), are
 sent at every connect and when Home Assistant comes back online (at most once per
 ``rediscover_s``: anyone can publish ``online`` there). Entities of cameras, lines
 and zones an earlier run had but this one has not are removed (their retained topics
@@ -58,7 +58,7 @@ camera's topics and entities once, and says so.
 
 from __future__ import annotations
 
-from device.outputs.mqtt_settings import check_device_id, check_scene_name
+from device.outputs.mqtt.settings import check_device_id, check_scene_name
 
 
 class CameraTopics:

@@ -4,7 +4,7 @@ This module only builds the discovery configs. Each one is a topic under
 ``<prefix>/<component>/<device_id>_<object_id>/config`` (``<device_id>_<camera>_<object_id>``
 for a named camera's) plus the JSON-ready
 config that tells Home Assistant which topics an entity reads. It does not
-connect, publish or encode: :mod:`device.outputs.mqtt` owns the topics these
+connect, publish or encode: :mod:`device.outputs.mqtt.publisher` owns the topics these
 configs point at, and sends the configs as retained messages. Keeping the
 discovery schema here means the publisher's topic and connection logic can be
 read without Home Assistant's details in the way, and the reverse.
@@ -73,7 +73,7 @@ class Topics(Protocol):
 def image_topic(topics: Topics, of: str, name: str = "") -> str:
     """Where an image entity reads the picture of the last event of kind ``of`` (a line's
     crossing, a zone's dwell, a count change): beside that line's, zone's or count's topics
-    (``device/outputs/mqtt_images.py`` publishes there)."""
+    (``device/outputs/mqtt/images.py`` publishes there)."""
     if of == "crossing":
         return topics.line_topic(name, "image")
     if of == "dwell":
