@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from live.events import jsonable
-from live.store import SQLiteStore
+from live.store.database import SQLiteStore
 
 T = TypeVar("T")
 

@@ -42,7 +42,6 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from live import dispatch, wire
 from live.clock import Clock, MonotonicClock
-from live.eventlog import EventLog
 from live.events import (
     ErrorEvent,
     Event,
@@ -56,6 +55,7 @@ from live.events import (
 from live.jobs import Job, JobStore, MemoryJobStore
 from live.model import FunctionCallRequest
 from live.redact import redact
+from live.store.eventlog import EventLog
 from live.tool import Tool, check_unique_names
 from live.turn_config import TurnConfig, TurnOutcome, TurnResult
 from live.turn_jobs import ConversationJobs, Emit

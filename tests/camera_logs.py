@@ -26,8 +26,8 @@ from device.events import (
     ZoneCount,
 )
 from device.outputs.sinks import JsonlSink
-from live.eventlog import SQLiteEventLog
 from live.events import Event, ModelText
+from live.store.eventlog import SQLiteEventLog
 
 POST = {"points": [[0.56, 0.73], [0.56, 0.21]]}
 QUEUE = {"points": [[0.1, 0.3], [0.5, 0.3], [0.5, 0.9], [0.1, 0.9]]}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from live.store import SQLiteStore, read_only
+from live.store.database import SQLiteStore, read_only
 from live.walltime import wall_time
 
 

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
-from live.store import SQLiteStore
+from live.store.database import SQLiteStore
 
 
 class OccupancyLog(Protocol):

@@ -47,7 +47,6 @@ from device.percept import Percept
 from device.perception import Perception
 from device.sources import FrameSource
 from live.clock import Clock, MonotonicClock
-from live.eventlog import EventLog, MemoryEventLog, SQLiteEventLog
 from live.events import (
     ErrorEvent,
     Event,
@@ -55,6 +54,7 @@ from live.events import (
     ToolResult,
 )
 from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
+from live.store.eventlog import EventLog, MemoryEventLog, SQLiteEventLog
 from live.tool import Tool
 from live.turn_model import TurnModel
 from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner

@@ -98,7 +98,7 @@ def read_log(path: Path) -> tuple[list[dict[str, Any]], Skipped]:
 
 
 def _load_sqlite(path: Path) -> list[dict[str, Any]]:
-    from live.eventlog import read_events
+    from live.store.eventlog import read_events
 
     try:
         events = list(read_events(path))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from device.input_file import DATABASE_MAX, EVENTS_MAX, InputRefused, open_input, size_text
-from live.store_file import SQLITE_MAGIC
+from live.store.file import SQLITE_MAGIC
 
 EVENT_START = b'{"type":'  # how every line Lookout writes begins
 SHOWN_LINES = 5  # line numbers named in the one-line warning; the rest are counted

@@ -52,7 +52,7 @@ def _check_contents(setting: str, path: Path) -> None:
     """
     # Imported here for start-up time (sqlite3, the outputs), not to break a cycle.
     from device.outputs.sinks import check_events_file
-    from live.store_file import check_database
+    from live.store.file import check_database
 
     checks: dict[str, Callable[[Path], None]] = {"events": check_events_file, "db": check_database}
     check = checks.get(setting)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from device.bus import EventSink
 from live.events import Event
-from live.store import DATA_DROPPED, REOPENED, SQLITE_MAGIC, ProblemCallback
-from live.store_identity import (
+from live.store.database import DATA_DROPPED, REOPENED, SQLITE_MAGIC, ProblemCallback
+from live.store.identity import (
     DELETED,
     HERE,
     JSONL_LOG,

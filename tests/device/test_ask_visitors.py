@@ -25,8 +25,8 @@ from device.app.ask import AskApp, AskOptions
 from device.app.report_data import load_events
 from device.config import build
 from device.events import ClockStep, CountChanged, LineCrossed, RunStarted
-from live.eventlog import SQLiteEventLog
 from live.events import ErrorEvent, Event, ToolCall, ToolResult
+from live.store.eventlog import SQLiteEventLog
 from live.tool import ToolArgumentError
 from live.turn_model import TurnRequest
 from models.local.turns import LocalTurnModel, visitor_minutes

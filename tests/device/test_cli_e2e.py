@@ -18,7 +18,7 @@ from device.app.wiring import build_app
 from device.config import build
 from device.frame import Frame
 from device.sources import SourceError
-from live.eventlog import read_events
+from live.store.eventlog import read_events
 from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file
 from tests.detection_cache import remembered

@@ -28,8 +28,8 @@ from device.app.describe import describe_config
 from device.app.report_data import load_events
 from device.config import Config, build
 from device.events import CountChanged, DwellPassed, LineCrossed, RunStarted, ZoneCount
-from live.eventlog import SQLiteEventLog
 from live.events import Event
+from live.store.eventlog import SQLiteEventLog
 from tests.cli import lookout
 from tests.datafiles import REPO_ROOT
 from tests.device.test_gemini_ask import LastTurn, Script, assert_clean, unscripted

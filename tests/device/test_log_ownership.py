@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from live.eventlog import SQLiteEventLog, read_events
 from live.events import ModelText
+from live.store.eventlog import SQLiteEventLog, read_events
 from tests.cli import lookout
 from tests.datafiles import data_file
 

@@ -16,10 +16,10 @@ from device.frame import Frame
 from device.percept import CountUnknown, Percept
 from device.perception import Perception
 from live.config import SessionConfig
-from live.eventlog import MemoryEventLog
 from live.events import Event
 from live.requests import LiveRequestQueue
 from live.session import Runner
+from live.store.eventlog import MemoryEventLog
 from live.testing import ScriptedModel
 from models.detections import Detections
 from tests.percepts import make_percept

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import anyio
 
 from live.config import ReconnectPolicy, SessionConfig
-from live.eventlog import MemoryEventLog
 from live.events import ConnectionState, Event
 from live.requests import LiveRequestQueue
 from live.session import LiveSession, Runner
+from live.store.eventlog import MemoryEventLog
 from models.gemini.model import GeminiLiveModel, GeminiOptions
 from tests.fakelive import FakeLiveServer, client_for
 from tools.function_tool import FunctionTool

@@ -12,10 +12,10 @@ from google.genai import types
 
 from live.clock import FakeClock, settle
 from live.config import SessionConfig
-from live.eventlog import MemoryEventLog
 from live.events import Event
 from live.requests import LiveRequestQueue
 from live.session import LiveSession, Runner
+from live.store.eventlog import MemoryEventLog
 from live.testing import ScriptedModel
 from live.tool import Tool
 

@@ -12,9 +12,9 @@ import stat
 from pathlib import Path
 
 from device.events import CountChanged, LineCrossed, RunStarted
-from live.eventlog import SQLiteEventLog, log_cameras, read_events
 from live.events import ModelText
-from live.store import SQLiteStore
+from live.store.database import SQLiteStore
+from live.store.eventlog import SQLiteEventLog, log_cameras, read_events
 from tests.live.test_store import Gate
 
 # The events table as Lookout made it before cameras had names (c4ee81d to 65ac779).

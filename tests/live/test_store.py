@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from live.eventlog import SQLiteEventLog, read_events
 from live.events import ModelText
 from live.jobs import Job, JobState, SQLiteJobStore
-from live.store import (
+from live.store.database import (
     DATA_DROPPED,
     DATA_LOST,
     PROBLEM_ENDED,
@@ -30,6 +29,7 @@ from live.store import (
     StoreError,
     read_gaps,
 )
+from live.store.eventlog import SQLiteEventLog, read_events
 from tools.occupancy import SQLiteOccupancyLog
 
 

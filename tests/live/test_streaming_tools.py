@@ -9,10 +9,10 @@ import pytest
 
 from live.clock import settle
 from live.config import PENDING_STATUS, EmitMode, SessionConfig, StreamBounds
-from live.eventlog import SQLiteEventLog, read_events
 from live.events import Emission, ErrorEvent, StreamStopped
 from live.input_stream import InputStream
 from live.model import SendContent
+from live.store.eventlog import SQLiteEventLog, read_events
 from live.tool import ToolContext
 from tests.live.harness import blob_value, harness
 from tools.function_tool import FunctionTool

@@ -13,10 +13,10 @@ import anyio
 import pytest
 
 from live.clock import FakeClock
-from live.eventlog import MemoryEventLog, SQLiteEventLog, read_events
 from live.events import ErrorEvent, JobProgress, JobUpdate, ModelText, ToolCall, ToolResult
 from live.input_stream import InputStream
 from live.jobs import JobState, MemoryJobStore, SQLiteJobStore
+from live.store.eventlog import MemoryEventLog, SQLiteEventLog, read_events
 from live.testing import (
     ScriptedTurnModel,
     call,

@@ -15,8 +15,8 @@ import pytest
 
 from device.app.report import ReportError, load_events, make_report, summarize
 from device.events import CaptureStatsEvent, CountChanged, RunStarted, SourceStateEvent
-from live.eventlog import SQLiteEventLog
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped
+from live.store.eventlog import SQLiteEventLog
 from tests.cli import lookout
 from tests.datafiles import REPO_ROOT, data_file
 

@@ -33,8 +33,8 @@ from device.events import (
     SourceStateEvent,
     ZoneCount,
 )
-from live.eventlog import SQLiteEventLog
 from live.events import Event
+from live.store.eventlog import SQLiteEventLog
 from tests.datafiles import REPO_ROOT, data_file
 from tests.ops.test_report import PNG, one_run, write_jsonl
 

@@ -19,9 +19,9 @@ from device.config import Config, build
 from device.percept import CountUnknown, Percept
 from device.percept import LineTotals as Totals
 from live.config import SessionConfig
-from live.eventlog import MemoryEventLog
 from live.requests import LiveRequestQueue
 from live.session import Runner
+from live.store.eventlog import MemoryEventLog
 from live.testing import ScriptedModel
 from tests.datafiles import data_file
 from tests.percepts import make_percept

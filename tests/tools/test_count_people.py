@@ -13,9 +13,9 @@ from device.frame import Frame
 from device.percept import Percept
 from device.regions import count_in_region
 from live.config import SessionConfig
-from live.eventlog import MemoryEventLog
 from live.requests import LiveRequestQueue
 from live.session import Runner
+from live.store.eventlog import MemoryEventLog
 from live.testing import ScriptedModel
 from models.detections import Detections
 from tests.percepts import people_tracks

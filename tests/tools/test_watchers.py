@@ -9,9 +9,9 @@ import pytest
 
 from device.percept import CountUnknown, LineTotals, Percept, ZoneState
 from live.config import SessionConfig
-from live.eventlog import MemoryEventLog
 from live.requests import LiveRequestQueue
 from live.session import Runner
+from live.store.eventlog import MemoryEventLog
 from live.testing import ScriptedModel
 from tests.percepts import make_percept
 from tools.function_tool import FunctionTool

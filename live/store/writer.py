@@ -5,8 +5,8 @@ them in batched transactions. When it cannot write (another process holds the
 lock, the disk is full, an I/O error) it keeps them in a bounded backlog,
 retries with backoff and, once it can write again, catches up in order. What
 the backlog cannot hold is dropped oldest first and counted by the ledger
-(``live.store_ledger``), whose gap records go with the next batch. When to
-retry and with how many rows is ``live.store_retry``'s to say.
+(``live.store.ledger``), whose gap records go with the next batch. When to
+retry and with how many rows is ``live.store.retry``'s to say.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from live.backoff import Backoff
-from live.store_file import StoreError, Write, commit_batch, is_row_fault, one_line
-from live.store_health import Notices, ProblemListeners
-from live.store_identity import DELETED, HERE, HeldFile
-from live.store_ledger import OVERFLOW, GapSnapshot, StoreLedger
-from live.store_retry import WriteRetries
+from live.store.file import StoreError, Write, commit_batch, is_row_fault, one_line
+from live.store.health import Notices, ProblemListeners
+from live.store.identity import DELETED, HERE, HeldFile
+from live.store.ledger import OVERFLOW, GapSnapshot, StoreLedger
+from live.store.retry import WriteRetries
 
 log = logging.getLogger("lookout.store")
 
@@ -38,7 +38,7 @@ class StoreWriter:
     the writer owns the connection and closes it when its thread ends.
 
     Before each commit it looks whether the path still names the open database
-    (``live.store_identity``): a database renamed or deleted while open would
+    (``live.store.identity``): a database renamed or deleted while open would
     take every later row with it. Then the old connection is closed (its WAL
     checkpointed into the file, wherever it is) and ``reconnect`` opens a new
     database at the path; the rows this store had written to a deleted file are

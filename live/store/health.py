@@ -4,7 +4,7 @@
 once when it starts and once when it ends (``ProblemListeners``: the
 ``on_problem`` callbacks and the ``lookout.store`` logger), never once per
 write; what is counted and when a problem starts or ends is the ledger's
-business (``live.store_ledger``).
+business (``live.store.ledger``).
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from live.events import Event
-from live.store import ProblemCallback, SQLiteStore, StoreHealth, read_only
-from live.store_file import has_column
+from live.store.database import ProblemCallback, SQLiteStore, StoreHealth, read_only
+from live.store.file import has_column
 
 # The camera of a row written without one: Lookout before cameras had names had one.
 OLDER_CAMERA = "main"
@@ -72,7 +72,7 @@ class SQLiteEventLog:
 
     ``record`` never blocks: the store's writer thread commits in batches and,
     while it cannot write, keeps events in memory and retries (see
-    ``live.store``). ``close`` never raises for write problems; ``complete`` and
+    ``live.store.database``). ``close`` never raises for write problems; ``complete`` and
     ``health()`` say whether every event made it.
     """
 

@@ -2,7 +2,7 @@
 
 Everything here is plain SQLite on a connection the caller holds; which
 thread runs it, when it is retried and who hears of a failure is the
-writer's business (``live.store_writer``).
+writer's business (``live.store.writer``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from live.backoff import Backoff
-from live.store_identity import SQLITE_LOG, claimed_by, file_key
+from live.store.identity import SQLITE_LOG, claimed_by, file_key
 
 T = TypeVar("T")
 

@@ -6,13 +6,13 @@ reference-counted instance per resolved path, so the views never contend for
 SQLite's write lock with each other, and a read (which waits for the writes
 queued before it) sees what this process wrote earlier.
 
-The work is split by job: ``live.store_file`` checks, opens and writes the
-file; ``live.store_writer`` queues writes and commits them on its thread,
-retrying with backoff and keeping a bounded backlog; ``live.store_ledger``
+The work is split by job: ``live.store.file`` checks, opens and writes the
+file; ``live.store.writer`` queues writes and commits them on its thread,
+retrying with backoff and keeping a bounded backlog; ``live.store.ledger``
 counts what was written and dropped (recorded in ``store_gaps``) and notes a
-problem once when it starts and once when it ends; ``live.store_health`` is
+problem once when it starts and once when it ends; ``live.store.health`` is
 the snapshot of those counts and tells of a problem (listeners, the log);
-``live.store_identity`` tells whether the path still names the open file
+``live.store.identity`` tells whether the path still names the open file
 (renamed, deleted: the writer opens a new database there). This module is the
 facade the views use, and the registry of open stores.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from live.backoff import Backoff
-from live.store_file import (
+from live.store.file import (
     BUSY,
     BUSY_SLICE_S,
     SCHEMA,
@@ -41,7 +41,7 @@ from live.store_file import (
     read_only,
     statements,
 )
-from live.store_health import (
+from live.store.health import (
     DATA_DROPPED,
     DATA_LOST,
     PROBLEM_ENDED,
@@ -50,7 +50,7 @@ from live.store_health import (
     ProblemCallback,
     StoreHealth,
 )
-from live.store_writer import StoreWriter
+from live.store.writer import StoreWriter
 
 T = TypeVar("T")
 

@@ -5,7 +5,7 @@ row. A locked database is not a failure yet: SQLite's own busy wait cannot be
 cut short, so it waits in short slices, retried at once until
 ``busy_timeout_s`` has passed (closing never waits long). A batch with a row
 SQLite refuses is tried again one row at a time until that row is found. The
-writer (``live.store_writer``) asks with its lock held.
+writer (``live.store.writer``) asks with its lock held.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from live.backoff import Backoff
-from live.store_file import Write, is_busy
+from live.store.file import Write, is_busy
 
 
 class WriteRetries:

@@ -4,7 +4,7 @@
 be recorded in ``store_gaps`` and the current problem: when it began, what had
 been written and dropped by then, and whether its start and its drops have
 been said. It says each once, as notices for the writer to tell
-(``live.store_health``) once its lock is let go. The ledger has no lock of its
+(``live.store.health``) once its lock is let go. The ledger has no lock of its
 own: the writer's lock guards it, so a count and the queue it describes
 always change together.
 """
@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from live.store_file import GapRow, Write, one_line
-from live.store_health import (
+from live.store.file import GapRow, Write, one_line
+from live.store.health import (
     DATA_DROPPED,
     DATA_LOST,
     PROBLEM_ENDED,
