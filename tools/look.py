@@ -32,7 +32,7 @@ import anyio
 import numpy as np
 from pydantic import Field
 
-from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
+from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.percept import CurrentPercept, Percept, Track
 from live import wire
 from live.tool import ToolContext

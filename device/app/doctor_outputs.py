@@ -114,7 +114,7 @@ def check_http(config: Config, say: Say) -> str:
     spec = config.outputs.http
     if not spec:
         return OK
-    from device.outputs.http_address import parse_http
+    from device.outputs.page.http_address import parse_http
 
     try:
         address = parse_http(spec)

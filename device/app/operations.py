@@ -20,17 +20,17 @@ from anyio.abc import TaskStatus
 
 from device.bus import EventBus
 from device.config import Config, ConfigError
-from device.outputs.connection_guard import GuardStats
-from device.outputs.host_check import parse_hosts
-from device.outputs.http_address import parse_http
 from device.outputs.mqtt.camera import CameraScene
 from device.outputs.mqtt.settings import parse_mqtt
+from device.outputs.page.connection_guard import GuardStats
+from device.outputs.page.host_check import parse_hosts
+from device.outputs.page.http_address import parse_http
 from device.outputs.view import DeviceView
 from live.clock import Clock
 
 if TYPE_CHECKING:
     from device.outputs.mqtt.publisher import MqttPublisher
-    from device.outputs.status_server import StatusServer
+    from device.outputs.page.server import StatusServer
     from device.outputs.telemetry import Telemetry
 
 DEFAULT_HTTP = "127.0.0.1:8765"  # the only address that may move to a free port
@@ -127,7 +127,7 @@ def build_operations(
     telemetry: Telemetry | None = None
     server: StatusServer | None = None
     if address is not None:
-        from device.outputs.status_server import StatusServer
+        from device.outputs.page.server import StatusServer
         from device.outputs.telemetry import Telemetry
 
         connections = GuardStats()  # the server counts them, /metrics shows them

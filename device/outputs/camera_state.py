@@ -25,8 +25,8 @@ from device.events import CountChanged, LineCrossed, SceneChanged, SourceStateEv
 from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
 from device.outputs.health import OK, Health
-from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
-from device.outputs.scene_json import lines_json, track_json, zones_json
+from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
+from device.outputs.page.scene_json import lines_json, track_json, zones_json
 from device.outputs.view import CameraView
 from device.percept import LineTotals, Percept, Track, ZoneState
 from live.events import Event

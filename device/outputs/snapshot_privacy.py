@@ -28,7 +28,7 @@ may be allowed to keep where people were but not who they were:
   like.
 
 The pixels are changed on a copy, in the snapshot writer's thread (``Snapshots._work``),
-never on the event loop; the live page (``render.py``, ``Telemetry``) is not affected.
+never on the event loop; the live page (``page/render.py``, ``Telemetry``) is not affected.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from device.config.values import SnapshotPrivacy
-from device.outputs.render import DisplayFrame
+from device.outputs.page.render import DisplayFrame
 
 HEAD_SHARE = 0.25  # of a person's box, from its top: the head and neck
 HEAD_ABOVE = 0.05  # of the box's height above its top: a box that cuts the hair

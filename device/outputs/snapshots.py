@@ -3,7 +3,7 @@
 An event (``LineCrossed``, ``DwellPassed``, a ``CountChanged`` after the count stood still
 for ``--snapshots-quiet`` s) is published by perception before the percept of its frame;
 the event is kept pending and drawn on the percept whose frame it belongs to (the same
-``t_media``), with the boxes and ids (``device/outputs/render.py``). Each picture gets its
+``t_media``), with the boxes and ids (``device/outputs/page/render.py``). Each picture gets its
 file name at once; once on disk it is published as a ``snapshot`` event naming it and the
 event it belongs to (a separate event: perception's events stay what perception knows).
 
@@ -47,7 +47,7 @@ from pathlib import Path
 from device.config import Config, ConfigError
 from device.config.values import SnapshotPrivacy
 from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, SnapshotSaved
-from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
+from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.snapshot_privacy import private_frame
 from device.percept import Percept
 from device.whole_file import write_whole

@@ -8,7 +8,7 @@ the page's JSON (``state``: the first camera's at the top level, as a device of 
 camera always had it, and every camera's under ``cameras``), health (``health``,
 for ``/healthz`` and the page) and each camera's snapshot. Each view is made from
 the same fields, on the event loop, so a view never mixes two moments. The
-Prometheus view of the same state is ``device/outputs/metrics.py``.
+Prometheus view of the same state is ``device/outputs/page/metrics.py``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from device.events import CameraEvent, RunStarted, SnapshotSaved
 from device.outputs.camera_state import CameraState
 from device.outputs.changes import Changes
 from device.outputs.health import Health, cameras_health, combined
+from device.outputs.page.rate import PacingStats
 from device.outputs.pictures import LatestPictures
-from device.outputs.rate import PacingStats
 from device.outputs.transcripts import TranscriptLines
 from device.outputs.view import DeviceView
 from device.percept import Percept
@@ -128,7 +128,7 @@ class Telemetry:
         # The latest pictured events (--snapshots; never under privacy: none are written).
         self.pictures_on = config.outputs.snapshots is not None and not config.device.privacy
         self.pictures = LatestPictures(wall=wall)
-        from device.outputs.metrics import AppCollector  # the collector reads this object
+        from device.outputs.page.metrics import AppCollector  # the collector reads this object
 
         self.registry.register(AppCollector(self))
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from machine import describe_cpu
 
 from device.app.parts import sample_video
-from device.outputs.render import DisplayFrame, SceneGeometry, render_jpeg
+from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.snapshot_privacy import private_frame
 from device.perceive_video import perceive_video
 from device.percept import Percept

@@ -40,7 +40,7 @@ PERCEPTION = (
     "device.events",
     "device.sources",
     "device.feeds",
-    "device.outputs.render",
+    "device.outputs.page.render",
     "models.detections",
     "models.detector",
 )
@@ -110,7 +110,7 @@ LOCAL_COMMANDS = {
     "doctor": (
         "device.app.doctor", "device.app.doctor_outputs", "device.app.parts",
         "device.audio.devices", "device.audio.open", "device.audio.tts",
-        "device.outputs.http_address", "device.outputs.host_check",
+        "device.outputs.page.http_address", "device.outputs.page.host_check",
     ),
     "report": ("device.app.report", "live.plural"),
 }  # fmt: skip

@@ -20,7 +20,7 @@ import pytest
 
 from device.events import LineCrossed, SnapshotSaved
 from device.outputs import snapshots as snapshots_module
-from device.outputs.render import BOX_COLOR, DisplayFrame, SceneGeometry, render_jpeg
+from device.outputs.page.render import BOX_COLOR, DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.snapshot_privacy import BACKGROUND, head_region, person_boxes
 from device.outputs.snapshots import Snapshots
 from device.perceive_video import perceive_video

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from device.events import CountChanged, LineCrossed, SnapshotSaved
-from device.outputs.render import BOX_COLOR, SceneGeometry
+from device.outputs.page.render import BOX_COLOR, SceneGeometry
 from device.outputs.snapshots import Snapshots
 from live.events import ErrorEvent, Event
 from tests.cli import lookout

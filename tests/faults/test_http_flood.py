@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from device.outputs.connection_guard import BUSY
+from device.outputs.page.connection_guard import BUSY
 from tests.cli import LOOKOUT, offline_env
 from tests.datafiles import REPO_ROOT
 from tests.mjpeg_camera import MjpegCamera, vtest_jpegs

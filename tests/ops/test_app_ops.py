@@ -14,7 +14,7 @@ from device.app.wiring import build_app
 from device.config import ConfigError, build
 from device.events import CountChanged
 from device.outputs.mqtt.publisher import MqttPublisher
-from device.outputs.status_server import StatusServer
+from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
 from tests.datafiles import data_file
 from tests.ops.apprun import running_app

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from playwright.async_api import Page, async_playwright
 
-from device.outputs.http_address import HttpAddress
-from device.outputs.status_server import StatusServer
+from device.outputs.page.http_address import HttpAddress
+from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
 from tests.cameras import VtestCamera, vtest_frames
 from tests.ops.apprun import running_app

@@ -18,8 +18,8 @@ from playwright.async_api import Browser, Page, Route, async_playwright
 
 from device.config import Config
 from device.events import CountChanged
-from device.outputs.http_address import HttpAddress
-from device.outputs.status_server import StatusServer
+from device.outputs.page.http_address import HttpAddress
+from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
 from tests.ops.support import CHROMIUM_ARGS, FakeApp
 from tests.percepts import make_percept

@@ -17,7 +17,7 @@ import pytest
 from playwright.async_api import Page, async_playwright
 from prometheus_client.parser import text_string_to_metric_families
 
-from device.outputs.render import LINE_COLOR
+from device.outputs.page.render import LINE_COLOR
 from tests.cameras import VtestCamera, vtest_frames
 from tests.ops.apprun import running_app
 from tests.ops.support import CHROMIUM_ARGS

@@ -23,8 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from device.events import CountChanged, LineCrossed, SourceStateEvent, ZoneCount
 from device.feeds.runner import SourceState
-from device.outputs.http_address import HttpAddress
-from device.outputs.status_server import StatusServer
+from device.outputs.page.http_address import HttpAddress
+from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
 from device.percept import LineTotals, Percept, ZoneState
 from tests.ops.support import FakeApp, two_cameras

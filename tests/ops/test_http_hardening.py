@@ -20,10 +20,10 @@ import pytest
 
 from device.events import CountChanged
 from device.log_limit import RepeatFilter
-from device.outputs.connection_guard import BUSY, cap_for_limit
-from device.outputs.host_check import HostPolicy
-from device.outputs.http_address import HttpAddress, same_site
-from device.outputs.status_server import StatusServer
+from device.outputs.page.connection_guard import BUSY, cap_for_limit
+from device.outputs.page.host_check import HostPolicy
+from device.outputs.page.http_address import HttpAddress, same_site
+from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
 from tests.ops.support import FakeApp
 

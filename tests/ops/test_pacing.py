@@ -1,5 +1,5 @@
-"""Answering in turn (device/outputs/pacing.py) and bodies made once per change
-(device/outputs/bodies.py): the parts that keep readers of the page from costing the count.
+"""Answering in turn (device/outputs/page/pacing.py) and bodies made once per change
+(device/outputs/page/bodies.py): the parts that keep readers of the page from costing the count.
 
 End to end, with the real device and hundreds of readers: test_page_load.py.
 """
@@ -14,9 +14,9 @@ import anyio
 import pytest
 from aiohttp import web
 
-from device.outputs.bodies import SharedBody
-from device.outputs.pacing import RequestPacing
-from device.outputs.rate import Pacer
+from device.outputs.page.bodies import SharedBody
+from device.outputs.page.pacing import RequestPacing
+from device.outputs.page.rate import Pacer
 from live.clock import FakeClock
 
 pytestmark = pytest.mark.anyio

@@ -22,9 +22,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from device.config import Config
 from device.events import CountChanged, LineCrossed, ZoneCount
-from device.outputs.http_address import HttpAddress
-from device.outputs.render import BOX_COLOR, DETECTION_COLOR, LINE_COLOR
-from device.outputs.status_server import StatusServer
+from device.outputs.page.http_address import HttpAddress
+from device.outputs.page.render import BOX_COLOR, DETECTION_COLOR, LINE_COLOR
+from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
 from device.percept import LineTotals, Percept, Track, ZoneState
 from device.tracker import Tracker

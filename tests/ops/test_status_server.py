@@ -19,15 +19,15 @@ import pytest
 from device.config import Config, ConfigError
 from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
-from device.outputs.http_address import HttpAddress, parse_http
-from device.outputs.status_server import MJPEG_BOUNDARY, StatusServer
+from device.outputs.page.http_address import HttpAddress, parse_http
+from device.outputs.page.server import MJPEG_BOUNDARY, StatusServer
 from device.outputs.telemetry import Telemetry
 from device.percept import Percept
 from tests.ops.support import FakeApp
 from tests.percepts import make_percept
 
 pytestmark = pytest.mark.anyio
-STATIC = Path(__file__).resolve().parents[2] / "device" / "outputs" / "static"
+STATIC = Path(__file__).resolve().parents[2] / "device" / "outputs" / "page" / "static"
 
 
 @contextlib.asynccontextmanager

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from device.config import Config
 from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
-from device.outputs.render import BOX_COLOR
+from device.outputs.page.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry
 from device.percept import Percept
 from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage

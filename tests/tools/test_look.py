@@ -23,7 +23,7 @@ from google.genai import types
 from device.app.parts import offers_look, system_instruction
 from device.app.wiring import build_app
 from device.config import build
-from device.outputs.render import BOX_COLOR
+from device.outputs.page.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry
 from device.percept import CurrentPercept, Percept
 from live.clock import FakeClock, MonotonicClock

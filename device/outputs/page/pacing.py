@@ -14,7 +14,7 @@ once ``max_wait_s`` has passed (the refusal is paced too: a reader that ignores
 ``Retry-After`` still gets at most one answer per ``max_wait_s``). What the
 readers lose is how often they are answered; what they are told is always
 current (the bodies are the device's state at the moment of answering,
-``bodies.py``). ``/healthz`` has a lane of its own, so a monitor's probe never
+``page/bodies.py``). ``/healthz`` has a lane of its own, so a monitor's probe never
 waits behind pollers of the page.
 
 Connections are paced the same way, before they are accepted
@@ -33,9 +33,9 @@ from collections.abc import Callable
 import anyio
 from aiohttp import web
 
-from device.outputs.connection_guard import HEALTH_PATH
-from device.outputs.rate import Pacer, PacingStats
-from device.outputs.request_guard import Handler
+from device.outputs.page.connection_guard import HEALTH_PATH
+from device.outputs.page.rate import Pacer, PacingStats
+from device.outputs.page.request_guard import Handler
 
 log = logging.getLogger("lookout.status")
 

@@ -8,14 +8,14 @@ frame); nothing polls for images.
 
 Security: the server never serves configuration, and every JSON body it sends
 is scrubbed of the configured secrets. Every route is behind one guard (the Host
-check, the token or its cookie, the security headers: ``request_guard.py``).
+check, the token or its cookie, the security headers: ``page/request_guard.py``).
 State changes need a JSON body, which a cross-site form cannot send without a
-CORS preflight that we never answer (``json_body.py``).
+CORS preflight that we never answer (``page/json_body.py``).
 
 Readers can never cost the count: requests are answered in turn at a bounded
-rate and connections accepted at one (``pacing.py``, ``connection_guard.py``),
+rate and connections accepted at one (``page/pacing.py``, ``page/connection_guard.py``),
 and the bodies every reader asks for are made once per change of the device,
-not per request (``bodies.py``). Here: binding, the routes and the limits on
+not per request (``page/bodies.py``). Here: binding, the routes and the limits on
 viewers.
 """
 
@@ -33,20 +33,20 @@ from aiohttp import web
 from anyio.abc import TaskStatus
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from device.outputs.bodies import SharedBody
 from device.outputs.camera_state import CameraState
-from device.outputs.connection_guard import ConnectionGuard, GuardStats, cap_for_limit, serve
-from device.outputs.controls import Controls
-from device.outputs.host_check import HostPolicy
-from device.outputs.http_address import HttpAddress, bind
-from device.outputs.pacing import RequestPacing
-from device.outputs.page_files import PAGE_CSP, page_with_state, static_files
+from device.outputs.page.bodies import SharedBody
+from device.outputs.page.connection_guard import ConnectionGuard, GuardStats, cap_for_limit, serve
+from device.outputs.page.controls import Controls
+from device.outputs.page.files import PAGE_CSP, page_with_state, static_files
+from device.outputs.page.host_check import HostPolicy
+from device.outputs.page.http_address import HttpAddress, bind
+from device.outputs.page.pacing import RequestPacing
+from device.outputs.page.push import push_frames, push_states
+from device.outputs.page.rate import Pacer
+from device.outputs.page.request_guard import RequestGuard
+from device.outputs.page.request_log import requests_log
 from device.outputs.picture_files import read_picture, valid_name
 from device.outputs.pictures import ROUTE as PICTURES_ROUTE
-from device.outputs.push import push_frames, push_states
-from device.outputs.rate import Pacer
-from device.outputs.request_guard import RequestGuard
-from device.outputs.request_log import requests_log
 from device.outputs.telemetry import Telemetry
 from live.redact import redact
 
@@ -83,7 +83,7 @@ class StatusServer:
     ) -> None:
         """``connections``: where the server counts its connections (the metrics read
         them from the same object; made here when not given). ``pacing``: how fast
-        requests are answered (``pacing.py``'s defaults when not given);
+        requests are answered (``page/pacing.py``'s defaults when not given);
         ``accept_rate_per_s``: how fast connections are accepted (the burst is the cap);
         ``body_max_age_s``: how old a shared body may be when nothing changed."""
         self.telemetry = telemetry

@@ -1,4 +1,4 @@
-"""The status page's own files (``device/outputs/static``) and the policy they are served with."""
+"""The status page's own files (``device/outputs/page/static``) and how they are served."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ then keeps a session cookie, and the token leaves the address bar.</p>
 
 def static_files() -> dict[str, tuple[bytes, str]]:
     files: dict[str, tuple[bytes, str]] = {}
-    for entry in (resources.files("device.outputs") / "static").iterdir():
+    for entry in (resources.files("device.outputs.page") / "static").iterdir():
         suffix = "." + entry.name.rsplit(".", 1)[-1] if "." in entry.name else ""
         if entry.is_file() and suffix in STATIC_TYPES:
             files[entry.name] = (entry.read_bytes(), STATIC_TYPES[suffix])

@@ -3,7 +3,7 @@
 The generic cell rate algorithm: one "theoretical arrival time", moved on by
 ``1/rate`` for each turn taken, and no queue to keep: whoever asks is told how
 long to wait for the next free turn, or (past ``max_wait_s``) that it is too far
-off. The status server takes its answers (``pacing.py``) and its connections
+off. The status server takes its answers (``page/pacing.py``) and its connections
 (``connection_guard.serve``) in such turns.
 """
 

@@ -14,7 +14,7 @@ cannot open its file. This wraps aiohttp's protocol factory:
 - connections are accepted at a bounded rate (``serve``): past it they wait in
   the kernel's backlog, so a reader that reconnects as fast as it can (one
   connection per request, or refused and straight back) costs the event loop
-  no more than the rate allows (``pacing.py`` says why that matters).
+  no more than the rate allows (``page/pacing.py`` says why that matters).
 
 It is a protocol wrapper rather than a middleware because a middleware only
 runs once a request has been read, which an idle socket never sends.
@@ -33,7 +33,7 @@ from typing import Any
 
 import anyio
 
-from device.outputs.rate import Pacer, PacingStats
+from device.outputs.page.rate import Pacer, PacingStats
 from live.signal import Wakeup
 
 log = logging.getLogger("lookout.status")

@@ -1,7 +1,7 @@
 """Who the status server answers, and what every answer says of itself.
 
 In front of every route: a request whose Host header does not name this device
-is refused, /healthz included (DNS rebinding; which names do: ``host_check.py``).
+is refused, /healthz included (DNS rebinding; which names do: ``page/host_check.py``).
 /healthz says states only (no source, no error text): it is open to monitors.
 With a token, every other route needs ``Authorization: Bearer <token>`` or the
 cookie that ``/?token=<token>`` sets once (EventSource and <img> cannot send
@@ -19,9 +19,9 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from device.outputs.host_check import HostPolicy
-from device.outputs.http_address import same_site
-from device.outputs.page_files import REFUSED_CSP, unauthorized_page
+from device.outputs.page.files import REFUSED_CSP, unauthorized_page
+from device.outputs.page.host_check import HostPolicy
+from device.outputs.page.http_address import same_site
 
 COOKIE = "lookout_session"
 MACHINE_ROUTES = ("/api/", "/events", "/metrics")  # answered to scripts, even in a browser

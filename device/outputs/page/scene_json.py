@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from device.outputs.render import SceneGeometry
+from device.outputs.page.render import SceneGeometry
 from device.percept import LineTotals, Track, ZoneState
 
 

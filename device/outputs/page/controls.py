@@ -1,8 +1,8 @@
 """The page's controls: start and stop a stream, push-to-talk, the lines and zones
 (JSON in and out).
 
-What a control does to the device is its own job; the server (``status_server.py``)
-routes to it behind its guard (Host, token: ``request_guard.py``) and gives it its
+What a control does to the device is its own job; the server (``page/server.py``)
+routes to it behind its guard (Host, token: ``page/request_guard.py``) and gives it its
 JSON answer, scrubbed.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from device.config.values import shown
-from device.outputs.json_body import BodyError, json_object
+from device.outputs.page.json_body import BodyError, json_object
 from device.outputs.view import DeviceView, SceneControl
 
 Reply = Callable[..., web.Response]  # (data, status=200): a scrubbed JSON answer

@@ -3,7 +3,7 @@
 Counters the app keeps anyway (frames, detections, emissions, reconnects,
 tokens) are read when ``/metrics`` is scraped instead of being mirrored, so the
 two can never disagree. Each camera's series (its count, lines, zones, frames
-and detector) carry a ``camera`` label (``camera_metrics.py``); the device's own
+and detector) carry a ``camera`` label (``page/camera_metrics.py``); the device's own
 (the model, the session, MQTT, the server, the logs) carry none.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from device.outputs.camera_metrics import SOURCE_STATES, camera_metrics
+from device.outputs.page.camera_metrics import SOURCE_STATES, camera_metrics
 from device.outputs.snapshots import OUTCOMES as SNAPSHOT_OUTCOMES
 from live.budget import LEVELS as BUDGET_LEVELS
 from live.stats import SessionStats

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from device.config import ConfigError
 from device.config.urls import split_http
-from device.outputs.host_check import is_loopback
+from device.outputs.page.host_check import is_loopback
 
 
 @dataclass(frozen=True)
