@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from device.app.report_data import Timeline
-from device.outputs.picture_files import read_picture, thumbnail
-from device.outputs.pictures import caption
+from device.outputs.pictures.files import read_picture, thumbnail
+from device.outputs.pictures.latest import caption
 
 MAX_PICTURES = 24
 THUMB_WIDTH = 240

@@ -17,7 +17,7 @@ from device.app.voice import Voice
 from device.capture import CaptureLoop
 from device.config import Config
 from device.feeds.runner import SourceRunner
-from device.outputs.snapshots import Snapshots
+from device.outputs.pictures.snapshots import Snapshots
 from device.perception import Perception
 from device.sources import FrameSource
 from live.clock import Clock

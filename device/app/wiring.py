@@ -43,7 +43,7 @@ from device.bus import EventBus
 from device.config import Config
 from device.outputs.console import CameraLines, ConsoleSink
 from device.outputs.console_log import ConsoleLogs
-from device.outputs.snapshots import open_snapshots
+from device.outputs.pictures.snapshots import open_snapshots
 from device.percept import CountUnknown, Percept
 from device.shared_detector import SharedDetector
 from device.sources import FrameSource

@@ -26,7 +26,7 @@ from device.outputs.camera_state import CameraState
 from device.outputs.changes import Changes
 from device.outputs.health import Health, cameras_health, combined
 from device.outputs.page.rate import PacingStats
-from device.outputs.pictures import LatestPictures
+from device.outputs.pictures.latest import LatestPictures
 from device.outputs.transcripts import TranscriptLines
 from device.outputs.view import DeviceView
 from device.percept import Percept

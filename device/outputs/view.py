@@ -231,7 +231,7 @@ class DeviceView(Protocol):
 
     @property
     def snapshot_counts(self) -> Mapping[str, int]:
-        """What became of the pictures (``device/outputs/snapshots.py:Snapshots.counts``),
+        """What became of the pictures (``device/outputs/pictures/snapshots.py:Snapshots.counts``),
         by outcome; none without ``--snapshots``."""
         ...
 

@@ -25,7 +25,7 @@ from machine import describe_cpu
 
 from device.app.parts import sample_video
 from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
-from device.outputs.snapshot_privacy import private_frame
+from device.outputs.pictures.privacy import private_frame
 from device.perceive_video import perceive_video
 from device.percept import Percept
 from device.perception import Perception

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from device.events import LineCrossed, SnapshotSaved
-from device.outputs import snapshots as snapshots_module
 from device.outputs.page.render import BOX_COLOR, DisplayFrame, SceneGeometry, render_jpeg
-from device.outputs.snapshot_privacy import BACKGROUND, head_region, person_boxes
-from device.outputs.snapshots import Snapshots
+from device.outputs.pictures import snapshots as snapshots_module
+from device.outputs.pictures.privacy import BACKGROUND, head_region, person_boxes
+from device.outputs.pictures.snapshots import Snapshots
 from device.perceive_video import perceive_video
 from device.percept import Percept
 from device.perception import Perception

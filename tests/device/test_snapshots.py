@@ -19,7 +19,7 @@ import pytest
 
 from device.events import CountChanged, LineCrossed, SnapshotSaved
 from device.outputs.page.render import BOX_COLOR, SceneGeometry
-from device.outputs.snapshots import Snapshots
+from device.outputs.pictures.snapshots import Snapshots
 from live.events import ErrorEvent, Event
 from tests.cli import lookout
 from tests.datafiles import data_file

@@ -17,7 +17,7 @@ import pytest
 
 from device.config import Config
 from device.events import RunStarted, SnapshotSaved
-from device.outputs.snapshots import file_name
+from device.outputs.pictures.snapshots import file_name
 from tests.ops.support import FakeApp
 from tests.ops.test_status_server import serving
 

@@ -20,7 +20,7 @@ import pytest
 
 from device.app.report import make_report
 from device.events import CountChanged, RunStarted, SnapshotSaved, SourceStateEvent
-from device.outputs.snapshots import file_name
+from device.outputs.pictures.snapshots import file_name
 from live.events import Event
 from tests.cli import lookout
 from tests.datafiles import data_file

@@ -26,7 +26,7 @@ from device.outputs.mqtt.camera import cleared
 from device.outputs.mqtt.ha_discovery import image_topic
 from device.outputs.mqtt.outbox import Message
 from device.outputs.mqtt.state import MqttState
-from device.outputs.picture_files import read_picture
+from device.outputs.pictures.files import read_picture
 from live.events import Event
 from live.signal import Wakeup
 

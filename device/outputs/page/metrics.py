@@ -16,7 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from device.outputs.page.camera_metrics import SOURCE_STATES, camera_metrics
-from device.outputs.snapshots import OUTCOMES as SNAPSHOT_OUTCOMES
+from device.outputs.pictures.snapshots import OUTCOMES as SNAPSHOT_OUTCOMES
 from live.budget import LEVELS as BUDGET_LEVELS
 from live.stats import SessionStats
 from tools.look import OUTCOMES as LOOK_OUTCOMES

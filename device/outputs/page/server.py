@@ -45,8 +45,8 @@ from device.outputs.page.push import push_frames, push_states
 from device.outputs.page.rate import Pacer
 from device.outputs.page.request_guard import RequestGuard
 from device.outputs.page.request_log import requests_log
-from device.outputs.picture_files import read_picture, valid_name
-from device.outputs.pictures import ROUTE as PICTURES_ROUTE
+from device.outputs.pictures.files import read_picture, valid_name
+from device.outputs.pictures.latest import ROUTE as PICTURES_ROUTE
 from device.outputs.telemetry import Telemetry
 from live.redact import redact
 

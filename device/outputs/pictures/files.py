@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from device.outputs.snapshots import NAME
+from device.outputs.pictures.snapshots import NAME
 
 MAX_BYTES = 8_000_000  # far above a drawn frame's JPEG (50-300 KB); past it, not ours
 # O_NONBLOCK: a named pipe planted under a picture's name is refused (fstat), not waited on.

@@ -1,7 +1,7 @@
 """The latest pictured events (``--snapshots``): what the status page lists, and how each is said.
 
 The page's list is fed by the ``snapshot`` events, which come once a picture is on disk
-(``device/outputs/snapshots.py``), so each entry links to a file that was written; one
+(``device/outputs/pictures/snapshots.py``), so each entry links to a file that was written; one
 pruned since (the folder's cap) answers 404, and the page shows its text without it.
 The report says each picture the same way (``caption``).
 """

@@ -23,7 +23,7 @@ writes are retried with each new picture. ``counts()`` (``/metrics``) says how m
 written, dropped, failed and pruned.
 
 ``--snapshots-privacy`` (``faces``: heads pixelated; ``boxes``: no camera pixels) is applied
-to the copy drawn in the worker thread (``device/outputs/snapshot_privacy.py``): only the
+to the copy drawn in the worker thread (``device/outputs/pictures/privacy.py``): only the
 files change, never the frame the page and the other outputs show. (The page's list, MQTT's
 images and the report show these files, so they show what the setting lets through.)
 """
@@ -48,7 +48,7 @@ from device.config import Config, ConfigError
 from device.config.values import SnapshotPrivacy
 from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, SnapshotSaved
 from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
-from device.outputs.snapshot_privacy import private_frame
+from device.outputs.pictures.privacy import private_frame
 from device.percept import Percept
 from device.whole_file import write_whole
 from live.events import ErrorEvent, Event
