@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from device.percept import Percept
-from live.clock import Clock
 from live.events import Event
+from live.util.clock import Clock
 
 log = logging.getLogger("lookout.bus")
 

@@ -30,8 +30,8 @@ import numpy as np
 from device.frame import Frame
 from device.grid import SampleGrid
 from device.percept import CountUnknown, Percept
-from live.clock import Clock
 from live.requests import LiveRequestQueue
+from live.util.clock import Clock
 
 log = logging.getLogger("lookout.capture")
 

@@ -39,8 +39,8 @@ EXIT_OK, EXIT_FAILURE = 0, 1
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    from live.printable import printable
-    from live.redact import strip_credentials
+    from live.util.printable import printable
+    from live.util.redact import strip_credentials
 
     # An exception's text may quote what the user typed: a URL with its password.
     print(f"lookout: {printable(strip_credentials(message))}", file=sys.stderr)
@@ -73,7 +73,7 @@ def _set_up_logging(
         level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT, stream=sys.stderr
     )
     from device.log_limit import RepeatFilter
-    from live.redact import SafeFormatter
+    from live.util.redact import SafeFormatter
 
     for handler in logging.getLogger().handlers:
         if type(handler) is logging.StreamHandler:  # ours, not a test's capturing one
@@ -214,7 +214,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     import anyio  # after the settings, as in cmd_run
 
-    from device.app.ask import AskApp, AskOptions
+    from device.app.ask.command import AskApp, AskOptions
     from device.sources import SourceError
     from models.gemini.keys import MissingApiKey
 
@@ -263,7 +263,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     from device.app.count import count_frames
     from device.app.parts import configured_perception, configured_source, load_detector
     from device.sources import SourceError, check_decodable
-    from live.clock import MonotonicClock
+    from live.util.clock import MonotonicClock
 
     try:
         source = configured_source(config, MonotonicClock())
@@ -292,7 +292,7 @@ def cmd_count(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from device.app.doctor import doctor
+    from device.app.doctor.command import doctor
 
     # A mistyped flag is the user's (exit 2); the config file, the world (a missing
     # detector, a dead broker) are for the doctor to report.
@@ -328,8 +328,8 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from device.app.report import ReportError, make_report
-    from device.app.report_cameras import report_line
+    from device.app.report.cameras import report_line
+    from device.app.report.command import ReportError, make_report
 
     try:
         summary = make_report(

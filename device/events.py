@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from device.percept import MAIN_CAMERA
 from live.events import Event
-from live.redact import safe_url, strip_credentials
+from live.util.redact import safe_url, strip_credentials
 
 if TYPE_CHECKING:
     from device.feeds.runner import StateChange
@@ -183,7 +183,7 @@ class ClockStep(Event):
     """The system's wall clock stepped by ``step_s`` seconds (NTP after a boot without a
     real-time clock, a manual change): an event's wall time is its run's start plus its
     ``t`` plus the steps the run logged, the newest clock being the true one for the
-    whole run (``live/walltime.py``). ``wall`` is the wall-clock time now, after the step."""
+    whole run (``live/util/walltime.py``). ``wall`` is the wall-clock time now, after the step."""
 
     type: ClassVar[str] = "clock_step"
     step_s: float

@@ -29,11 +29,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from live.clock import Clock
 from live.config import BudgetLimits
 from live.events import BudgetState, Event
 from live.outbox import Coalesce, OutEmission
 from live.signal import Wakeup
+from live.util.clock import Clock
 
 
 class BudgetLevel(enum.Enum):

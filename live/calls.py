@@ -19,7 +19,6 @@ from typing import Any
 import anyio
 
 from live import dispatch
-from live.clock import Clock
 from live.config import PENDING_STATUS, EmitMode, SessionConfig
 from live.events import Emission, ErrorEvent, Event, JobUpdate, ToolCall, ToolResult
 from live.jobs import JobState
@@ -27,6 +26,7 @@ from live.model import FunctionCallRequest, SendRealtime, SendToolResponse
 from live.outbox import Outbox, OutEmission
 from live.streams import MODEL, StreamHandle, StreamRegistry
 from live.tool import Tool
+from live.util.clock import Clock
 from live.wire import Blob, FunctionResponse, Scheduling
 
 log = logging.getLogger("lookout.session")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from live.backoff import Backoff
+from live.util.backoff import Backoff
 from live.wire import Scheduling
 
 

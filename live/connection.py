@@ -25,7 +25,6 @@ from collections.abc import Callable
 import anyio
 from anyio.abc import TaskGroup
 
-from live.clock import Clock
 from live.config import SessionConfig
 from live.events import ConnectionState, Event
 from live.handover import open_resumed, why_not
@@ -41,10 +40,11 @@ from live.model import (
     ModelSetupError,
 )
 from live.outbox import Outbox
-from live.redact import redact, short_error
 from live.resumption import Resumption
 from live.send_loop import SendLoop
 from live.signal import Wakeup
+from live.util.clock import Clock
+from live.util.redact import redact, short_error
 
 log = logging.getLogger("lookout.connection")
 

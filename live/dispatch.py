@@ -19,12 +19,12 @@ from typing import Any
 import anyio
 
 from live import wire
-from live.clock import Clock
 from live.events import Event, JobProgress
 from live.input_stream import InputStream
 from live.jobs import Job, JobState, ProgressThrottle
-from live.redact import redact, short_error
 from live.tool import Tool, ToolArgumentError, ToolContext, ToolUnavailable
+from live.util.clock import Clock
+from live.util.redact import redact, short_error
 
 log = logging.getLogger("lookout.dispatch")
 

@@ -23,7 +23,6 @@ import anyio
 
 from live import wire
 from live.buffer import LatestWins
-from live.clock import Clock
 from live.config import SessionConfig
 from live.connection import ModelLink
 from live.model import SendActivity, SendContent, SendRealtime
@@ -31,6 +30,7 @@ from live.outbox import Outbox
 from live.requests import LiveRequest, LiveRequestQueue, RequestKind
 from live.signal import Wakeup
 from live.streams import StreamRegistry
+from live.util.clock import Clock
 
 
 class Fanout:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import logging
 
-from live.clock import Clock
 from live.model import LiveConnection, LiveModel, LiveSetup, ModelGoAway
+from live.util.clock import Clock
 
 log = logging.getLogger("lookout.connection")
 

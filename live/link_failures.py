@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from live.backoff import FailureRun, milestone, span
 from live.config import ReconnectPolicy
 from live.events import ErrorEvent, Event
 from live.model import ConnectionLost
-from live.redact import redact
+from live.util.backoff import FailureRun, milestone, span
+from live.util.redact import redact
 
 log = logging.getLogger("lookout.connection")
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 
-from live.backoff import span
-from live.clock import Clock
 from live.model import ModelResumptionUpdate
+from live.util.backoff import span
+from live.util.clock import Clock
 
 log = logging.getLogger("lookout.connection")
 

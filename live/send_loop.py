@@ -17,7 +17,7 @@ import anyio
 from live.events import ErrorEvent, Event
 from live.model import ConnectionLost, LiveConnection
 from live.outbox import Outbox
-from live.redact import short_error
+from live.util.redact import short_error
 
 log = logging.getLogger("lookout.connection")
 

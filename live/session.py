@@ -32,10 +32,8 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from live import dispatch, wire
-from live.backoff import milestone
 from live.budget import SpendingCap
 from live.calls import Calls, Deliveries
-from live.clock import Clock, MonotonicClock
 from live.config import SessionConfig
 from live.connection import ModelLink
 from live.events import ErrorEvent, Event, from_model
@@ -59,6 +57,8 @@ from live.stats import SessionStats
 from live.stop_streaming import STOP_STREAMING, StopStreamingTool
 from live.streams import StreamRegistry
 from live.tool import Tool, ToolContext, check_unique_names, coalesce_by_tool
+from live.util.backoff import milestone
+from live.util.clock import Clock, MonotonicClock
 
 log = logging.getLogger("lookout.session")
 

@@ -20,13 +20,13 @@ from typing import Any
 import anyio
 
 from live import wire
-from live.clock import Clock
 from live.config import SessionConfig
 from live.events import ErrorEvent, Event, StreamStarted, StreamStopped
 from live.input_stream import InputStream
-from live.redact import short_error
 from live.signal import Wakeup
 from live.tool import Tool, ToolContext
+from live.util.clock import Clock
+from live.util.redact import short_error
 
 log = logging.getLogger("lookout.streams")
 

@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 
 from live import wire
-from live.clock import Clock, MonotonicClock
 from live.model import (
     ConnectionLost,
     FunctionCallRequest,
@@ -34,7 +33,8 @@ from live.model import (
     SendRealtime,
     SendToolResponse,
 )
-from live.turn_model import TurnModelError, TurnReply, TurnRequest
+from live.turns.model import TurnModelError, TurnReply, TurnRequest
+from live.util.clock import Clock, MonotonicClock
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from live import wire
-from live.clock import Clock
 from live.events import Event
 from live.input_stream import InputStream
+from live.util.clock import Clock
 
 log = logging.getLogger("lookout.tool")
 

@@ -25,8 +25,8 @@ from pydantic import Field
 from device.percept import CountUnknown, CurrentPercept, Percept
 from device.regions import count_people_in_region
 from live.input_stream import InputStream
-from live.plural import counted
 from live.tool import ToolArgumentError, ToolContext, coalesce_updates
+from live.util.plural import counted
 from tools.regions import parse_region
 from tools.watch import Watch, watch_changes
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from live.store.database import SQLiteStore, read_only
-from live.walltime import wall_time
+from live.util.walltime import wall_time
 
 
 class CrossingLogError(Exception):

@@ -1,6 +1,6 @@
 """Request-response tools of ``lookout ask`` that answer from the event log (``--db``).
 
-They read the log read-only (``device/app/report_data.py:load_events``) and answer over a
+They read the log read-only (``device/app/report/data.py:load_events``) and answer over a
 time range said in words, in the log's own local days and hours:
 
 * ``crossings(period)``: entries and exits per counting line;
@@ -31,7 +31,7 @@ import anyio
 from pydantic import Field
 
 from live.tool import Tool, ToolUnavailable
-from live.walltime import wall_time
+from live.util.walltime import wall_time
 from tools.function_tool import FunctionTool
 from tools.log_cameras import each_camera, log_cameras
 
@@ -74,7 +74,7 @@ def _tz(info: dict[str, Any]) -> tzinfo:
 
 def read_runs(path: Path) -> list[LoggedRun]:
     """The ``lookout run`` runs of a log (SQLite or JSONL), oldest first."""
-    from device.app.report_data import ReportError, load_events, split_runs
+    from device.app.report.data import ReportError, load_events, split_runs
 
     try:
         events = load_events(path)

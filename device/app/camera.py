@@ -22,7 +22,7 @@ from device.app.parts import (
     configured_runner,
     configured_source,
 )
-from device.app.scene_editor import SceneEditor
+from device.app.scene.editor import SceneEditor
 from device.bus import EventBus
 from device.capture import CaptureLoop, Consumers
 from device.config import Config
@@ -31,9 +31,9 @@ from device.percept import CountUnknown, Percept
 from device.perception import Perception
 from device.shared_detector import SharedDetector
 from device.sources import FrameSource, SourceError
-from live.clock import Clock
 from live.events import ErrorEvent
 from live.requests import LiveRequestQueue
+from live.util.clock import Clock
 
 
 @dataclass

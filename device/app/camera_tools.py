@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from device.app.camera import Camera
 from device.app.parts import look_tool, offers_look
-from device.app.scene_tools import camera_scene_tools
+from device.app.scene.tools import camera_scene_tools
 from device.config import Config
 from device.perception import Perception
 from live.tool import Tool

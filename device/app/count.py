@@ -29,7 +29,7 @@ from device.percept import Percept
 from device.perception import Perception
 from device.sources import FrameSource, ImageFolderSource, SourceError, UnreadableFrame
 from device.tracker import TrackerConfig
-from live.printable import printable
+from live.util.printable import printable
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1
 

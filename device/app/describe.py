@@ -9,7 +9,7 @@ from typing import Any
 from device.config import Config
 from device.events import RunStarted
 from device.sources import FrameSource
-from live.redact import safe_url, strip_credentials
+from live.util.redact import safe_url, strip_credentials
 
 URL_SETTINGS = frozenset({"source", "mqtt"})
 

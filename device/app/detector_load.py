@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from device.app.camera import Camera
-from live.clock import Clock
+from live.util.clock import Clock
 
 WINDOW_S = 10.0
 BEHIND = 0.8  # of a camera's detection rate, below which it is behind

@@ -19,7 +19,7 @@ from device.feeds.runner import SourceState, StateChange
 from device.percept import MAIN_CAMERA
 from device.perception import Perception
 from device.sources import FrameSource
-from live.clock import Clock
+from live.util.clock import Clock
 
 RETRY_SUFFIX = re.compile(r";? *retry in [^;)]*$")
 

@@ -10,7 +10,7 @@ in privacy mode.
 
 from __future__ import annotations
 
-from device.app.scene_tools import scene_editable
+from device.app.scene.tools import scene_editable
 from device.config import Config, ConfigError
 
 SYSTEM_INSTRUCTION = (

@@ -20,8 +20,8 @@ from device.config import Config
 from device.config.paths import check_writable_file, open_output
 from device.events import LogProblem
 from device.outputs.sinks import JsonlSink
-from live.plural import counted
 from live.store.eventlog import SQLiteEventLog
+from live.util.plural import counted
 
 log = logging.getLogger("lookout.app")
 

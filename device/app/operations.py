@@ -26,7 +26,7 @@ from device.outputs.page.connection_guard import GuardStats
 from device.outputs.page.host_check import parse_hosts
 from device.outputs.page.http_address import parse_http
 from device.outputs.view import DeviceView
-from live.clock import Clock
+from live.util.clock import Clock
 
 if TYPE_CHECKING:
     from device.outputs.mqtt.publisher import MqttPublisher

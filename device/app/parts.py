@@ -37,10 +37,10 @@ from device.sources import (
     open_source,
 )
 from live import wire
-from live.clock import Clock
 from live.config import BudgetLimits, EmitMode, ReconnectPolicy, SessionConfig
 from live.events import Event
 from live.model import LiveModel
+from live.util.clock import Clock
 from models.detector import DetectorError, PersonDetector, shipped_model
 from models.local.model import LocalModel
 from tools.look import Look

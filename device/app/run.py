@@ -46,12 +46,12 @@ from device.outputs.console import ConsoleSink
 from device.percept import CountUnknown, Percept
 from device.perception import Perception
 from device.sources import FrameSource
-from live.clock import Clock
 from live.events import ErrorEvent
-from live.plural import counted
 from live.requests import LiveRequestQueue
 from live.session import LiveSession
-from live.walltime import StepWatch
+from live.util.clock import Clock
+from live.util.plural import counted
+from live.util.walltime import StepWatch
 from tools.count_people import CountPeople
 
 log = logging.getLogger("lookout.app")

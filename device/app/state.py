@@ -12,7 +12,7 @@ from typing import Any
 
 from device.app.camera import Camera
 from device.app.logs import EventLogs
-from device.app.scene_editor import SceneEditor
+from device.app.scene.editor import SceneEditor
 from device.app.voice import Voice
 from device.capture import CaptureLoop
 from device.config import Config
@@ -20,8 +20,8 @@ from device.feeds.runner import SourceRunner
 from device.outputs.pictures.snapshots import Snapshots
 from device.perception import Perception
 from device.sources import FrameSource
-from live.clock import Clock
 from live.session import LiveSession
+from live.util.clock import Clock
 from tools.look import Look
 
 

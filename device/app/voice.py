@@ -30,11 +30,11 @@ from anyio.abc import TaskStatus
 from device.audio.ports import MIC_MIME, AudioError, Microphone, pcm_rate
 from device.config import Config, ConfigError
 from live import wire
-from live.backoff import Backoff
 from live.buffer import LatestWins
-from live.clock import Clock
 from live.events import Event, Interrupted, ModelAudio, ModelText, TurnComplete
 from live.requests import LiveRequestQueue
+from live.util.backoff import Backoff
+from live.util.clock import Clock
 
 if TYPE_CHECKING:
     from device.audio.speaker import Speaker

@@ -47,11 +47,11 @@ from device.outputs.pictures.snapshots import open_snapshots
 from device.percept import CountUnknown, Percept
 from device.shared_detector import SharedDetector
 from device.sources import FrameSource
-from live.clock import Clock, MonotonicClock
 from live.model import LiveModel
 from live.requests import LiveRequestQueue
 from live.session import LiveSession, Runner
-from live.walltime import StepWatch
+from live.util.clock import Clock, MonotonicClock
+from live.util.walltime import StepWatch
 
 
 def build_app(

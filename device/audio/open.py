@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from device.audio.ports import MODEL_AUDIO_RATE, Loudspeaker, Microphone
-from live.clock import Clock
+from live.util.clock import Clock
 
 
 def is_file(spec: str) -> bool:

@@ -26,8 +26,8 @@ import anyio.to_thread
 
 from device.audio.pcm import PcmResampler
 from device.audio.ports import SAMPLE_BYTES, AudioError, Loudspeaker
-from live.backoff import Backoff
-from live.clock import Clock
+from live.util.backoff import Backoff
+from live.util.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from device.audio.pcm import PcmResampler, decode_pcm, encode_pcm16, to_mono
 from device.audio.ports import CHUNK_MS, MIC_RATE, SAMPLE_BYTES, AudioError
 from device.audio.wav_header import WavFormat, read_header
 from device.input_file import WAV_MAX, InputRefused, open_input
-from live.clock import Clock
+from live.util.clock import Clock
 
 
 class WavMicrophone:

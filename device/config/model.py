@@ -196,7 +196,7 @@ class Config(BaseModel):
         up: the keys, the token, and the secret parts of the camera's and broker's URLs."""
         # Imported here: the live package loads the model SDK, which the CLI's refusals
         # of a mistyped setting must not wait for.
-        from live.redact import url_secrets
+        from live.util.redact import url_secrets
 
         found = (self.model.api_key, self.outputs.http_token, self.mqtt_password())
         sources = [self.source.source, *(getattr(c, "source", None) for c in self.cameras.values())]

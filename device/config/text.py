@@ -2,7 +2,7 @@
 
 A device id, a model's name or a URL is used as it is (in MQTT topics, on the console,
 the page and in logs), so a character a terminal or a browser would obey (a line break,
-ESC, a bidi override: ``live.printable``) or one that is not text at all (a byte of the
+ESC, a bidi override: ``live.util.printable``) or one that is not text at all (a byte of the
 command line that is not UTF-8, which Python keeps as a lone surrogate that no encoder
 takes) is refused at start, in one line that says which character and where.
 """
@@ -28,7 +28,7 @@ _CONTROL_NAMES = {
 
 def describe(char: str) -> str:
     """One character as a message says it: escaped, and what it is."""
-    from live.printable import printable
+    from live.util.printable import printable
 
     code = ord(char)
     if 0xDC80 <= code <= 0xDCFF:
@@ -45,7 +45,7 @@ def describe(char: str) -> str:
 
 def unsafe(text: str) -> str | None:
     """Why ``text`` cannot be shown as it is (its first such character), or None."""
-    from live.printable import first_unsafe
+    from live.util.printable import first_unsafe
 
     found = first_unsafe(text)
     if found is None:

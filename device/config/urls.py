@@ -39,7 +39,7 @@ CLIENT_STREAMS = frozenset({"rtsp", "rtsps", "rtmp", "rtmps", "http", "https", "
 
 
 def _shown(url: str) -> str:
-    from live.redact import safe_url  # lazily: the configuration loads only itself
+    from live.util.redact import safe_url  # lazily: the configuration loads only itself
 
     return f"'{safe_url(url)}'"  # escaped already: repr() would escape the escapes
 
@@ -163,7 +163,7 @@ def check_http_url(url: str) -> str:
 def check_source(source: str) -> str:
     """A stream URL (``rtsp://``, ``http://``...) whose host and port can be connected to;
     anything else (a camera index, a file, a folder) as it is."""
-    from live.redact import at_after_host
+    from live.util.redact import at_after_host
 
     scheme = source.strip().partition("://")[0].lower()
     if scheme in CLIENT_STREAMS and "://" in source and not at_after_host(source):

@@ -28,8 +28,8 @@ import anyio.to_thread
 from device.feeds.state import SourceState, describe
 from device.frame import Frame
 from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable, UnreadableFrame
-from live.backoff import FailureRun, milestone
 from live.buffer import LatestWins
+from live.util.backoff import FailureRun, milestone
 
 if TYPE_CHECKING:
     from device.feeds.runner import SourceRunner

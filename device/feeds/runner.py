@@ -30,8 +30,8 @@ from device.feeds.files import FileReading
 from device.feeds.state import SourceState, SourceStats, StateChange, describe, size
 from device.frame import Frame
 from device.sources import FrameSource, SourceError
-from live.backoff import Backoff
-from live.clock import Clock
+from live.util.backoff import Backoff
+from live.util.clock import Clock
 
 log = logging.getLogger("lookout.source")
 

@@ -17,7 +17,7 @@ from device.feeds.runner import SourceRunner
 from device.frame import Frame
 from device.grid import SampleGrid
 from device.sources import SourceError
-from live.clock import Clock
+from live.util.clock import Clock
 
 
 class SourceEnded(SourceError):

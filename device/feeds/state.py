@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 
 from device.sources import SourceError
-from live.redact import strip_credentials
+from live.util.redact import strip_credentials
 
 
 class SourceState(enum.Enum):
@@ -24,7 +24,7 @@ class StateChange:
     attempt: int = 0  # consecutive failures so far (RECONNECTING, FAILED)
     # Whether it is said (logged, published): a camera that stays away is tried every
     # couple of seconds, and only the 1st, 10th, 100th... failure of a run, and the
-    # first of each kind, are worth a line (``live/backoff.py:FailureRun``).
+    # first of each kind, are worth a line (``live/util/backoff.py:FailureRun``).
     said: bool = True
 
 

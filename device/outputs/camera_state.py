@@ -30,7 +30,7 @@ from device.outputs.page.scene_json import lines_json, track_json, zones_json
 from device.outputs.view import CameraView
 from device.percept import LineTotals, Percept, Track, ZoneState
 from live.events import Event
-from live.redact import strip_credentials
+from live.util.redact import strip_credentials
 
 RATE_WINDOW_S = 10.0  # detector runs per second are counted over this much time
 

@@ -51,8 +51,8 @@ from live.events import (
     ToolCall,
     Transcript,
 )
-from live.plural import counted
-from live.printable import printable
+from live.util.plural import counted
+from live.util.printable import printable
 
 
 def people(n: int) -> str:

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from live.redact import short_error, strip_credentials
+from live.util.redact import short_error, strip_credentials
 
 
 def console_text(record: logging.LogRecord) -> str:

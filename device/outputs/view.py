@@ -20,8 +20,8 @@ from device.feeds.runner import SourceState
 from device.perception import PerceptionStats
 from device.tracker import TrackerStats
 from live.calls import DeviceCall
-from live.clock import Clock
 from live.stats import SessionStats
+from live.util.clock import Clock
 
 
 class SessionView(Protocol):
@@ -111,7 +111,7 @@ class NoLogs:
 
 
 class SceneControl(Protocol):
-    """The running device's lines and zones, read and edited (``device/app/scene_editor.py``)."""
+    """The running device's lines and zones, read and edited (``device/app/scene/editor.py``)."""
 
     def current(self) -> dict[str, Any]: ...
 

@@ -33,7 +33,7 @@ from device.sources.folder import ImageFolderSource
 from device.sources.image_limit import DEFAULT_MAX_PIXELS
 from device.sources.opencv import OpenCVSource
 from device.sources.picamera import Picamera2Source
-from live.redact import at_after_host, safe_url
+from live.util.redact import at_after_host, safe_url
 
 
 def open_source(

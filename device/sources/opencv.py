@@ -18,7 +18,7 @@ from device.sources.base import (
     SourceError,
     first_line,
 )
-from live.redact import safe_url
+from live.util.redact import safe_url
 
 
 class OpenCVSource(CaptureSource[Any]):

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from live.backoff import Backoff
 from live.store.file import (
     BUSY,
     BUSY_SLICE_S,
@@ -51,6 +50,7 @@ from live.store.health import (
     StoreHealth,
 )
 from live.store.writer import StoreWriter
+from live.util.backoff import Backoff
 
 T = TypeVar("T")
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from live.backoff import Backoff
 from live.store.identity import SQLITE_LOG, claimed_by, file_key
+from live.util.backoff import Backoff
 
 T = TypeVar("T")
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from live.backoff import Backoff
 from live.store.file import Write, is_busy
+from live.util.backoff import Backoff
 
 
 class WriteRetries:

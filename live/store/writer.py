@@ -21,12 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from live.backoff import Backoff
 from live.store.file import StoreError, Write, commit_batch, is_row_fault, one_line
 from live.store.health import Notices, ProblemListeners
 from live.store.identity import DELETED, HERE, HeldFile
 from live.store.ledger import OVERFLOW, GapSnapshot, StoreLedger
 from live.store.retry import WriteRetries
+from live.util.backoff import Backoff
 
 log = logging.getLogger("lookout.store")
 

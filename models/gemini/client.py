@@ -30,7 +30,7 @@ from typing import Any
 from google import genai
 from google.genai import types
 
-from live.redact import redact
+from live.util.redact import redact
 from models.gemini.api_version import api_version_from_env
 from models.gemini.keys import API_KEY_VARIABLES, MissingApiKey, api_key_from_env
 from models.gemini.vertex import (

@@ -28,7 +28,7 @@ from google.genai import errors
 
 from device.input_file import KB, TOKEN_MAX, read_input
 from live.model import ConnectionLost
-from live.redact import safe_url
+from live.util.redact import safe_url
 
 TOKEN_PREFIX = "auth_tokens/"
 TOKEN_API_VERSION = "v1alpha"

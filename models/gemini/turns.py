@@ -1,4 +1,4 @@
-"""Gemini as a ``live.turn_model.TurnModel``, over ``client.aio.models.generate_content``.
+"""Gemini as a ``live.turns.model.TurnModel``, over ``client.aio.models.generate_content``.
 
 One ``generate()`` is one REST ``generateContent`` request (google-genai 3.x): the whole
 history, the system instruction and the function declarations go in; the first candidate's
@@ -33,7 +33,7 @@ from google.genai import errors, types
 
 from live import wire
 from live.model import FunctionCallRequest, ModelUsage
-from live.turn_model import TurnModelError, TurnReply, TurnRequest
+from live.turns.model import TurnModelError, TurnReply, TurnRequest
 from models.gemini import sdk_form
 from models.gemini.client import given_or_new_client, one_line
 from models.gemini.events import by_modality
@@ -124,7 +124,7 @@ def reply_from_response(response: types.GenerateContentResponse) -> TurnReply:
 
 
 class GeminiTurnModel:
-    """``live.turn_model.TurnModel`` for the Gemini Developer API (API key), or Vertex AI
+    """``live.turns.model.TurnModel`` for the Gemini Developer API (API key), or Vertex AI
     (``vertex`` settings, application default credentials)."""
 
     def __init__(

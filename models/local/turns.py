@@ -27,7 +27,7 @@ import anyio
 
 from live import wire
 from live.model import FunctionCallRequest
-from live.turn_model import TurnReply, TurnRequest
+from live.turns.model import TurnReply, TurnRequest
 from models.local.log_text import (
     BUSIEST,
     CROSSINGS,
@@ -90,7 +90,7 @@ def maximum(declaration: wire.FunctionDeclaration, parameter: str) -> float | No
 
 
 class LocalTurnModel:
-    """Implements ``live.turn_model.TurnModel`` without any network."""
+    """Implements ``live.turns.model.TurnModel`` without any network."""
 
     def __init__(self) -> None:
         self.name = "local"

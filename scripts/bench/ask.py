@@ -32,13 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from machine import describe_cpu
 
-from device.app.ask import AskApp, AskOptions
+from device.app.ask.command import AskApp, AskOptions
 from device.app.parts import sample_video
 from device.config import build
 from live.events import JobProgress, ToolResult
 from live.testing import ScriptedTurnModel, call, say
-from live.turn_model import TurnReply, TurnRequest
-from live.turns import TurnRunner
+from live.turns.conversation import TurnRunner
+from live.turns.model import TurnReply, TurnRequest
 from models.local.turns import LocalTurnModel
 from tools.function_tool import FunctionTool
 

@@ -49,8 +49,8 @@ from device.frame import Frame
 from device.percept import Percept
 from device.shared_detector import SharedDetector
 from device.sources import FrameSource, open_source
-from live.clock import MonotonicClock
 from live.events import Emission, Event
+from live.util.clock import MonotonicClock
 from models.detections import Detections
 from models.detector import PersonDetector
 

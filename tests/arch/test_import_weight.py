@@ -106,13 +106,13 @@ LOCAL_COMMANDS = {
         "device.cli", "device.app.wiring", "device.app.cost", "device.log_limit",
         "device.outputs.camera_state", "models.gemini.vertex",
     ),
-    "ask": ("device.app.ask", "models.gemini.keys", "models.local.turns"),
+    "ask": ("device.app.ask.command", "models.gemini.keys", "models.local.turns"),
     "doctor": (
-        "device.app.doctor", "device.app.doctor_outputs", "device.app.parts",
+        "device.app.doctor.command", "device.app.doctor.outputs", "device.app.parts",
         "device.audio.devices", "device.audio.open", "device.audio.tts",
         "device.outputs.page.http_address", "device.outputs.page.host_check",
     ),
-    "report": ("device.app.report", "live.plural"),
+    "report": ("device.app.report.command", "live.util.plural"),
 }  # fmt: skip
 NOT_FOR_LOCAL = ("google.genai", "aiohttp")
 

@@ -20,7 +20,7 @@ from device.audio.pcm import decode_pcm16, encode_pcm16
 from device.audio.ports import AudioError
 from device.audio.speaker import Speaker
 from device.audio.wav_out import WavLoudspeaker
-from live.clock import FakeClock, settle
+from live.util.clock import FakeClock, settle
 from tests.audio.wavs import dominant_hz, read_wav, sine
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,9 @@ import pytest
 
 from device.app.voice import ECHO_TAIL_S, Voice
 from device.audio.ports import AudioError
-from live.clock import FakeClock, settle
 from live.events import Interrupted, ModelAudio, ModelText, TurnComplete
 from live.requests import LiveRequestQueue
+from live.util.clock import FakeClock, settle
 
 pytestmark = pytest.mark.anyio
 

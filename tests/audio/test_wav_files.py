@@ -12,7 +12,7 @@ import pytest
 from device.audio.ports import MIC_RATE, AudioError, Loudspeaker, Microphone
 from device.audio.wav_mic import WavMicrophone, read_wav
 from device.audio.wav_out import WavLoudspeaker
-from live.clock import FakeClock
+from live.util.clock import FakeClock
 from tests.audio.wavs import read_wav as read_frames
 from tests.audio.wavs import sine, write_float_wav, write_wav
 

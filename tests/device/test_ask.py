@@ -14,12 +14,12 @@ from typing import Any
 import cv2
 import pytest
 
-from device.app.ask import AskApp, AskOptions
+from device.app.ask.command import AskApp, AskOptions
 from device.config import build
 from live.events import ErrorEvent, JobProgress, JobUpdate, ToolCall, ToolResult
 from live.jobs import Job, JobState, SQLiteJobStore
-from live.turn_model import TurnReply, TurnRequest
-from live.turns import ToolModeError, TurnRunner
+from live.turns.conversation import ToolModeError, TurnRunner
+from live.turns.model import TurnReply, TurnRequest
 from models.detector import PersonDetector
 from models.local.turns import LocalTurnModel
 from tests.cli import LOOKOUT, lookout, offline_env

@@ -48,7 +48,7 @@ def ask(db: Path, question: str, *extra: str) -> tuple[int, str, str, list[dict[
 
 
 def logged_events(db: Path, kind: str) -> list[dict[str, Any]]:
-    from device.app.report_data import load_events
+    from device.app.report.data import load_events
 
     return [e for e in load_events(db) if e["type"] == kind]
 

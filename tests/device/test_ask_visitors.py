@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 from google.genai import types
 
-from device.app.ask import AskApp, AskOptions
-from device.app.report_data import load_events
+from device.app.ask.command import AskApp, AskOptions
+from device.app.report.data import load_events
 from device.config import build
 from device.events import ClockStep, CountChanged, LineCrossed, RunStarted
 from live.events import ErrorEvent, Event, ToolCall, ToolResult
 from live.store.eventlog import SQLiteEventLog
 from live.tool import ToolArgumentError
-from live.turn_model import TurnRequest
+from live.turns.model import TurnRequest
 from models.local.turns import LocalTurnModel, visitor_minutes
 from tests.cli import lookout
 from tests.datafiles import REPO_ROOT, data_file

@@ -15,7 +15,7 @@ import pytest
 from device.app.wiring import build_app
 from device.config import build
 from live.events import Event
-from live.walltime import StepWatch, wall_time
+from live.util.walltime import StepWatch, wall_time
 from tests.cameras import VtestCamera, vtest_frames
 
 pytestmark = pytest.mark.anyio

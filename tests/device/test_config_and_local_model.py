@@ -9,12 +9,12 @@ import anyio
 import pytest
 
 from device.config import Config, ConfigError, api_key_from_env, build
-from live.clock import FakeClock
 from live.config import EmitMode, SessionConfig
 from live.events import ModelText
 from live.input_stream import InputStream
 from live.requests import LiveRequestQueue
 from live.session import Runner
+from live.util.clock import FakeClock
 from models.local.model import LocalModel, describe
 from tests.live.harness import blob_value, frame_blob
 from tools.function_tool import FunctionTool

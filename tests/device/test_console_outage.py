@@ -21,8 +21,8 @@ from device.bus import EventBus
 from device.config import build
 from device.events import CountChanged, SceneChanged, SourceStateEvent, ZoneCount
 from device.outputs.console import ConsoleSink
-from live.clock import MonotonicClock
 from live.events import Event
+from live.util.clock import MonotonicClock
 from tests.cameras import VtestCamera, vtest_frames
 
 LINES = ["post=0.5599,0.7292,0.5599,0.2083", "door=0.2,0.9,0.2,0.1"]

@@ -7,7 +7,7 @@ import re
 
 from device.outputs.console import ConsoleSink
 from live.events import StreamStopped
-from live.plural import counted
+from live.util.plural import counted
 from tests.datafiles import REPO_ROOT
 
 

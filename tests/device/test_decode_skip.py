@@ -23,7 +23,7 @@ from device.feeds.runner import SourceRunner, SourceState
 from device.frame import Frame
 from device.sources import CaptureSource, Grabs, ImageFolderSource, open_source
 from device.sources.base import Grab
-from live.clock import MonotonicClock
+from live.util.clock import MonotonicClock
 from tests.datafiles import data_file
 
 pytestmark = pytest.mark.anyio

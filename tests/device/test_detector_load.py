@@ -12,7 +12,7 @@ import pytest
 
 from device.app.detector_load import DetectorLoad
 from device.perception import PerceptionStats
-from live.clock import FakeClock
+from live.util.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 

@@ -24,7 +24,7 @@ import anyio
 import cv2
 import pytest
 
-from device.app.ask import ASK_INSTRUCTION
+from device.app.ask.command import ASK_INSTRUCTION
 from device.frame import Frame
 from device.perception import Perception
 from models.detector import PersonDetector

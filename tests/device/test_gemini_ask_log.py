@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from device.app.ask import EXIT_UNANSWERED, AskApp, AskOptions
+from device.app.ask.command import EXIT_UNANSWERED, AskApp, AskOptions
 from device.app.describe import describe_config
-from device.app.report_data import load_events
+from device.app.report.data import load_events
 from device.config import Config, build
 from device.events import CountChanged, DwellPassed, LineCrossed, RunStarted, ZoneCount
 from live.events import Event

@@ -32,8 +32,8 @@ from device.percept import Percept
 from device.perception import Perception
 from device.scene import SceneSpec
 from device.shared_detector import SharedDetector
-from live.clock import MonotonicClock
 from live.events import Event
+from live.util.clock import MonotonicClock
 from models.detections import Detections
 from models.detector import PersonDetector
 from tests.datafiles import data_file

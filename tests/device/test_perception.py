@@ -21,8 +21,8 @@ from device.frame import Frame
 from device.percept import Percept
 from device.perception import Perception
 from device.shared_detector import SharedDetector
-from live.clock import MonotonicClock
 from live.events import Emission, Event
+from live.util.clock import MonotonicClock
 from models.detections import Detections
 from models.detector import PersonDetector
 from tests.datafiles import data_file

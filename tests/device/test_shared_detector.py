@@ -9,7 +9,7 @@ import anyio.lowlevel
 import pytest
 
 from device.shared_detector import SharedDetector
-from live.clock import FakeClock
+from live.util.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import device.outputs.sinks
-from device.app.report_jsonl import read_jsonl
+from device.app.report.jsonl import read_jsonl
 from device.outputs.sinks import JsonlSink
 from live.events import ModelText
 from tests.datafiles import REPO_ROOT

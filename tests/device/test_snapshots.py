@@ -278,7 +278,7 @@ def test_the_pictures_written_at_the_end_still_reach_the_log(tmp_path: Path) -> 
     """The bus closes the snapshots first: what their close publishes is logged."""
     from device.bus import EventBus
     from device.outputs.sinks import JsonlSink
-    from live.clock import FakeClock
+    from live.util.clock import FakeClock
 
     bus = EventBus(FakeClock())
     log = tmp_path / "events.jsonl"

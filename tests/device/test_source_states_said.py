@@ -8,7 +8,7 @@ from typing import Any
 from device.app.freshness import CountFreshness
 from device.bus import EventBus
 from device.feeds.runner import SourceState, StateChange
-from live.clock import FakeClock
+from live.util.clock import FakeClock
 from tests.recorder import Recorder
 
 

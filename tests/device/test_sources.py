@@ -36,7 +36,7 @@ from device.sources import (
     open_source,
     safe_url,
 )
-from live.clock import FakeClock, settle
+from live.util.clock import FakeClock, settle
 from tests.datafiles import data_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -23,8 +23,8 @@ from device.bus import EventBus
 from device.config import build
 from device.events import CountChanged
 from device.percept import Percept
-from live.clock import MonotonicClock
 from live.events import Emission, Event
+from live.util.clock import MonotonicClock
 from tests.cameras import VtestCamera, vtest_frames
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

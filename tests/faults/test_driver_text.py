@@ -16,8 +16,8 @@ from device.app.wiring import build_app
 from device.bus import EventBus
 from device.config import build
 from device.sources import SourceError
-from live.clock import MonotonicClock
 from live.events import Emission, Event
+from live.util.clock import MonotonicClock
 from tests.cameras import VtestCamera, vtest_frames
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

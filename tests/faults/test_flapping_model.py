@@ -12,10 +12,10 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from live.backoff import FailureRun
 from live.config import ReconnectPolicy, SessionConfig
 from live.model import LiveSetup, ModelGoAway
 from live.testing import ScriptedConnection, ScriptedModel
+from live.util.backoff import FailureRun
 from tests.fakelive import FakeLiveServer
 from tests.faults.live_runs import ping, said, session_on
 from tests.live.harness import harness

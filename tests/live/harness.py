@@ -10,7 +10,6 @@ from typing import Any
 import anyio
 from google.genai import types
 
-from live.clock import FakeClock, settle
 from live.config import SessionConfig
 from live.events import Event
 from live.requests import LiveRequestQueue
@@ -18,6 +17,7 @@ from live.session import LiveSession, Runner
 from live.store.eventlog import MemoryEventLog
 from live.testing import ScriptedModel
 from live.tool import Tool
+from live.util.clock import FakeClock, settle
 
 
 def frame_blob(value: int) -> types.Blob:

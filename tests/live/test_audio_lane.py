@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from google.genai import types
 
-from live.clock import FakeClock
 from live.config import SessionConfig
 from live.input_stream import InputStream
 from live.model import SendRealtime
 from live.requests import LiveRequestQueue
+from live.util.clock import FakeClock
 from tests.live.harness import blob_value, harness
 from tools.function_tool import FunctionTool
 

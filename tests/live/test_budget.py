@@ -9,11 +9,11 @@ import pytest
 from google.genai import types
 
 from live.budget import BudgetLevel, SpendingCap, TokenMeter
-from live.clock import FakeClock
 from live.config import BudgetLimits
 from live.events import BudgetState, Event
 from live.outbox import OutEmission
 from live.tool import coalesce_updates
+from live.util.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 

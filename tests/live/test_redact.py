@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from live.printable import printable, printable_lines
-from live.redact import SafeFormatter, redact, safe_url, strip_credentials, url_secrets
+from live.util.printable import printable, printable_lines
+from live.util.redact import SafeFormatter, redact, safe_url, strip_credentials, url_secrets
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ from typing import Any
 import anyio
 import pytest
 
-from live.clock import FakeClock
 from live.config import ReconnectPolicy, SessionConfig
 from live.events import ConnectionState, Emission, ErrorEvent, JobProgress, JobUpdate
 from live.input_stream import InputStream
@@ -19,6 +18,7 @@ from live.requests import LiveRequestQueue
 from live.session import Runner
 from live.testing import ScriptedModel
 from live.tool import ToolContext
+from live.util.clock import FakeClock
 from tests.live.harness import blob_value, harness
 from tools.function_tool import FunctionTool
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from live.clock import settle
 from live.config import PENDING_STATUS, EmitMode, SessionConfig, StreamBounds
 from live.events import Emission, ErrorEvent, StreamStopped
 from live.input_stream import InputStream
 from live.model import SendContent
 from live.store.eventlog import SQLiteEventLog, read_events
 from live.tool import ToolContext
+from live.util.clock import settle
 from tests.live.harness import blob_value, harness
 from tools.function_tool import FunctionTool
 
@@ -370,10 +370,10 @@ async def test_closing_the_queue_stops_all_streams_with_cleanup() -> None:
 
 async def test_leaving_the_block_stops_streams_and_nothing_runs_after() -> None:
     impl, tool = counting_tool()
-    from live.clock import FakeClock
     from live.requests import LiveRequestQueue
     from live.session import Runner
     from live.testing import ScriptedModel
+    from live.util.clock import FakeClock
 
     model = ScriptedModel(clock=FakeClock())
     queue = LiveRequestQueue()
@@ -477,10 +477,10 @@ async def test_event_log_in_sqlite_holds_every_emission(tmp_path: Any) -> None:
     _impl, tool = counting_tool()
     path = tmp_path / "events.sqlite"
     db = SQLiteEventLog(path)
-    from live.clock import FakeClock
     from live.requests import LiveRequestQueue
     from live.session import Runner
     from live.testing import ScriptedModel
+    from live.util.clock import FakeClock
     from tests.live.harness import frame_blob
 
     clock = FakeClock()

@@ -12,7 +12,6 @@ from typing import Any
 import anyio
 import pytest
 
-from live.clock import FakeClock
 from live.events import ErrorEvent, JobProgress, JobUpdate, ModelText, ToolCall, ToolResult
 from live.input_stream import InputStream
 from live.jobs import JobState, MemoryJobStore, SQLiteJobStore
@@ -25,8 +24,9 @@ from live.testing import (
     say,
 )
 from live.tool import ToolContext
-from live.turn_model import TurnModelError, TurnReply, TurnRequest
-from live.turns import ToolModeError, TurnConfig, TurnOutcome, TurnResult, TurnRunner
+from live.turns.conversation import ToolModeError, TurnConfig, TurnOutcome, TurnResult, TurnRunner
+from live.turns.model import TurnModelError, TurnReply, TurnRequest
+from live.util.clock import FakeClock
 from tools.function_tool import FunctionTool
 
 pytestmark = pytest.mark.anyio

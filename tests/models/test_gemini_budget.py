@@ -17,11 +17,11 @@ import pytest
 from anyio.streams.memory import MemoryObjectSendStream
 from google.genai import types
 
-from live.clock import FakeClock
 from live.config import BudgetLimits, EmitMode, ReconnectPolicy, SessionConfig
 from live.events import BudgetState, Emission
 from live.requests import LiveRequestQueue
 from live.session import LiveSession, Runner
+from live.util.clock import FakeClock
 from models.gemini.model import GeminiLiveModel, GeminiOptions
 from tests.fakelive import FakeLiveServer, client_for
 from tests.faults.live_runs import WatchedLog

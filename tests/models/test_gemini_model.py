@@ -84,7 +84,7 @@ from tools.function_tool import FunctionTool
 T = TypeVar("T")
 
 TEXT_MODEL = "gemini-live-2.5-flash-preview"
-# Matches none of live.redact's patterns, so only the model's own redaction can hide it.
+# Matches none of live.util.redact's patterns, so only the model's own redaction can hide it.
 SECRET_KEY = "sekrit-0123456789-abcdef"
 
 

@@ -152,7 +152,7 @@ def test_a_token_that_cannot_be_fetched_is_said_with_where_it_was_looked_for(
 ) -> None:
     """The console and the logs redact what they say: the reason must still name the file
     or URL (the redaction hides the value after "token:", so it is not worded so)."""
-    from live.redact import redact
+    from live.util.redact import redact
 
     async def never(token: str) -> str:
         raise AssertionError("nothing to open with")
@@ -169,7 +169,7 @@ def test_a_token_url_ending_in_token_keeps_its_failures_reason_readable() -> Non
     label of a secret (it was said ``…/lookout/token: *** 111] Connection refused``)."""
     import socket
 
-    from live.redact import redact
+    from live.util.redact import redact
     from models.gemini.tokens import TokenUrl
 
     with socket.socket() as closed:  # a port nothing listens on

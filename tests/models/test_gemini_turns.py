@@ -18,7 +18,7 @@ from google import genai
 from google.genai import types
 
 from live.model import FunctionCallRequest, ModelUsage
-from live.turn_model import TurnModel, TurnModelError, TurnRequest
+from live.turns.model import TurnModel, TurnModelError, TurnRequest
 from models.gemini.model import MissingApiKey
 from models.gemini.turns import DEFAULT_TURN_MODEL, GeminiTurnModel
 from tests.fakelive import (

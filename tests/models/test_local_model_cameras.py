@@ -12,12 +12,12 @@ from typing import Any
 import anyio
 import pytest
 
-from live.clock import FakeClock
 from live.config import EmitMode, SessionConfig
 from live.events import ModelText
 from live.input_stream import InputStream
 from live.requests import LiveRequestQueue
 from live.session import Runner
+from live.util.clock import FakeClock
 from models.local.model import LocalModel
 from tests.cli import lookout
 from tests.clips import write_clip

@@ -31,9 +31,9 @@ from device.feeds.runner import SourceState
 from device.outputs.view import NoLogs, SceneControl
 from device.perception import PerceptionStats
 from live.calls import DeviceCall
-from live.clock import FakeClock
 from live.events import Event
 from live.stats import SessionStats
+from live.util.clock import FakeClock
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -16,7 +16,7 @@ import pytest
 from device.app.operations import DEFAULT_HTTP, build_operations
 from device.bus import EventBus
 from device.config import Config, ConfigError, build
-from live.clock import FakeClock
+from live.util.clock import FakeClock
 from tests.ops.support import FakeApp
 
 HOST, PORT = DEFAULT_HTTP.rsplit(":", 1)

@@ -15,7 +15,7 @@ from device.outputs.mqtt.ha_discovery import value
 from device.outputs.mqtt.publisher import MqttPublisher
 from device.outputs.mqtt.settings import MqttSettings, parse_mqtt
 from device.outputs.mqtt.state import UNKNOWN_ZONE
-from live.clock import FakeClock
+from live.util.clock import FakeClock
 from tests.ops.support import Broker, Received, Subscriber
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -17,7 +17,7 @@ from aiohttp import web
 from device.outputs.page.bodies import SharedBody
 from device.outputs.page.pacing import RequestPacing
 from device.outputs.page.rate import Pacer
-from live.clock import FakeClock
+from live.util.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 

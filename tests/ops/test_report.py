@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from device.app.report import ReportError, load_events, make_report, summarize
+from device.app.report.command import ReportError, load_events, make_report, summarize
 from device.events import CaptureStatsEvent, CountChanged, RunStarted, SourceStateEvent
 from live.events import ConnectionState, Event, ModelText, StreamStarted, StreamStopped
 from live.store.eventlog import SQLiteEventLog
@@ -386,7 +386,7 @@ def test_report_of_an_ask_db_says_there_is_no_count_not_none(tmp_path: Path) -> 
 def test_a_camera_run_is_charted_on_the_clock_as_a_step_of_the_system_clock_left_it() -> None:
     """A Pi that booted three days behind and was set by NTP a minute in: the chart's
     clock times are the real ones, for the whole run, not three days in the past."""
-    from device.app.report_data import build_timeline
+    from device.app.report.data import build_timeline
     from device.events import ClockStep
 
     behind = 3 * 86400.0

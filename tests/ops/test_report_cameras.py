@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from device.app.report import make_report
-from device.app.report_data import load_events
+from device.app.report.command import make_report
+from device.app.report.data import load_events
 from device.events import CameraEvent
 from device.logged_cameras import CAMERA_TYPES
 from tests.camera_logs import two_cameras, without_cameras, write_logs, write_old_jsonl

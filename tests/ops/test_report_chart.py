@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from device.app.report_chart import chart_figure, clock_ticks
-from device.app.report_data import build_timeline, split_runs, summarize
-from device.app.report_scene import build_scene
+from device.app.report.chart import chart_figure, clock_ticks
+from device.app.report.data import build_timeline, split_runs, summarize
+from device.app.report.scene import build_scene
 from device.events import DwellPassed
 from live.events import Event
 from tests.ops.test_report_lines_zones import ROUND_HOUR, camera_run, dicts

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from device.app.report import ReportError, make_report
-from device.app.report_data import build_timeline, load_events, summarize
-from device.app.report_scene import build_scene, period_for
+from device.app.report.command import ReportError, make_report
+from device.app.report.data import build_timeline, load_events, summarize
+from device.app.report.scene import build_scene, period_for
 from device.events import (
     CaptureStatsEvent,
     CountChanged,

@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 import pytest
 
-from device.app.report import make_report
+from device.app.report.command import make_report
 from device.events import CountChanged, RunStarted, SnapshotSaved, SourceStateEvent
 from device.outputs.pictures.snapshots import file_name
 from live.events import Event

@@ -17,7 +17,7 @@ import aiohttp
 import anyio
 import pytest
 
-from device.app.scene_allowance import Allowance
+from device.app.scene.allowance import Allowance
 from device.config import ConfigError, build
 from tests.ops.apprun import RunningApp, running_app
 

@@ -16,7 +16,7 @@ from device.outputs.page.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry
 from device.percept import Percept
 from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage
-from live.redact import strip_credentials
+from live.util.redact import strip_credentials
 from tests.ops.support import FakeApp, FakeSession
 from tests.percepts import make_percept
 

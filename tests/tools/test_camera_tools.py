@@ -118,7 +118,7 @@ class TwoCameras:
             )
             for name in self.cameras.names
         }
-        from device.app.scene_tools import _checker, _name_type
+        from device.app.scene.tools import _checker, _name_type
 
         self.tools = [
             FunctionTool(

@@ -26,13 +26,13 @@ from device.config import build
 from device.outputs.page.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry
 from device.percept import CurrentPercept, Percept
-from live.clock import FakeClock, MonotonicClock
 from live.config import ReconnectPolicy, SessionConfig
 from live.events import Usage
 from live.model import LiveSetup
 from live.requests import LiveRequestQueue
 from live.session import Runner
 from live.tool import ToolContext
+from live.util.clock import FakeClock, MonotonicClock
 from models.gemini.model import GeminiLiveModel, GeminiOptions
 from tests.datafiles import data_file
 from tests.fakelive import (

@@ -177,7 +177,7 @@ def test_the_instruction_names_the_lines_and_zones_and_the_tools_exist_only_with
     tmp_path: Any,
 ) -> None:
     from device.app.parts import system_instruction
-    from device.app.scene_tools import scene_tools
+    from device.app.scene.tools import scene_tools
     from device.config import build
 
     # No lines, and no status page to draw one on: nothing to watch.

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from live.clock import Clock
-from live.plural import counted
+from live.util.clock import Clock
+from live.util.plural import counted
 
 log = logging.getLogger("lookout.mqtt")
 

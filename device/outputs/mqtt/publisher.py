@@ -51,10 +51,10 @@ from device.outputs.mqtt.reader import BrokerReader
 from device.outputs.mqtt.settings import MqttSettings
 from device.outputs.mqtt.state import CameraScene, Changes, MqttState
 from device.outputs.mqtt.window import Window
-from live.backoff import Backoff
-from live.clock import Clock, MonotonicClock
 from live.events import Event
 from live.signal import Wakeup
+from live.util.backoff import Backoff
+from live.util.clock import Clock, MonotonicClock
 
 
 class _Yielded(Exception):

@@ -38,7 +38,7 @@ from device.outputs.mqtt.outbox import Message
 from device.outputs.mqtt.topics import MqttTopics
 from device.percept import MAIN_CAMERA
 from live.events import Event
-from live.redact import strip_credentials
+from live.util.redact import strip_credentials
 
 log = logging.getLogger("lookout.mqtt")
 

@@ -51,7 +51,7 @@ class SceneGeometry:
 
     @classmethod
     def edited(cls, event: SceneChanged) -> SceneGeometry:
-        """The scene an edit made (``device/app/scene_editor.py``)."""
+        """The scene an edit made (``device/app/scene/editor.py``)."""
         return cls(
             lines={n: (_xy(p[0]), _xy(p[1])) for n, p in event.lines.items()},
             zones={n: tuple(_xy(p) for p in z["points"]) for n, z in event.zones.items()},

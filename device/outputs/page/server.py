@@ -48,7 +48,7 @@ from device.outputs.page.request_log import requests_log
 from device.outputs.pictures.files import read_picture, valid_name
 from device.outputs.pictures.latest import ROUTE as PICTURES_ROUTE
 from device.outputs.telemetry import Telemetry
-from live.redact import redact
+from live.util.redact import redact
 
 CLEANUP_S = 0.3  # at the end of a run, at most this long for requests in flight
 log = logging.getLogger("lookout.status")

@@ -3,7 +3,7 @@
 Where a ``LiveModel`` holds a connection open and streams, a ``TurnModel`` is
 asked once per step of a turn: the whole conversation so far (as ``live/wire.py``
 ``Content``), the system instruction and the function declarations go in; the
-model's text and/or function calls come back. ``TurnRunner`` (live/turns.py)
+model's text and/or function calls come back. ``TurnRunner`` (live/turns/conversation.py)
 drives it; ``models/gemini/turns.py`` implements it over
 ``client.aio.models.generate_content`` and ``models/local/turns.py`` offline.
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from live.turn_model import TurnModel, TurnModelError, TurnReply, TurnRequest
+from live.turns.model import TurnModel, TurnModelError, TurnReply, TurnRequest
 
 
 class FallbackTurnModel:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # Types only: report_data's summary calls this module, never the other way round.
-    from device.app.report_data import Run, Timeline
+    from device.app.report.data import Run, Timeline
 
 # Period lengths a report counts crossings and zone occupancy in: "nice" steps, so that
 # rows read as 10:00-10:05 rather than 10:00:17-10:04:59.

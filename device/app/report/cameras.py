@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from device.app.report_chart import Counts, figure_lines
-from device.app.report_data import ReportError, Run, Timeline, build_timeline, split_runs, summarize
-from device.app.report_scene import Scene, build_scene, period_for
+from device.app.report.chart import Counts, figure_lines
+from device.app.report.data import ReportError, Run, Timeline, build_timeline, split_runs, summarize
+from device.app.report.scene import Scene, build_scene, period_for
 from device.logged_cameras import camera_view
-from live.plural import counted
+from live.util.plural import counted
 
 
 @dataclass

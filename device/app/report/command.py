@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from device.app.report_cameras import (
+from device.app.report.cameras import (
     CameraPart,
     camera_parts,
     chart_counts,
@@ -36,8 +36,8 @@ from device.app.report_cameras import (
     chart_scene,
     device_summary,
 )
-from device.app.report_chart import render_chart
-from device.app.report_data import (
+from device.app.report.chart import render_chart
+from device.app.report.data import (
     ReportError,
     Skipped,
     build_timeline,
@@ -47,9 +47,9 @@ from device.app.report_data import (
     split_runs,
     summarize,
 )
-from device.app.report_html import page
-from device.app.report_pictures import latest_pictures, pictures_html
-from device.app.report_scene import build_scene
+from device.app.report.html import page
+from device.app.report.pictures import latest_pictures, pictures_html
+from device.app.report.scene import build_scene
 from device.logged_cameras import camera_view, cameras_in, named
 
 OUTPUT_SUFFIXES = (".html", ".htm", ".png")

@@ -21,8 +21,8 @@ DOCTOR_TIMED_RUNS = 3  # after one warm-up; the median is reported
 
 
 def _line(status: str, what: str, detail: str) -> None:
-    from live.printable import printable
-    from live.redact import strip_credentials
+    from live.util.printable import printable
+    from live.util.redact import strip_credentials
 
     # A detail is often an exception's text, which may quote a URL with its password.
     print(f"[{status:>4}] {what:<14} {printable(strip_credentials(detail))}")
@@ -240,7 +240,7 @@ def _check_gemini(
     import anyio
 
     from live.model import ConnectionLost, LiveSetup, ModelSetupError
-    from live.redact import redact
+    from live.util.redact import redact
     from models.gemini.model import GeminiLiveModel, GeminiOptions
     from models.gemini.vertex import VertexError
 
@@ -343,7 +343,7 @@ def _configured(args: argparse.Namespace, flags: dict[str, object]) -> tuple[Con
 
 
 def doctor(args: argparse.Namespace, flags: dict[str, object] | None = None) -> int:
-    from device.app.doctor_outputs import check_outputs
+    from device.app.doctor.outputs import check_outputs
 
     results = []
     config, problem = _configured(args, flags or {})

@@ -21,13 +21,13 @@ import anyio
 from anyio.abc import TaskGroup
 
 from live import dispatch, wire
-from live.backoff import Backoff
-from live.clock import Clock
 from live.events import ErrorEvent, Event, JobUpdate, ToolResult
 from live.jobs import Job, JobState, JobStore
 from live.signal import Wakeup
 from live.tool import Tool
-from live.turn_config import TurnConfig, TurnOutcome
+from live.turns.config import TurnConfig, TurnOutcome
+from live.util.backoff import Backoff
+from live.util.clock import Clock
 
 log = logging.getLogger("lookout.turns")
 

@@ -38,12 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from device.app.report_jsonl import NotEvents, Skipped, is_event, read_jsonl, read_log_bytes
-from device.app.report_scene import build_scene, summarize_scene
+from device.app.report.jsonl import NotEvents, Skipped, is_event, read_jsonl, read_log_bytes
+from device.app.report.scene import build_scene, summarize_scene
 from device.input_file import InputRefused
 from device.logged_cameras import with_cameras
-from live.redact import safe_url
-from live.walltime import wall_time
+from live.util.redact import safe_url
+from live.util.walltime import wall_time
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 COUNT_TOOL = "count_people"
@@ -224,7 +224,7 @@ def split_runs(events: list[dict[str, Any]]) -> list[Run]:
 
 def _wall_start(run: Run) -> float | None:
     """The wall-clock time at session time 0 of a camera run, on the clock as the run's
-    logged steps of the system clock left it (``live/walltime.py``); None for others."""
+    logged steps of the system clock left it (``live/util/walltime.py``); None for others."""
     if run.axis != WALL or run.info is None:
         return None
     return wall_time(0.0, run.info, [e for e in run.events if e["type"] == "clock_step"])

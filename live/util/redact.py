@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
 
-from live.printable import printable, printable_lines
+from live.util.printable import printable, printable_lines
 
 HIDDEN = "***"  # whatever is left out: a value, user info, a host that cannot be told
 

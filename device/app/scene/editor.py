@@ -12,7 +12,7 @@ console) takes the new scene from that event.
 Edits are applied one at a time, in order; one made against an older revision than
 the device's (another operator's edit came first) is refused (409), never merged
 silently. A body of the wrong shape or types is the client's mistake (400, naming the
-field: ``scene_body.py``). What is written into the file is what the edit changed (by
+field: ``scene/body.py``). What is written into the file is what the edit changed (by
 name), over the file as it is then: another device started with the same file keeps
 its own edits there (``device/config/scene_file.py``). Edits may add at most
 ``scene_allowance.PER_HOUR_BYTES`` an hour to the event logs (429 past it).
@@ -27,8 +27,8 @@ from typing import Any
 
 import anyio
 
-from device.app.scene_allowance import Allowance
-from device.app.scene_body import MAX_ITEMS, MAX_ZONE_POINTS, EditError, read_edit
+from device.app.scene.allowance import Allowance
+from device.app.scene.body import MAX_ITEMS, MAX_ZONE_POINTS, EditError, read_edit
 from device.capture import CaptureLoop
 from device.config import Config
 from device.config.scene import LineSpec, ZoneSpec

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from device.app.report_data import Timeline
+from device.app.report.data import Timeline
 from device.outputs.pictures.files import read_picture, thumbnail
 from device.outputs.pictures.latest import caption
 

@@ -22,8 +22,8 @@ Tools behave as they can outside a live session:
   because here nothing would consume its emissions (ADK answers such a call
   with ``{"result": <generator object>}`` and runs nothing).
 
-The jobs and the delivery of their results are ``live.turn_jobs``; how turns
-are configured and how one ended, ``live.turn_config``.
+The jobs and the delivery of their results are ``live.turns.jobs``; how turns
+are configured and how one ended, ``live.turns.config``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from live import dispatch, wire
-from live.clock import Clock, MonotonicClock
 from live.events import (
     ErrorEvent,
     Event,
@@ -54,12 +53,13 @@ from live.events import (
 )
 from live.jobs import Job, JobStore, MemoryJobStore
 from live.model import FunctionCallRequest
-from live.redact import redact
 from live.store.eventlog import EventLog
 from live.tool import Tool, check_unique_names
-from live.turn_config import TurnConfig, TurnOutcome, TurnResult
-from live.turn_jobs import ConversationJobs, Emit
-from live.turn_model import TurnModel, TurnModelError, TurnReply, TurnRequest
+from live.turns.config import TurnConfig, TurnOutcome, TurnResult
+from live.turns.jobs import ConversationJobs, Emit
+from live.turns.model import TurnModel, TurnModelError, TurnReply, TurnRequest
+from live.util.clock import Clock, MonotonicClock
+from live.util.redact import redact
 
 log = logging.getLogger("lookout.turns")
 

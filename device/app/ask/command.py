@@ -26,8 +26,8 @@ from typing import TextIO
 import anyio
 from anyio import CancelScope
 
-from device.app.ask_console import AskConsole
-from device.app.ask_tools import ASK_INSTRUCTION, ASK_LOG_INSTRUCTION, SaysCannot
+from device.app.ask.console import AskConsole
+from device.app.ask.tools import ASK_INSTRUCTION, ASK_LOG_INSTRUCTION, SaysCannot
 from device.app.describe import describe_config, run_started
 from device.app.parts import (
     configured_perception,
@@ -46,7 +46,6 @@ from device.outputs.sinks import EventSink, JsonlSink
 from device.percept import Percept
 from device.perception import Perception
 from device.sources import FrameSource
-from live.clock import Clock, MonotonicClock
 from live.events import (
     ErrorEvent,
     Event,
@@ -56,8 +55,9 @@ from live.events import (
 from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
 from live.store.eventlog import EventLog, MemoryEventLog, SQLiteEventLog
 from live.tool import Tool
-from live.turn_model import TurnModel
-from live.turns import Conversation, TurnConfig, TurnOutcome, TurnRunner
+from live.turns.conversation import Conversation, TurnConfig, TurnOutcome, TurnRunner
+from live.turns.model import TurnModel
+from live.util.clock import Clock, MonotonicClock
 from tools.log_questions import LogTools
 from tools.occupancy import MemoryOccupancyLog, OccupancyLog, OccupancyTools, SQLiteOccupancyLog
 from tools.visitors import VisitorCounter
@@ -98,7 +98,7 @@ def build_turn_model(config: Config, say: Callable[[str], None] = print) -> Turn
                 "(ask asks Gemini with GEMINI_API_KEY or Vertex AI)"
             )
         return LocalTurnModel()
-    from device.app.ask_fallback import FallbackTurnModel
+    from device.app.ask.fallback import FallbackTurnModel
     from models.gemini.turns import GeminiTurnModel
     from models.gemini.vertex import VertexError
 

@@ -1,8 +1,8 @@
 """``lookout report``'s chart and figures: the count over time, the lines' and zones' panels.
 
 matplotlib is imported inside the drawing functions: it is an optional
-dependency (the ``report`` extra, or ``pip install matplotlib``), and ``report.py`` says so when
-it is missing.
+dependency (the ``report`` extra, or ``pip install matplotlib``), and ``report/command.py``
+says so when it is missing.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from device.app.report_data import MEDIA, WALL, ReportError, Timeline
-from device.app.report_scene import Scene
+from device.app.report.data import MEDIA, WALL, ReportError, Timeline
+from device.app.report.scene import Scene
 
 # Several counts over time: (name, steps, end) each, on one axis.
 Counts = list[tuple[str, list[tuple[float, int | None]], float]]

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from device.app.report_cameras import camera_figures, device_figures
-from device.app.report_chart import figure_lines, period_text
-from device.app.report_data import Skipped, Timeline
-from live.printable import printable
+from device.app.report.cameras import camera_figures, device_figures
+from device.app.report.chart import figure_lines, period_text
+from device.app.report.data import Skipped, Timeline
+from live.util.printable import printable
 
 # Each camera's summary by its name; None: the one camera of a log that names none.
 Named = Sequence[tuple[str | None, dict[str, Any]]]

@@ -92,7 +92,7 @@ def check_mqtt(config: Config, say: Say) -> str:
     url = config.outputs.mqtt
     if not url:
         return OK
-    from live.redact import safe_url
+    from live.util.redact import safe_url
 
     try:
         detail = mqtt_handshake(url, config.device.device_id)

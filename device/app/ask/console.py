@@ -7,7 +7,7 @@ from typing import TextIO
 
 from device.events import SourceStateEvent
 from live.events import ErrorEvent, Event, JobProgress, JobUpdate, ModelText, ToolCall, ToolResult
-from live.printable import printable, printable_lines
+from live.util.printable import printable, printable_lines
 
 
 class AskConsole:

@@ -1,0 +1,1 @@
+"""``lookout ask``: one question answered from the scene or the log (``command.py``)."""

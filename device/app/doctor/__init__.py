@@ -1,0 +1,1 @@
+"""``lookout doctor``: what the device can reach and use (``command.py``)."""
