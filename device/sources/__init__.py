@@ -96,6 +96,12 @@ def open_source(
                 f"{path}: {file_kind(mode)}, not a video file, an image folder or a camera"
             )
         return OpenCVSource(str(path), clock_now=clock_now)  # a device node: /dev/video0
+    if "," in text:
+        # Several cameras are several named --source flags, never one list.
+        raise SourceError(
+            f"file not found: {safe_url(text)} (several cameras are one --source each, "
+            "named: --source door=rtsp://cam/stream --source till=1)"
+        )
     raise SourceError(f"file not found: {safe_url(text)}")  # a mistyped URL, perhaps
 
 

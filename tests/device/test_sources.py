@@ -298,6 +298,8 @@ def mjpeg_that_stalls() -> Iterator[str]:
     [
         ("no/such/clip.avi", "file not found: no/such/clip.avi"),
         ("/no/such/folder/", "file not found: /no/such/folder/"),
+        # Issue 34: a list of cameras is said how to write, not only "not found".
+        ("door.mp4,till.mp4", "several cameras are one --source each, named: --source door="),
         ("", "no source given"),
         ("gopher://cam/x", "unsupported source URL scheme gopher://"),
     ],
