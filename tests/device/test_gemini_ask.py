@@ -235,7 +235,9 @@ def test_count_people_now_round_trip(server: ThreadedFakeGenerateServer, video: 
     assert str(get_field(properties["job_id"], "type")).upper() == "STRING"
     assert str(get_field(properties["cursor"], "type")).upper() == "STRING"
     properties, required = params("visitors")
-    assert set(properties) == {"minutes"} and required == {"minutes"}
+    # The log's tools take a camera (issue 34): optional, a log of one camera needs none.
+    assert set(properties) == {"minutes", "camera"} and required == {"minutes"}
+    assert str(get_field(properties["camera"], "type")).upper() == "STRING"
     assert str(get_field(properties["minutes"], "type")).upper() == "NUMBER"
 
     # The call went back with the model's id and name, and the detector's real count.
