@@ -74,7 +74,7 @@ def test_two_cameras_counted_side_by_side_one_stopped_and_only_the_doors_frames_
         [sys.executable, "-m", "device.cli", "run", "--model", MODEL, "--no-http",
          "--config", str(tmp_path / "empty.toml"),
          "--source", f"door={data_file('vtest.avi')}", "--source", f"till={till}",
-         "--send-frames", "door", "--model-fps", "5", "--pace", "fast", "--duration", "10",
+         "--send-frames", "door", "--model-fps", "5", "--pace", "fast", "--duration", "20",
          "--events", str(events_path)],
         cwd=REPO_ROOT, env=server.subprocess_env(), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
@@ -118,8 +118,10 @@ def test_two_cameras_counted_side_by_side_one_stopped_and_only_the_doors_frames_
     assert len(counts("door")) > len(door_counts)
     assert any(r.t > stopped.t for r in till_said)
     # The model saw the door's frames alone (768x576; the till's are 384x288).
+    # The lane sends at most --model-fps a wall second and a fast replay takes a few wall
+    # seconds (more under load): enough frames that a leak of the till's would show.
     frames = [f for c in server.connections() for f in c.frames()]
-    assert len(frames) >= 5, len(frames)
+    assert len(frames) >= 3, len(frames)
     sizes = {
         cv2.imdecode(np.frombuffer(f.data or b"", np.uint8), cv2.IMREAD_COLOR).shape[:2]
         for f in frames
