@@ -167,6 +167,11 @@ def sources_flags(items: list[str]) -> tuple[str | None, dict[str, str]]:
         else:
             unnamed.append(item)
     if unnamed and (named or len(unnamed) > 1):
+        for item in unnamed:
+            name, sep, spec = item.partition("=")
+            if sep and spec and not any(c in name for c in "/:.") and not Path(item).exists():
+                # Meant as a camera's name (no path or URL has "=" so early): say its rule.
+                check_name(name, f"--source {item!r}: the camera's name")
         raise ConfigError(
             "--source given more than once: name each camera (--source door=rtsp://cam/stream "
             "--source till=1)"

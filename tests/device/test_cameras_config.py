@@ -119,6 +119,11 @@ def test_a_device_that_names_no_camera_has_one_main_camera_as_before() -> None:
             "--line 'till:p=0.5,0.1,0.5,0.9': no camera named 'till' (cameras: door)",
         ),
         (["--source", "door=a", "--source", "door=b"], None, "--source door= is given twice"),
+        (
+            ["--source", "front door=a", "--source", "till=b"],
+            None,
+            "--source 'front door=a': the camera's name 'front door' must be 1-40 letters",
+        ),
         (["--source", "clip.mp4"], TWO, "--source 'clip.mp4' names no camera"),
         ([], "[cameras.door]\ndetector = 'x.onnx'\n", "cameras.door.detector is not a setting a"),
         ([], "[cameras.door]\ndetect_fps = -1\n", "cameras.door.detect_fps must be more than 0"),
