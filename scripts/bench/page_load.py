@@ -245,7 +245,9 @@ def main() -> None:
     bodies = Path(REPO_ROOT / "out" / "page_load_bodies.json")
     bodies.parent.mkdir(exist_ok=True)
     root = args.root.resolve()
-    print(f"lookout from {root} ({_commit(root)})")
+    # The checkout is said by its commit; its place is this machine's business.
+    where = "this checkout" if root == REPO_ROOT.resolve() else "--root"
+    print(f"lookout from {where} ({_commit(root)})")
     none = run_once(args.seconds, routes[0], 0, decoy=False, bodies=bodies, save=True, root=root)
     print(
         f"{args.seconds} s of vtest.avi in real time, lamp-post line, 5 detections/s due; "
