@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from device.percept import Percept
+from device.vision.percept import Percept
 from live.events import Event
 from live.util.clock import Clock
 

@@ -27,9 +27,9 @@ import anyio
 import cv2
 import numpy as np
 
-from device.frame import Frame
 from device.grid import SampleGrid
-from device.percept import CountUnknown, Percept
+from device.vision.frame import Frame
+from device.vision.percept import CountUnknown, Percept
 from live.requests import LiveRequestQueue
 from live.util.clock import Clock
 

@@ -191,7 +191,7 @@ def unlinked_note(photos: bool, detect_fps: float) -> str:
     """The run's first word on a count that cannot follow people from frame to frame."""
     if photos:
         return "an image folder: each photo is counted on its own (--timelapse for one scene)"
-    from device.tracker import TrackerConfig
+    from device.vision.tracker import TrackerConfig
 
     return (
         f"at {detect_fps:g} detections a second people cannot be followed from one to the "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from device.percept import MAIN_CAMERA
+from device.vision.percept import MAIN_CAMERA
 from live.events import Event
 from live.util.redact import safe_url, strip_credentials
 
@@ -129,7 +129,7 @@ class SceneChanged(CameraEvent):
 
     ``lines``: each line's two points now; ``zones``: each zone's points and dwell time
     now (the whole scene, so a reader of the log needs nothing before it); ``changes``:
-    what changed (``{"kind", "name", "how", "was"}``, see ``device/scene.py:SceneEdit``);
+    what changed (``{"kind", "name", "how", "was"}``, see ``device/vision/scene.py:SceneEdit``);
     ``saved``: the configuration file it was written to ("" when it was not, and
     ``not_saved`` says why); ``revision``: how many edits this run has applied.
     """

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from device.percept import MAIN_CAMERA
+from device.vision.percept import MAIN_CAMERA
 
 # The types of device.events.CameraEvent (tests/ops/test_report_cameras.py keeps them
 # the same): a log is read without importing the events it holds.

@@ -2,7 +2,7 @@
 
 The runtime carries the device's frames without knowing the device: any
 object with a time in its source and a JPEG made on demand is a picture
-(``device/frame.py:Frame`` is the one Lookout sends). Structural, so
+(``device/vision/frame.py:Frame`` is the one Lookout sends). Structural, so
 ``live/`` imports nothing else of Lookout's.
 """
 

@@ -24,7 +24,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from device.input_file import MODEL_MAX, check_input
+from device.files.input_file import MODEL_MAX, check_input
 from models.backend import BackendError, InferenceBackend, OnnxRuntimeBackend
 from models.detections import Detections, FloatArray
 

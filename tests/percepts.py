@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from device.frame import Frame
-from device.percept import LineTotals, Percept, Track, ZoneState
+from device.vision.frame import Frame
+from device.vision.percept import LineTotals, Percept, Track, ZoneState
 from models.detections import Detections
 
 

@@ -1,7 +1,7 @@
 """``count_people``: the people count for the model, as changes, from the device's perception.
 
 The device runs the detector and the tracker once per sampled frame
-(``device/perception.py``); what it made of each frame (a ``Percept``) rides
+(``device/vision/perception.py``); what it made of each frame (a ``Percept``) rides
 beside the frame into the session's fan-out. This streaming tool consumes its
 call's input stream of those percepts and yields only *changes*; it runs no
 detector of its own, so any number of calls cost next to nothing and every
@@ -22,8 +22,8 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field
 
-from device.percept import CountUnknown, CurrentPercept, Percept
-from device.regions import count_people_in_region
+from device.vision.percept import CountUnknown, CurrentPercept, Percept
+from device.vision.regions import count_people_in_region
 from live.input_stream import InputStream
 from live.tool import ToolArgumentError, ToolContext, coalesce_updates
 from live.util.plural import counted

@@ -33,7 +33,7 @@ import numpy as np
 from pydantic import Field
 
 from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
-from device.percept import CurrentPercept, Percept, Track
+from device.vision.percept import CurrentPercept, Percept, Track
 from live import wire
 from live.tool import ToolContext
 

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Protocol
 import anyio
 from pydantic import Field
 
-from device.percept import Percept
+from device.vision.percept import Percept
 from live.paging import paginate
 from live.tool import Tool, ToolArgumentError, ToolContext
 from tools.arguments import WholeRange

@@ -16,7 +16,7 @@ import anyio
 from pydantic import Field
 
 from device.logged_cameras import camera_info, named, run_cameras
-from device.percept import MAIN_CAMERA
+from device.vision.percept import MAIN_CAMERA
 from live.tool import Tool, ToolUnavailable
 from tools.arguments import WholeRange
 from tools.crossing_log import CrossingLogError, LineRun, read_line_runs

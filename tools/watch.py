@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
-from device.percept import CountUnknown, CurrentPercept, Percept
+from device.vision.percept import CountUnknown, CurrentPercept, Percept
 from live.input_stream import InputStream
 
 V = TypeVar("V")

@@ -1,7 +1,7 @@
 """``watch_line`` and ``watch_zone``: the scene's lines and zones for the model, as changes.
 
 The device counts crossings and zone occupancy in perception
-(``device/scene.py``) whether or not a model listens; each percept carries
+(``device/vision/scene.py``) whether or not a model listens; each percept carries
 every line's totals and every zone's state after its frame. These streaming
 tools consume their call's input stream of percepts and yield only what
 changed, like ``count_people``: a crossing (with the run's totals, so a missed
@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from device.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
+from device.vision.percept import CountUnknown, CurrentPercept, LineTotals, Percept, ZoneState
 from live.input_stream import InputStream
 from live.tool import ToolArgumentError, ToolContext
 from tools.watch import Watch, watch_changes

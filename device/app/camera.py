@@ -27,10 +27,10 @@ from device.bus import EventBus
 from device.capture import CaptureLoop, Consumers
 from device.config import Config
 from device.feeds.runner import SourceRunner
-from device.percept import CountUnknown, Percept
-from device.perception import Perception
-from device.shared_detector import SharedDetector
 from device.sources import FrameSource, SourceError
+from device.vision.percept import CountUnknown, Percept
+from device.vision.perception import Perception
+from device.vision.shared_detector import SharedDetector
 from live.events import ErrorEvent
 from live.requests import LiveRequestQueue
 from live.util.clock import Clock

@@ -16,7 +16,7 @@ from device.app.camera import Camera
 from device.app.parts import look_tool, offers_look
 from device.app.scene.tools import camera_scene_tools
 from device.config import Config
-from device.perception import Perception
+from device.vision.perception import Perception
 from live.tool import Tool
 from tools.cameras import Cameras, per_camera
 from tools.count_people import CountPeople, check_count_args, coalesce_counts

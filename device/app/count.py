@@ -1,6 +1,6 @@
 """``lookout count``: perception over a video, an image or a folder of images, frame by frame.
 
-It perceives exactly as ``lookout run`` does (``device/perception.py``: the same
+It perceives exactly as ``lookout run`` does (``device/vision/perception.py``: the same
 detection grid, motion gate, tracker and presence rule, on frames prepared the
 same way), so a recording's per-frame counts here are the ones ``lookout run``
 reports for the same frames: one JSON object (``--json``) or line per frame
@@ -25,10 +25,10 @@ from typing import Any, TextIO
 import anyio
 
 from device.capture import prepared
-from device.percept import Percept
-from device.perception import Perception
 from device.sources import FrameSource, ImageFolderSource, SourceError, UnreadableFrame
-from device.tracker import TrackerConfig
+from device.vision.percept import Percept
+from device.vision.perception import Perception
+from device.vision.tracker import TrackerConfig
 from live.util.printable import printable
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1

@@ -1,6 +1,6 @@
 """Whether the one detector keeps up with every camera, said rather than lagged silently.
 
-Cameras take turns at the shared detector (``device/shared_detector.py``). When
+Cameras take turns at the shared detector (``device/vision/shared_detector.py``). When
 they ask for more than it can do, each gets fewer detections than its rate asks
 for: a replay in real time skips late frames, a live camera's next frame comes
 later. Each camera's achieved rate (the frames perception looked at: detected,

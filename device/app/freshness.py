@@ -16,9 +16,9 @@ import time
 from device.bus import EventBus
 from device.events import SourceStateEvent
 from device.feeds.runner import SourceState, StateChange
-from device.percept import MAIN_CAMERA
-from device.perception import Perception
 from device.sources import FrameSource
+from device.vision.percept import MAIN_CAMERA
+from device.vision.perception import Perception
 from live.util.clock import Clock
 
 RETRY_SUFFIX = re.compile(r";? *retry in [^;)]*$")

@@ -24,11 +24,6 @@ from device.app.instruction import (
 )
 from device.config import Config, ConfigError
 from device.feeds.runner import SourceRunner, StateChange
-from device.motion import MotionConfig
-from device.percept import MAIN_CAMERA, CountUnknown, Percept
-from device.perception import Perception, tracker_config
-from device.scene import SceneSpec
-from device.shared_detector import SharedDetector
 from device.sources import (
     FrameSource,
     ImageFolderSource,
@@ -36,6 +31,11 @@ from device.sources import (
     check_decodable,
     open_source,
 )
+from device.vision.motion import MotionConfig
+from device.vision.percept import MAIN_CAMERA, CountUnknown, Percept
+from device.vision.perception import Perception, tracker_config
+from device.vision.scene import SceneSpec
+from device.vision.shared_detector import SharedDetector
 from live import wire
 from live.config import BudgetLimits, EmitMode, ReconnectPolicy, SessionConfig
 from live.events import Event

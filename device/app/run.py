@@ -43,9 +43,9 @@ from device.config import Config
 from device.events import CaptureStatsEvent, ClockStep
 from device.feeds.runner import SourceRunner
 from device.outputs.console import ConsoleSink
-from device.percept import CountUnknown, Percept
-from device.perception import Perception
 from device.sources import FrameSource
+from device.vision.percept import CountUnknown, Percept
+from device.vision.perception import Perception
 from live.events import ErrorEvent
 from live.requests import LiveRequestQueue
 from live.session import LiveSession

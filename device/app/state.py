@@ -18,8 +18,8 @@ from device.capture import CaptureLoop
 from device.config import Config
 from device.feeds.runner import SourceRunner
 from device.outputs.pictures.snapshots import Snapshots
-from device.perception import Perception
 from device.sources import FrameSource
+from device.vision.perception import Perception
 from live.session import LiveSession
 from live.util.clock import Clock
 from tools.look import Look

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from device.whole_file import why_not, write_whole
+from device.files.whole_file import why_not, write_whole
 from models.gemini.tokens import TokenDetails
 
 if TYPE_CHECKING:

@@ -44,9 +44,9 @@ from device.config import Config
 from device.outputs.console import CameraLines, ConsoleSink
 from device.outputs.console_log import ConsoleLogs
 from device.outputs.pictures.snapshots import open_snapshots
-from device.percept import CountUnknown, Percept
-from device.shared_detector import SharedDetector
 from device.sources import FrameSource
+from device.vision.percept import CountUnknown, Percept
+from device.vision.shared_detector import SharedDetector
 from live.model import LiveModel
 from live.requests import LiveRequestQueue
 from live.session import LiveSession, Runner

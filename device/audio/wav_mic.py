@@ -14,7 +14,7 @@ from typing import BinaryIO
 from device.audio.pcm import PcmResampler, decode_pcm, encode_pcm16, to_mono
 from device.audio.ports import CHUNK_MS, MIC_RATE, SAMPLE_BYTES, AudioError
 from device.audio.wav_header import WavFormat, read_header
-from device.input_file import WAV_MAX, InputRefused, open_input
+from device.files.input_file import WAV_MAX, InputRefused, open_input
 from live.util.clock import Clock
 
 

@@ -38,7 +38,7 @@ def validate(config: Config) -> Config:
             raise ConfigError("give --http-token or --http-token-file, not both")
         config = config.model_copy(update={"http_token": read_token(outputs.http_token_file)})
     # Imported here for start-up time (numpy and the tracker), not to break a cycle.
-    from device.tracker import TrackerConfig, can_follow
+    from device.vision.tracker import TrackerConfig, can_follow
 
     if config.has_scene and not can_follow(1 / config.detection_fps()):
         # A crossing or a stay is a person followed from one detection to the next.
@@ -68,7 +68,7 @@ def check_tokens(config: Config) -> None:
             "AI: unset GOOGLE_GENAI_USE_VERTEXAI or drop the token option"
         )
     if model.token_file is not None:
-        from device.input_file import TOKEN_MAX, check_input
+        from device.files.input_file import TOKEN_MAX, check_input
 
         try:
             check_input(model.token_file, TOKEN_MAX)
@@ -92,7 +92,7 @@ def check_device_id(config: Config) -> None:
 
 def read_token(path: Path) -> str:
     """The first line of a token file (``--http-token-file``), checked like a flag's."""
-    from device.input_file import TOKEN_MAX, read_input
+    from device.files.input_file import TOKEN_MAX, read_input
 
     try:
         # utf-8-sig: an editor's byte-order mark is not part of the token (with it,
@@ -110,7 +110,7 @@ def read_token(path: Path) -> str:
 
 def check_model_file(path: Path) -> None:
     """``--detector``: a regular file of a model's size, before onnxruntime reads it."""
-    from device.input_file import MODEL_MAX, check_input
+    from device.files.input_file import MODEL_MAX, check_input
 
     try:
         check_input(path, MODEL_MAX)

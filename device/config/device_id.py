@@ -59,7 +59,7 @@ def _read_id(path: Path) -> str:
     """An id file's text; ``OSError`` for one that is not a small regular file (a pipe
     there would hang every start)."""
     # In here: the configuration loads nothing outside itself when imported.
-    from device.input_file import SMALL_MAX, read_input
+    from device.files.input_file import SMALL_MAX, read_input
 
     return read_input(path, SMALL_MAX).decode("utf-8", "replace").strip()
 
@@ -93,7 +93,7 @@ def stored_suffix(directory: Path) -> str | None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         # In here: the configuration loads nothing outside itself when imported.
-        from device.whole_file import write_whole
+        from device.files.whole_file import write_whole
 
         # Whole (a torn file would change the id), and only where none is: two devices
         # starting at once on one machine keep the first one's, not one each (an

@@ -254,7 +254,7 @@ def load_file(path: Path, flag: str = "config file") -> dict[str, Any]:
     """A config file's settings: its top level, or its ``[lookout]`` table; ``flag``
     names it in what is said (``--config``, or the system's file)."""
     # In here: the configuration loads nothing outside itself when imported.
-    from device.input_file import CONFIG_MAX, read_input
+    from device.files.input_file import CONFIG_MAX, read_input
 
     try:
         text = read_input(path, CONFIG_MAX).decode("utf-8")

@@ -6,7 +6,7 @@ started with, in the file's own layout (``scene_layout.py``), and leaves everyth
 else as the user wrote it. How, and why:
 
 - under an advisory lock on the file, from its read to its replacement
-  (``device/whole_file.py:locked``): two devices started with one file (the default
+  (``device/files/whole_file.py:locked``): two devices started with one file (the default
   ``/etc/lookout/lookout.toml`` on a host with two cameras) take turns, and each
   re-reads the file under the lock, so one device's edit never erases the other's. An
   edit is what changed (names added, moved, removed) against what this device ran,
@@ -142,7 +142,7 @@ def write_scene(
     if not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222:
         raise PermissionError(13, "the file is read-only", str(path))
     # In here: the configuration loads nothing outside itself when imported.
-    from device.whole_file import locked
+    from device.files.whole_file import locked
 
     with locked(target) as held:
         try:

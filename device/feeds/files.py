@@ -20,8 +20,8 @@ import anyio
 import anyio.to_thread
 
 from device.feeds.state import SourceState, describe
-from device.frame import Frame
 from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable, UnreadableFrame
+from device.vision.frame import Frame
 
 if TYPE_CHECKING:
     from device.feeds.runner import SourceRunner

@@ -28,8 +28,8 @@ from anyio.abc import TaskStatus
 from device.feeds.camera import CameraReading
 from device.feeds.files import FileReading
 from device.feeds.state import SourceState, SourceStats, StateChange, describe, size
-from device.frame import Frame
 from device.sources import FrameSource, SourceError
+from device.vision.frame import Frame
 from live.util.backoff import Backoff
 from live.util.clock import Clock
 

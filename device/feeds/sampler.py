@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator
 import anyio
 
 from device.feeds.runner import SourceRunner
-from device.frame import Frame
 from device.grid import SampleGrid
 from device.sources import SourceError
+from device.vision.frame import Frame
 from live.util.clock import Clock
 
 

@@ -28,7 +28,7 @@ from device.outputs.health import OK, Health
 from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.page.scene_json import lines_json, track_json, zones_json
 from device.outputs.view import CameraView
-from device.percept import LineTotals, Percept, Track, ZoneState
+from device.vision.percept import LineTotals, Percept, Track, ZoneState
 from live.events import Event
 from live.util.redact import strip_credentials
 

@@ -38,7 +38,7 @@ from device.events import (
     ZoneCount,
 )
 from device.outputs.transcripts import TranscriptLines, label
-from device.percept import MAIN_CAMERA
+from device.vision.percept import MAIN_CAMERA
 from live.events import (
     BudgetState,
     ConnectionState,

@@ -29,7 +29,7 @@ from device.outputs.page.rate import PacingStats
 from device.outputs.pictures.latest import LatestPictures
 from device.outputs.transcripts import TranscriptLines
 from device.outputs.view import DeviceView
-from device.percept import Percept
+from device.vision.percept import Percept
 from live.events import (
     ConnectionState,
     Event,

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 from device.capture import CaptureStats
 from device.config import Config
 from device.feeds.runner import SourceState
-from device.perception import PerceptionStats
-from device.tracker import TrackerStats
+from device.vision.perception import PerceptionStats
+from device.vision.tracker import TrackerStats
 from live.calls import DeviceCall
 from live.stats import SessionStats
 from live.util.clock import Clock

@@ -12,8 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from device.frame import Frame
-from device.input_file import file_kind
+from device.files.input_file import file_kind
 from device.sources.base import (
     _URL_RE,
     IMAGE_EXTENSIONS,
@@ -33,6 +32,7 @@ from device.sources.folder import ImageFolderSource
 from device.sources.image_limit import DEFAULT_MAX_PIXELS
 from device.sources.opencv import OpenCVSource
 from device.sources.picamera import Picamera2Source
+from device.vision.frame import Frame
 from live.util.redact import at_after_host, safe_url
 
 

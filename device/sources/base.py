@@ -21,8 +21,8 @@ from typing import Generic, Protocol, TypeVar, runtime_checkable
 import cv2
 import numpy as np
 
-from device.frame import Frame
 from device.sources.pixels import FrameTooLarge, check_pixels
+from device.vision.frame import Frame
 
 log = logging.getLogger("lookout.source")
 

@@ -6,9 +6,9 @@ import re
 import threading
 from pathlib import Path
 
-from device.frame import Frame
 from device.sources.base import IMAGE_EXTENSIONS, Grabbed, SourceError, UnreadableFrame, as_bgr
 from device.sources.image_limit import DEFAULT_MAX_PIXELS, TooLarge, decode_file
+from device.vision.frame import Frame
 
 
 def _natural_key(path: Path) -> list[int | str]:

@@ -21,7 +21,7 @@ from typing import BinaryIO
 import cv2
 import numpy as np
 
-from device.input_file import IMAGE_MAX, read_input
+from device.files.input_file import IMAGE_MAX, read_input
 from device.sources.base import decode_image
 
 log = logging.getLogger("lookout.source")

@@ -27,7 +27,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 import numpy as np
 
-from device.input_file import MB, size_text
+from device.files.input_file import MB, size_text
 from device.sources.base import SourceError
 from device.sources.image_limit import DEFAULT_MAX_PIXELS, TooLarge, decode_jpeg
 from device.sources.pixels import FrameTooLarge

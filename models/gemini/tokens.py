@@ -26,7 +26,7 @@ from typing import Protocol, TypeVar
 import anyio
 from google.genai import errors
 
-from device.input_file import KB, TOKEN_MAX, read_input
+from device.files.input_file import KB, TOKEN_MAX, read_input
 from live.model import ConnectionLost
 from live.util.redact import safe_url
 

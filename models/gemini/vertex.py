@@ -119,7 +119,7 @@ def default_credentials() -> Credentials:
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError
 
-    from device.input_file import CREDENTIALS_MAX, check_input
+    from device.files.input_file import CREDENTIALS_MAX, check_input
 
     named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
     try:  # google-auth reads it whole: a named pipe would hang the start, /dev/zero fill it

@@ -23,7 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import describe_cpu
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ("device.lines", "device.tracker", "device.perception", "models.detector")
+MODULES = (
+    "device.vision.lines",
+    "device.vision.tracker",
+    "device.vision.perception",
+    "models.detector",
+)
 HEAVY = ("google.genai", "sqlite3", "aiohttp")
 PROBE = (
     "import importlib, sys; name = sys.argv[1]; importlib.import_module(name); "

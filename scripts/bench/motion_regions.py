@@ -1,7 +1,7 @@
 """Would restricting detection to motion regions (Frigate's approach) help Lookout? Measured.
 
 On the sample video at the default detection rate (2 a second: every 5th frame), each
-sampled frame gets the motion gate's own test (device/motion.py: the small grey plane
+sampled frame gets the motion gate's own test (device/vision/motion.py: the small grey plane
 against its running background); the changed pixels' bounding box, grown by a margin, is
 the motion region. Then the detector runs twice: on the whole frame (what Lookout does) and
 on the region only (cropped, letterboxed to the same 416 px input, boxes mapped back).
@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from machine import describe_cpu  # noqa: E402
 
 from device.app.parts import sample_video  # noqa: E402
-from device.motion import MotionConfig, small_plane  # noqa: E402
+from device.vision.motion import MotionConfig, small_plane  # noqa: E402
 from models.detections import box_iou  # noqa: E402
 from models.detector import PersonDetector  # noqa: E402
 

@@ -26,10 +26,10 @@ from machine import describe_cpu
 from device.app.parts import sample_video
 from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.pictures.privacy import private_frame
-from device.perceive_video import perceive_video
-from device.percept import Percept
-from device.perception import Perception
-from device.scene import SceneSpec
+from device.vision.perceive_video import perceive_video
+from device.vision.percept import Percept
+from device.vision.perception import Perception
+from device.vision.scene import SceneSpec
 from models.detector import PersonDetector
 
 LINE = ((0.5599, 0.7292), (0.5599, 0.2083))

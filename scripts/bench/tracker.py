@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from machine import describe_cpu
 
-from device.presence import PresenceRule
-from device.scene import Scene, SceneSpec
-from device.tracker import Tracker
+from device.vision.presence import PresenceRule
+from device.vision.scene import Scene, SceneSpec
+from device.vision.tracker import Tracker
 from models.detections import Detections
 
 WIDTH, HEIGHT = 768, 576

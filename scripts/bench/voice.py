@@ -429,7 +429,7 @@ def look_images(video: Path) -> dict[str, Any]:
     import cv2
 
     from device.capture import resized
-    from device.frame import encode_jpeg
+    from device.vision.frame import encode_jpeg
     from models.detector import PersonDetector
     from tests.percepts import make_percept
     from tools.look import picture

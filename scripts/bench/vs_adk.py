@@ -199,7 +199,7 @@ def load_video_frames(
     import cv2
 
     from device.capture import resized
-    from device.frame import encode_jpeg
+    from device.vision.frame import encode_jpeg
 
     capture = cv2.VideoCapture(str(video))
     if not capture.isOpened():
@@ -223,8 +223,8 @@ async def e2e_lookout(video: Path, seconds: float, detect_fps: float) -> dict[st
     the percepts by the session's fan-out. Latency runs from a frame's arrival (before
     perception) to its change reaching the model, as for the naive loop."""
     from device.events import CountChanged
-    from device.frame import Frame
-    from device.perception import Perception
+    from device.vision.frame import Frame
+    from device.vision.perception import Perception
     from live.config import SessionConfig
     from live.events import Event
     from live.requests import LiveRequestQueue

@@ -23,20 +23,20 @@ from tests.datafiles import data_file
 
 # What perception is: its values, the frame, sources and feeds, the detector, the scene.
 PERCEPTION = (
-    "device.frame",
-    "device.percept",
-    "device.regions",
+    "device.vision.frame",
+    "device.vision.percept",
+    "device.vision.regions",
     "device.grid",
-    "device.kalman",
-    "device.tracker",
-    "device.presence",
-    "device.lines",
-    "device.zones",
-    "device.scene",
-    "device.motion",
-    "device.perception",
-    "device.count_report",
-    "device.perceive_video",
+    "device.vision.kalman",
+    "device.vision.tracker",
+    "device.vision.presence",
+    "device.vision.lines",
+    "device.vision.zones",
+    "device.vision.scene",
+    "device.vision.motion",
+    "device.vision.perception",
+    "device.vision.count_report",
+    "device.vision.perceive_video",
     "device.events",
     "device.sources",
     "device.feeds",
@@ -87,7 +87,9 @@ def test_perception_loads_no_session_sdk_web_server_or_database() -> None:
     assert "numpy" in everything and "cv2" in everything and "onnxruntime" in everything
 
 
-@pytest.mark.parametrize("name", ["device.lines", "device.tracker", "device.percept"])
+@pytest.mark.parametrize(
+    "name", ["device.vision.lines", "device.vision.tracker", "device.vision.percept"]
+)
 def test_the_geometry_and_tracking_need_numpy_alone(name: str) -> None:
     extra = _loaded([name])[name]
     third_party = {m.split(".")[0] for m in extra if m.split(".")[0] not in sys.stdlib_module_names}

@@ -43,19 +43,19 @@ def test_perception_and_the_models_do_not_reach_into_the_tools_or_the_app() -> N
 
 
 PERCEPTION_CORE = {
-    "device.frame",
-    "device.percept",
-    "device.regions",
-    "device.tracker",
-    "device.kalman",
-    "device.presence",
-    "device.lines",
-    "device.zones",
-    "device.scene",
-    "device.motion",
-    "device.perception",
-    "device.count_report",
-    "device.shared_detector",
+    "device.vision.frame",
+    "device.vision.percept",
+    "device.vision.regions",
+    "device.vision.tracker",
+    "device.vision.kalman",
+    "device.vision.presence",
+    "device.vision.lines",
+    "device.vision.zones",
+    "device.vision.scene",
+    "device.vision.motion",
+    "device.vision.perception",
+    "device.vision.count_report",
+    "device.vision.shared_detector",
 }
 
 
@@ -80,4 +80,4 @@ def test_sources_feeds_and_audio_know_nothing_above_them() -> None:
 
 def test_every_package_is_read() -> None:
     assert {name.split(".")[0] for name in modules()} == set(PACKAGES)
-    assert (ROOT / "device" / "perception.py").exists()
+    assert (ROOT / "device" / "vision" / "perception.py").exists()

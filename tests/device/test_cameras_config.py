@@ -14,7 +14,7 @@ from device.cli_flags import RUN_SETTINGS, parser
 from device.config import Config
 from device.config.cameras import MAIN
 from device.config.layers import stacked
-from device.percept import MAIN_CAMERA
+from device.vision.percept import MAIN_CAMERA
 from tests.cli import lookout_in_process
 
 NO_SYSTEM = Path("/nonexistent/lookout.toml")

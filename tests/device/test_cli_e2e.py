@@ -16,8 +16,8 @@ import pytest
 
 from device.app.wiring import build_app
 from device.config import build
-from device.frame import Frame
 from device.sources import SourceError
+from device.vision.frame import Frame
 from live.store.eventlog import read_events
 from tests.cli import LOOKOUT, lookout, offline_env
 from tests.datafiles import REPO_ROOT, data_file

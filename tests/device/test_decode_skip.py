@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from device.feeds.runner import SourceRunner, SourceState
-from device.frame import Frame
 from device.sources import CaptureSource, Grabs, ImageFolderSource, open_source
 from device.sources.base import Grab
+from device.vision.frame import Frame
 from live.util.clock import MonotonicClock
 from tests.datafiles import data_file
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from device.app.detector_load import DetectorLoad
-from device.perception import PerceptionStats
+from device.vision.perception import PerceptionStats
 from live.util.clock import FakeClock
 
 pytestmark = pytest.mark.anyio

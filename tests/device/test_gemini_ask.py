@@ -25,8 +25,8 @@ import cv2
 import pytest
 
 from device.app.ask.command import ASK_INSTRUCTION
-from device.frame import Frame
-from device.perception import Perception
+from device.vision.frame import Frame
+from device.vision.perception import Perception
 from models.detector import PersonDetector
 from tests.datafiles import REPO_ROOT, data_file
 from tests.fakelive import (

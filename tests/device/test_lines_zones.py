@@ -9,11 +9,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from device.lines import LineCounter
-from device.percept import Track
-from device.presence import PresenceRule
-from device.scene import Scene, SceneSpec
-from device.zones import Dwell, ZoneWatcher
+from device.vision.lines import LineCounter
+from device.vision.percept import Track
+from device.vision.presence import PresenceRule
+from device.vision.scene import Scene, SceneSpec
+from device.vision.zones import Dwell, ZoneWatcher
 from tests.percepts import a_track
 
 SHAPE = (100, 100, 3)  # 100x100 px: normalised x 0.5 is pixel 50

@@ -25,13 +25,13 @@ from device.app.wiring import build_app
 from device.bus import EventBus
 from device.config import ConfigError, build
 from device.events import CountChanged, DwellPassed, LineCrossed, ZoneCount
-from device.frame import Frame
-from device.motion import MotionConfig, MotionDetector, MotionGate, small_plane
 from device.outputs.telemetry import Telemetry
-from device.percept import Percept
-from device.perception import Perception
-from device.scene import SceneSpec
-from device.shared_detector import SharedDetector
+from device.vision.frame import Frame
+from device.vision.motion import MotionConfig, MotionDetector, MotionGate, small_plane
+from device.vision.percept import Percept
+from device.vision.perception import Perception
+from device.vision.scene import SceneSpec
+from device.vision.shared_detector import SharedDetector
 from live.events import Event
 from live.util.clock import MonotonicClock
 from models.detections import Detections

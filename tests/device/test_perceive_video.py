@@ -8,9 +8,9 @@ from typing import cast
 
 import pytest
 
-from device.frame import Frame
-from device.perceive_video import perceive_video
-from device.perception import Perception
+from device.vision.frame import Frame
+from device.vision.perceive_video import perceive_video
+from device.vision.perception import Perception
 from tests.datafiles import data_file
 
 

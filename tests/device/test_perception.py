@@ -17,10 +17,10 @@ from device.app.wiring import build_app
 from device.bus import EventBus
 from device.config import build
 from device.events import CountChanged
-from device.frame import Frame
-from device.percept import Percept
-from device.perception import Perception
-from device.shared_detector import SharedDetector
+from device.vision.frame import Frame
+from device.vision.percept import Percept
+from device.vision.perception import Perception
+from device.vision.shared_detector import SharedDetector
 from live.events import Emission, Event
 from live.util.clock import MonotonicClock
 from models.detections import Detections

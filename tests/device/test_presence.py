@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from device.events import CountChanged
-from device.frame import Frame
-from device.percept import Percept, Track
-from device.perception import Perception
-from device.presence import PresenceRule
+from device.vision.frame import Frame
+from device.vision.percept import Percept, Track
+from device.vision.perception import Perception
+from device.vision.presence import PresenceRule
 from live.events import Event
 from models.detections import Detections
 from tests.percepts import a_track

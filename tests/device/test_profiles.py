@@ -143,8 +143,8 @@ def test_the_run_says_what_the_profile_chose_and_what_was_set_over_it() -> None:
 def test_detections_too_far_apart_to_track_count_each_frame_and_refuse_lines(
     tmp_path: Path,
 ) -> None:
-    from device.perception import Perception
-    from device.tracker import can_follow
+    from device.vision.perception import Perception
+    from device.vision.tracker import can_follow
 
     assert can_follow(1 / 2.0) and can_follow(1 / 0.6) and not can_follow(1 / 0.5)
 

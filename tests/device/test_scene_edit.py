@@ -16,7 +16,7 @@ from device.config import build
 from device.config.scene import parse_lines, parse_zones
 from device.config.scene_file import scene_toml, with_scene, write_scene
 from device.events import SceneChanged
-from device.scene import Scene, SceneSpec
+from device.vision.scene import Scene, SceneSpec
 from tests.device.test_lines_zones import SHAPE, track
 
 POST = ((0.5, 0.8), (0.5, 0.2))

@@ -1,4 +1,4 @@
-"""One detector for every camera, in turns (device/shared_detector.py): each waiting camera
+"""One detector for every camera, in turns (device/vision/shared_detector.py): each waiting camera
 is served once before any twice, moving cameras before a still one's heartbeat, and a still
 one never starves."""
 
@@ -8,7 +8,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from device.shared_detector import SharedDetector
+from device.vision.shared_detector import SharedDetector
 from live.util.clock import FakeClock
 
 pytestmark = pytest.mark.anyio

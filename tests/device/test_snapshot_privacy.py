@@ -23,9 +23,9 @@ from device.outputs.page.render import BOX_COLOR, DisplayFrame, SceneGeometry, r
 from device.outputs.pictures import snapshots as snapshots_module
 from device.outputs.pictures.privacy import BACKGROUND, head_region, person_boxes
 from device.outputs.pictures.snapshots import Snapshots
-from device.perceive_video import perceive_video
-from device.percept import Percept
-from device.perception import Perception
+from device.vision.perceive_video import perceive_video
+from device.vision.percept import Percept
+from device.vision.perception import Perception
 from live.events import Event
 from models.detector import PersonDetector
 from tests.cli import LOOKOUT, offline_env

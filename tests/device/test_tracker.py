@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from device.tracker import Tracker, TrackerConfig
+from device.vision.tracker import Tracker, TrackerConfig
 from models.detections import Detections
 
 FPS = 5.0

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from device.events import CountChanged
-from device.frame import Frame
-from device.percept import CountUnknown, Percept
-from device.perception import Perception
+from device.vision.frame import Frame
+from device.vision.percept import CountUnknown, Percept
+from device.vision.perception import Perception
 from live.config import SessionConfig
 from live.events import Event
 from live.requests import LiveRequestQueue

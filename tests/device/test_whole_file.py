@@ -1,4 +1,4 @@
-"""One writer for the files the device writes whole (device/whole_file.py), on real files
+"""One writer for the files the device writes whole (device/files/whole_file.py), on real files
 and real processes: never through a link, never someone else's temporary, the owner and
 mode kept, a killed writer's temporary not left forever, one edit at a time."""
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from device import whole_file
-from device.whole_file import STALE_AFTER_S, Refused, locked, write_whole
+from device.files import whole_file
+from device.files.whole_file import STALE_AFTER_S, Refused, locked, write_whole
 from tests.datafiles import REPO_ROOT
 
 NOBODY = 65534
@@ -118,7 +118,7 @@ def test_an_owner_this_process_cannot_keep_is_refused_not_taken_over() -> None:
 
 
 AS_NOBODY = (
-    "import os, sys; from pathlib import Path; from device.whole_file import write_whole\n"
+    "import os, sys; from pathlib import Path; from device.files.whole_file import write_whole\n"
     f"os.setgid({NOBODY}); os.setuid({NOBODY})\n"
     "try: write_whole(Path(sys.argv[1]), b'nobody\\n')\n"
     "except OSError as exc: print(exc.strerror); sys.exit(3)\n"
@@ -161,7 +161,7 @@ def _refused_to_nobody(folder: Path) -> None:
 KILLED_MID_WRITE = """\
 import os, sys
 from pathlib import Path
-from device.whole_file import write_whole
+from device.files.whole_file import write_whole
 def hang(written):
     print(written.name, flush=True)
     sys.stdin.read()  # until killed

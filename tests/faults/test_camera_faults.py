@@ -22,7 +22,7 @@ from device.app.wiring import build_app
 from device.bus import EventBus
 from device.config import build
 from device.events import CountChanged
-from device.percept import Percept
+from device.vision.percept import Percept
 from live.events import Emission, Event
 from live.util.clock import MonotonicClock
 from tests.cameras import VtestCamera, vtest_frames

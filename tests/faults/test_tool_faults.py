@@ -11,8 +11,8 @@ import anyio
 import numpy as np
 import pytest
 
-from device.frame import Frame
-from device.perception import Perception
+from device.vision.frame import Frame
+from device.vision.perception import Perception
 from live.config import SessionConfig
 from live.events import ErrorEvent, Event
 from live.input_stream import InputStream

@@ -29,7 +29,7 @@ from device.config import Config
 from device.events import CountChanged, LineCrossed, ZoneCount
 from device.feeds.runner import SourceState
 from device.outputs.view import NoLogs, SceneControl
-from device.perception import PerceptionStats
+from device.vision.perception import PerceptionStats
 from live.calls import DeviceCall
 from live.events import Event
 from live.stats import SessionStats

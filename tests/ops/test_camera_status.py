@@ -26,7 +26,7 @@ from device.feeds.runner import SourceState
 from device.outputs.page.http_address import HttpAddress
 from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
-from device.percept import LineTotals, Percept, ZoneState
+from device.vision.percept import LineTotals, Percept, ZoneState
 from tests.ops.support import FakeApp, two_cameras
 from tests.ops.test_status_server import next_sse
 from tests.percepts import make_percept

@@ -21,8 +21,8 @@ import pytest
 
 from device.app.wiring import build_app
 from device.config import build
-from device.frame import Frame
 from device.sources import FrameSource, open_source
+from device.vision.frame import Frame
 from live.store.eventlog import read_events
 from tests.datafiles import data_file
 from tests.ops.support import Broker, Subscriber

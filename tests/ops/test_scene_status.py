@@ -26,8 +26,8 @@ from device.outputs.page.http_address import HttpAddress
 from device.outputs.page.render import BOX_COLOR, DETECTION_COLOR, LINE_COLOR
 from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
-from device.percept import LineTotals, Percept, Track, ZoneState
-from device.tracker import Tracker
+from device.vision.percept import LineTotals, Percept, Track, ZoneState
+from device.vision.tracker import Tracker
 from tests.ops.support import FakeApp, FakePerception
 from tests.percepts import make_percept
 

@@ -22,7 +22,7 @@ from device.feeds.runner import SourceState
 from device.outputs.page.http_address import HttpAddress, parse_http
 from device.outputs.page.server import MJPEG_BOUNDARY, StatusServer
 from device.outputs.telemetry import Telemetry
-from device.percept import Percept
+from device.vision.percept import Percept
 from tests.ops.support import FakeApp
 from tests.percepts import make_percept
 

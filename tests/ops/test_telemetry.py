@@ -14,7 +14,7 @@ from device.events import CountChanged, SourceStateEvent
 from device.feeds.runner import SourceState
 from device.outputs.page.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry
-from device.percept import Percept
+from device.vision.percept import Percept
 from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage
 from live.util.redact import strip_credentials
 from tests.ops.support import FakeApp, FakeSession

@@ -16,8 +16,8 @@ import pytest
 
 from device.app.wiring import build_app
 from device.config import Config, build
-from device.percept import CountUnknown, Percept
-from device.percept import LineTotals as Totals
+from device.vision.percept import CountUnknown, Percept
+from device.vision.percept import LineTotals as Totals
 from live.config import SessionConfig
 from live.requests import LiveRequestQueue
 from live.session import Runner

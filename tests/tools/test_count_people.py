@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from device.frame import Frame
-from device.percept import Percept
-from device.regions import count_in_region
+from device.vision.frame import Frame
+from device.vision.percept import Percept
+from device.vision.regions import count_in_region
 from live.config import SessionConfig
 from live.requests import LiveRequestQueue
 from live.session import Runner

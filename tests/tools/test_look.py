@@ -25,7 +25,7 @@ from device.app.wiring import build_app
 from device.config import build
 from device.outputs.page.render import BOX_COLOR
 from device.outputs.telemetry import Telemetry
-from device.percept import CurrentPercept, Percept
+from device.vision.percept import CurrentPercept, Percept
 from live.config import ReconnectPolicy, SessionConfig
 from live.events import Usage
 from live.model import LiveSetup

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from device.percept import Percept
+from device.vision.percept import Percept
 from live.tool import Tool, ToolArgumentError
 from tools.occupancy import OccupancyTools
 

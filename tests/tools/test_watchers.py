@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from device.percept import CountUnknown, LineTotals, Percept, ZoneState
+from device.vision.percept import CountUnknown, LineTotals, Percept, ZoneState
 from live.config import SessionConfig
 from live.requests import LiveRequestQueue
 from live.session import Runner

@@ -41,11 +41,11 @@ from device.config.paths import check_writable_file, open_output
 from device.events import SourceStateEvent
 from device.feeds.runner import SourceRunner, StateChange
 from device.feeds.sampler import FrameSampler
-from device.frame import Frame
 from device.outputs.sinks import EventSink, JsonlSink
-from device.percept import Percept
-from device.perception import Perception
 from device.sources import FrameSource
+from device.vision.frame import Frame
+from device.vision.percept import Percept
+from device.vision.perception import Perception
 from live.events import (
     ErrorEvent,
     Event,

@@ -40,7 +40,7 @@ from typing import Any
 
 from device.app.report.jsonl import NotEvents, Skipped, is_event, read_jsonl, read_log_bytes
 from device.app.report.scene import build_scene, summarize_scene
-from device.input_file import InputRefused
+from device.files.input_file import InputRefused
 from device.logged_cameras import with_cameras
 from live.util.redact import safe_url
 from live.util.walltime import wall_time

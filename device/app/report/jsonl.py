@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from device.input_file import DATABASE_MAX, EVENTS_MAX, InputRefused, open_input, size_text
+from device.files.input_file import DATABASE_MAX, EVENTS_MAX, InputRefused, open_input, size_text
 from live.store.file import SQLITE_MAGIC
 
 EVENT_START = b'{"type":'  # how every line Lookout writes begins

@@ -35,8 +35,8 @@ from device.config.scene import LineSpec, ZoneSpec
 from device.config.scene_file import Saved, scene_toml, write_scene
 from device.config.values import SCENE_DETECT_FPS
 from device.events import SceneChanged
-from device.perception import Perception
-from device.scene import Scene, SceneEdit, SceneSpec
+from device.vision.perception import Perception
+from device.vision.scene import Scene, SceneEdit, SceneSpec
 from live.events import Event
 
 Reply = tuple[int, dict[str, Any]]

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from device.config import Config
-from device.percept import CurrentPercept, Percept
+from device.vision.percept import CurrentPercept, Percept
 from live.tool import Tool, ToolArgumentError
 from tools.cameras import CAMERA, Cameras, per_camera
 from tools.function_tool import FunctionTool

@@ -36,7 +36,7 @@ from device.outputs.mqtt.camera import (
 from device.outputs.mqtt.ha_discovery import HomeAssistantDiscovery
 from device.outputs.mqtt.outbox import Message
 from device.outputs.mqtt.topics import MqttTopics
-from device.percept import MAIN_CAMERA
+from device.vision.percept import MAIN_CAMERA
 from live.events import Event
 from live.util.redact import strip_credentials
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from device.events import SceneChanged
-from device.percept import LineTotals, Percept, Track, ZoneState
+from device.vision.percept import LineTotals, Percept, Track, ZoneState
 from models.detections import pairwise_iou
 
 Point = tuple[float, float]
@@ -191,7 +191,7 @@ def _draw_line(
     cv2.line(image, pa, pb, LINE_COLOR, thickness + 1, cv2.LINE_AA)
     _label(image, "A", (pa[0] + 3, pa[1] + 4), LINE_COLOR, scale)
     _label(image, "B", (pb[0] + 3, pb[1] + 4), LINE_COLOR, scale)
-    # The in side is where (B - A) x (P - A) > 0 in image coordinates (device/lines.py):
+    # The in side is where (B - A) x (P - A) > 0 in image coordinates (device/vision/lines.py):
     # along the normal (-(By - Ay), Bx - Ax).
     dx, dy = pb[0] - pa[0], pb[1] - pa[1]
     length = math.hypot(dx, dy) or 1.0

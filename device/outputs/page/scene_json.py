@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from device.outputs.page.render import SceneGeometry
-from device.percept import LineTotals, Track, ZoneState
+from device.vision.percept import LineTotals, Track, ZoneState
 
 
 def _points(points: tuple[tuple[float, float], ...]) -> list[list[float]]:

@@ -47,10 +47,10 @@ from pathlib import Path
 from device.config import Config, ConfigError
 from device.config.values import SnapshotPrivacy
 from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, SnapshotSaved
+from device.files.whole_file import write_whole
 from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.pictures.privacy import private_frame
-from device.percept import Percept
-from device.whole_file import write_whole
+from device.vision.percept import Percept
 from live.events import ErrorEvent, Event
 
 log = logging.getLogger("lookout.snapshots")

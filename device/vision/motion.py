@@ -11,7 +11,7 @@ those measurements into the decision for each frame on the detection grid:
 - something moved (now, or within ``hangover_s`` before): detect, at the
   configured rate, exactly as without the gate;
 - nothing moved: do not detect; perception keeps the last detections standing
-  (``device/perception.py``), with a *heartbeat* detection every
+  (``device/vision/perception.py``), with a *heartbeat* detection every
   ``heartbeat_s`` so a person standing perfectly still is not lost and a wrong
   count is corrected. A heartbeat that finds the people changed counts as
   motion: the detector then runs at full rate until the scene settles again.

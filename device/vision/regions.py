@@ -1,6 +1,6 @@
 """Regions of the frame, normalised to 0..1: which points and people are inside one.
 
-Pure geometry over numpy: zones (``device/zones.py``) and the tools' regions
+Pure geometry over numpy: zones (``device/vision/zones.py``) and the tools' regions
 share it, so a person is inside a region by one rule everywhere.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from device.percept import Track
+from device.vision.percept import Track
 from models.detections import Detections
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import anyio
 import cv2
 
-from device.frame import Frame
-from device.perception import Perception
+from device.vision.frame import Frame
+from device.vision.perception import Perception
 
 
 def _video_frames(path: Path, every: int, limit: int | None) -> Iterator[Frame]:

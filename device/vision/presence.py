@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from device.percept import Track
+from device.vision.percept import Track
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The count of one source as the device says it: a percept per frame, an event per change.
 
-``Perception`` (``device/perception.py``) gates, detects and tracks; this
+``Perception`` (``device/vision/perception.py``) gates, detects and tracks; this
 keeps what came of it and tells it: the count last published, the newest
 percept while the count is known, why it is unknown otherwise, and when the
 device last looked. Every percept goes to the subscriber and every change of
@@ -16,9 +16,9 @@ import logging
 from collections.abc import Callable, Iterable
 
 from device.events import CameraEvent, CountChanged
-from device.frame import Frame
-from device.percept import MAIN_CAMERA, CountUnknown, Percept, Track
-from device.scene import Scene
+from device.vision.frame import Frame
+from device.vision.percept import MAIN_CAMERA, CountUnknown, Percept, Track
+from device.vision.scene import Scene
 from live.events import ErrorEvent, Event
 from models.detections import Detections
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from device.frame import Frame
+from device.vision.frame import Frame
 from models.detections import Detections
 
 TrackState = Literal["tentative", "confirmed", "lost"]
@@ -23,7 +23,7 @@ MAIN_CAMERA = "main"
 
 @dataclass(frozen=True)
 class Track:
-    """One person the tracker follows (``device/tracker.py``).
+    """One person the tracker follows (``device/vision/tracker.py``).
 
     ``id`` is stable while the person is in view (0 while the track is still
     tentative: not yet a person); ``box`` is the matched box in this frame, or
@@ -81,7 +81,7 @@ class Percept:
 
     ``raw`` is how many people the detector found in this frame; ``count`` is
     the device's count after it (what every output reports): the number of
-    ``people``, the tracks that count as in view now (``device/presence.py``),
+    ``people``, the tracks that count as in view now (``device/vision/presence.py``),
     and ``changed`` says this frame changed that count (from ``previous``).
     ``error`` is set (and the detections are empty) when the frame could not be
     used; the count then stands as it was. ``tracks`` are all the tracker's
@@ -107,7 +107,7 @@ class Percept:
     zones: Mapping[str, ZoneState] = field(default_factory=dict)
     gated: bool = False
     motion: float | None = None
-    people: tuple[Track, ...] = ()  # who the count counts (``device/presence.py``)
+    people: tuple[Track, ...] = ()  # who the count counts (``device/vision/presence.py``)
     camera: str = MAIN_CAMERA  # whose frame it is
 
     @property

@@ -2,10 +2,10 @@
 
 While the source runs, every sampled frame on the detection grid goes through
 the person detector (in a worker thread, one inference at a time), the
-tracker (``device/tracker.py``: who is who from frame to frame), the presence
-rule (``device/presence.py``: who counts as in view now) and the lines and
-zones (``device/scene.py``), whatever else is connected. With the motion gate
-(``device/motion.py``) a frame on which nothing moved is not detected: the
+tracker (``device/vision/tracker.py``: who is who from frame to frame), the presence
+rule (``device/vision/presence.py``: who counts as in view now) and the lines and
+zones (``device/vision/scene.py``), whatever else is connected. With the motion gate
+(``device/vision/motion.py``) a frame on which nothing moved is not detected: the
 last detections stand (a ``gated`` percept), and a heartbeat detection every
 few seconds checks them. The count is the number of people the presence rule
 counts in the frame, recomputed at every frame (nothing holds an old value);
@@ -27,7 +27,7 @@ This is also the one place that decides whether the count is known: it is
 unknown until the first usable frame, and again from ``forget(reason)`` (the
 source stopped running, or frames stopped coming) until the next usable frame.
 What the count is and who is told of it (percepts, ``count`` events, the count
-unknown) is ``device/count_report.py``'s.
+unknown) is ``device/vision/count_report.py``'s.
 """
 
 from __future__ import annotations
@@ -39,15 +39,15 @@ from dataclasses import dataclass
 import anyio
 import numpy as np
 
-from device.count_report import CountReport
-from device.frame import Frame
 from device.grid import SampleGrid
-from device.motion import MotionConfig, MotionGate
-from device.percept import MAIN_CAMERA, CountUnknown, Percept, Track
-from device.presence import PresenceRule, each_detection
-from device.scene import Scene, SceneSpec
-from device.shared_detector import DetectorFactory, SharedDetector
-from device.tracker import Tracker, TrackerConfig, can_follow
+from device.vision.count_report import CountReport
+from device.vision.frame import Frame
+from device.vision.motion import MotionConfig, MotionGate
+from device.vision.percept import MAIN_CAMERA, CountUnknown, Percept, Track
+from device.vision.presence import PresenceRule, each_detection
+from device.vision.scene import Scene, SceneSpec
+from device.vision.shared_detector import DetectorFactory, SharedDetector
+from device.vision.tracker import Tracker, TrackerConfig, can_follow
 from live.events import Event
 from models.detections import Detections, Detector
 

@@ -1,7 +1,7 @@
 """A multi-person tracker in the manner of ByteTrack, on numpy alone.
 
 Each sampled frame's person boxes are matched to the tracks the Kalman
-filter (``device/kalman.py``) predicts for that frame's media time:
+filter (``device/vision/kalman.py``) predicts for that frame's media time:
 
 1. confirmed and lost tracks against the confident boxes (score at least
    ``high``, the detector threshold the user set);
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from device import kalman
-from device.percept import Track, TrackState
+from device.vision import kalman
+from device.vision.percept import Track, TrackState
 from models.detections import Detections, pairwise_iou
 
 F64 = NDArray[np.float64]

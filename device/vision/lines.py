@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from device.percept import Anchor, LineTotals, Track
+from device.vision.percept import Anchor, LineTotals, Track
 
 Direction = Literal["in", "out"]
 MARGIN_OF_HEIGHT = 0.15  # three times a detector box's typical jitter (5 % of its height)

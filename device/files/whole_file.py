@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from device.input_file import file_kind
+from device.files.input_file import file_kind
 
 # A configuration edited in place is at most this big: a maximal scene is under 64 KiB,
 # and keeping comments costs tomlkit ~5 s a MiB here (more on a Pi) while the lock is held.

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from device.events import DwellPassed, LineCrossed, ZoneCount
-from device.lines import LineCounter
-from device.percept import Anchor, LineTotals, Track, ZoneState
-from device.zones import ZoneWatcher
+from device.vision.lines import LineCounter
+from device.vision.percept import Anchor, LineTotals, Track, ZoneState
+from device.vision.zones import ZoneWatcher
 from live.events import Event
 
 Point = tuple[float, float]

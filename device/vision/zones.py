@@ -1,6 +1,6 @@
 """Named zones: how many people are inside, and who has stayed longer than the dwell time.
 
-A zone counts the people the device counts (``device/presence.py``) whose
+A zone counts the people the device counts (``device/vision/presence.py``) whose
 anchor point (the feet, by default) is inside the polygon: a person seen in
 the frame by where they are now, a person the detector briefly missed (still
 counted) by where they were last seen. So a zone follows the scene as fast as
@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from device.percept import Anchor, Track, ZoneState
-from device.regions import inside
+from device.vision.percept import Anchor, Track, ZoneState
+from device.vision.regions import inside
 
 
 @dataclass(frozen=True)
