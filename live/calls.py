@@ -21,9 +21,9 @@ import anyio
 from live import dispatch
 from live.config import PENDING_STATUS, EmitMode, SessionConfig
 from live.events import Emission, ErrorEvent, Event, JobUpdate, ToolCall, ToolResult
-from live.jobs import JobState
+from live.jobs.records import JobState
+from live.link.outbox import Outbox, OutEmission
 from live.model import FunctionCallRequest, SendRealtime, SendToolResponse
-from live.outbox import Outbox, OutEmission
 from live.streams import MODEL, StreamHandle, StreamRegistry
 from live.tool import Tool
 from live.util.clock import Clock
@@ -71,7 +71,7 @@ class Deliveries:
     ) -> None:
         self.config = config
         self.outbox = outbox
-        # The spending cap may take an emission to release later (``live/budget.py``).
+        # The spending cap may take an emission to release later (``live/link/budget.py``).
         self._hold = hold
         self.stats = EmissionStats()
         self._emit = emit

@@ -79,7 +79,7 @@ class ReconnectPolicy:
 
 @dataclass(frozen=True)
 class BudgetLimits:
-    """A spending cap on the model's tokens (``live/budget.py``); ``None``: no cap.
+    """A spending cap on the model's tokens (``live/link/budget.py``); ``None``: no cap.
 
     ``per_hour`` counts a rolling hour (``window_s``), ``per_session`` the whole session.
     At ``saving_at`` of either, frames and looks stop and the model is told; at the limit,

@@ -21,7 +21,7 @@ import anyio
 from live import wire
 from live.events import Event, JobProgress
 from live.input_stream import InputStream
-from live.jobs import Job, JobState, ProgressThrottle
+from live.jobs.records import Job, JobState, ProgressThrottle
 from live.tool import Tool, ToolArgumentError, ToolContext, ToolUnavailable
 from live.util.clock import Clock
 from live.util.redact import redact, short_error

@@ -180,7 +180,7 @@ class Usage(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class BudgetState(Event):
-    """The spending cap's state changed (``live/budget.py``).
+    """The spending cap's state changed (``live/link/budget.py``).
 
     ``state``: ``normal``, ``saving`` (past 80 % of a limit: no frames, no looks) or
     ``capped`` (at a limit: emissions to the model at most one a minute); ``limit``

@@ -22,15 +22,15 @@ from typing import Any
 import anyio
 
 from live import wire
-from live.buffer import LatestWins
 from live.config import SessionConfig
-from live.connection import ModelLink
+from live.link.connection import ModelLink
+from live.link.outbox import Outbox
 from live.model import SendActivity, SendContent, SendRealtime
-from live.outbox import Outbox
 from live.requests import LiveRequest, LiveRequestQueue, RequestKind
-from live.signal import Wakeup
 from live.streams import StreamRegistry
+from live.util.buffer import LatestWins
 from live.util.clock import Clock
+from live.util.signal import Wakeup
 
 
 class Fanout:
@@ -46,7 +46,7 @@ class Fanout:
         frames_allowed: Callable[[], bool] = lambda: True,
     ) -> None:
         self.queue = queue
-        # The spending cap stops frames first (``live/budget.py``).
+        # The spending cap stops frames first (``live/link/budget.py``).
         self.frames_allowed = frames_allowed
         self.frames_budget_held = 0  # frames the cap kept from the model
         self.config = config

@@ -7,8 +7,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-from live.buffer import BufferStats, LatestWins
 from live.requests import LiveRequest
+from live.util.buffer import BufferStats, LatestWins
 
 InputStats = BufferStats
 AUDIO_CHUNKS_KEPT = 50

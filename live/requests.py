@@ -12,9 +12,9 @@ from typing import Any, Generic, TypeVar
 import anyio
 
 from live import wire
-from live.buffer import LatestWins
 from live.picture import JPEG_MIME, Picture
-from live.signal import Wakeup, take_when_ready
+from live.util.buffer import LatestWins
+from live.util.signal import Wakeup, take_when_ready
 
 # What rides beside a frame for the tools (the device's percepts); the runtime never
 # looks inside, so it takes whatever type the device gives it, and keeps it typed.

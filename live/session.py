@@ -32,13 +32,14 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from live import dispatch, wire
-from live.budget import SpendingCap
 from live.calls import Calls, Deliveries
 from live.config import EmitMode, SessionConfig
-from live.connection import ModelLink
 from live.events import ErrorEvent, Event, from_model
 from live.fanout import Fanout
 from live.input_stream import InputStream
+from live.link.budget import SpendingCap
+from live.link.connection import ModelLink
+from live.link.outbox import Outbox, OutItem, describe, render_emission
 from live.model import (
     LiveModel,
     LiveSetup,
@@ -50,7 +51,6 @@ from live.model import (
     ModelUsage,
     SendContent,
 )
-from live.outbox import Outbox, OutItem, describe, render_emission
 from live.requests import LiveRequestQueue
 from live.session_api import LiveSession
 from live.stats import SessionStats

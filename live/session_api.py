@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from live import wire
-from live.budget import SpendingCap
 from live.calls import DeviceCall
 from live.config import SessionConfig
 from live.events import Event
 from live.input_stream import InputStream
+from live.link.budget import SpendingCap
 from live.model import FunctionCallRequest
 from live.stats import SessionStats
 from live.streams import DEVICE

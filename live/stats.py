@@ -1,7 +1,7 @@
 """What a session counts: frames, audio, emissions, calls, and the model's tokens.
 
 The model reports a turn's usage as the turn so far, and may report it more than once
-(``live/budget.py`` counts it the same way for the spending cap): each field of a report
+(``live/link/budget.py`` counts it the same way for the spending cap): each field of a report
 adds only what it exceeds the turn's largest report so far, so ``/metrics`` and the
 end-of-run line count every turn once.
 """

@@ -23,10 +23,10 @@ from live import wire
 from live.config import SessionConfig
 from live.events import ErrorEvent, Event, StreamStarted, StreamStopped
 from live.input_stream import InputStream
-from live.signal import Wakeup
 from live.tool import Tool, ToolContext
 from live.util.clock import Clock
 from live.util.redact import short_error
+from live.util.signal import Wakeup
 
 log = logging.getLogger("lookout.streams")
 

@@ -129,7 +129,7 @@ class Look:
     geometry: SceneGeometry | None = None
     max_side: int = MAX_SIDE
     quality: int = 80
-    # Why the spending cap stops looks now (None: it does not; ``live/budget.py``).
+    # Why the spending cap stops looks now (None: it does not; ``live/link/budget.py``).
     budget: Callable[[], str | None] = field(default=_no_cap)
     # How each call ended (OUTCOMES), for /metrics.
     outcomes: Counter[str] = field(default_factory=Counter)

@@ -26,7 +26,7 @@ import anyio
 from pydantic import Field
 
 from device.vision.percept import Percept
-from live.paging import paginate
+from live.jobs.paging import paginate
 from live.tool import Tool, ToolArgumentError, ToolContext
 from tools.arguments import WholeRange
 from tools.function_tool import FunctionTool

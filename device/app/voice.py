@@ -30,10 +30,10 @@ from anyio.abc import TaskStatus
 from device.audio.ports import MIC_MIME, AudioError, Microphone, pcm_rate
 from device.config import Config, ConfigError
 from live import wire
-from live.buffer import LatestWins
 from live.events import Event, Interrupted, ModelAudio, ModelText, TurnComplete
 from live.requests import LiveRequestQueue
 from live.util.backoff import Backoff
+from live.util.buffer import LatestWins
 from live.util.clock import Clock
 
 if TYPE_CHECKING:

@@ -28,8 +28,8 @@ import anyio.to_thread
 from device.feeds.state import SourceState, describe
 from device.sources import Grabbed, Grabs, SourceError, SourceUnavailable, UnreadableFrame
 from device.vision.frame import Frame
-from live.buffer import LatestWins
 from live.util.backoff import FailureRun, milestone
+from live.util.buffer import LatestWins
 
 if TYPE_CHECKING:
     from device.feeds.runner import SourceRunner

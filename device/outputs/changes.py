@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from live.signal import Wakeup
+from live.util.signal import Wakeup
 
 
 class Changes:

@@ -197,7 +197,7 @@ class DeviceView(Protocol):
 
     @property
     def budget(self) -> Mapping[str, Any] | None:
-        """The spending cap's state (``live/budget.py:SpendingCap.snapshot``); None: no cap."""
+        """The spending cap's state (``live/link/budget.py:SpendingCap.snapshot``); None: no cap."""
         ...
 
     @property

@@ -51,7 +51,7 @@ from live.events import (
     Usage,
     UserText,
 )
-from live.jobs import Job, JobStore, MemoryJobStore
+from live.jobs.records import Job, JobStore, MemoryJobStore
 from live.model import FunctionCallRequest
 from live.store.eventlog import EventLog
 from live.tool import Tool, check_unique_names

@@ -22,12 +22,12 @@ from anyio.abc import TaskGroup
 
 from live import dispatch, wire
 from live.events import ErrorEvent, Event, JobUpdate, ToolResult
-from live.jobs import Job, JobState, JobStore
-from live.signal import Wakeup
+from live.jobs.records import Job, JobState, JobStore
 from live.tool import Tool
 from live.turns.config import TurnConfig, TurnOutcome
 from live.util.backoff import Backoff
 from live.util.clock import Clock
+from live.util.signal import Wakeup
 
 log = logging.getLogger("lookout.turns")
 

@@ -41,7 +41,7 @@ def tool_responses(
 
 def response_text(response: types.FunctionResponse) -> str:
     """A function response as the text a model with one answer per call is told instead
-    (the same words as the session's text emissions, ``live/outbox.py``)."""
+    (the same words as the session's text emissions, ``live/link/outbox.py``)."""
     payload = json.dumps(response.response or {}, default=str)
     return f"Function {response.name} returned: {payload}"
 

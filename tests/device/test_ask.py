@@ -17,7 +17,7 @@ import pytest
 from device.app.ask.command import AskApp, AskOptions
 from device.config import build
 from live.events import ErrorEvent, JobProgress, JobUpdate, ToolCall, ToolResult
-from live.jobs import Job, JobState, SQLiteJobStore
+from live.jobs.records import Job, JobState, SQLiteJobStore
 from live.turns.conversation import ToolModeError, TurnRunner
 from live.turns.model import TurnReply, TurnRequest
 from models.detector import PersonDetector

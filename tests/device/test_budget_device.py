@@ -19,7 +19,7 @@ from device.app.wiring import build_app
 from device.config import build
 from device.outputs.telemetry import Telemetry
 from live.events import BudgetState, Event
-from live.signal import Wakeup
+from live.util.signal import Wakeup
 from models.gemini.model import GeminiLiveModel, GeminiOptions
 from tests.cli import lookout, lookout_in_process
 from tests.datafiles import REPO_ROOT, data_file

@@ -60,9 +60,7 @@ def test_a_cameras_edit_goes_into_its_own_table_and_leaves_the_other_camera_alon
     assert next_start(path, tmp_path, "door") == (POST, QUEUE) == (saved.lines, saved.zones)
     assert next_start(path, tmp_path, "till") == till
     device = build({}, config_path=path, environ={}, system_config=tmp_path / "none.toml")
-    assert (
-        device.scene.lines == {} and device.scene.zones == {}
-    )  # not the device's own
+    assert device.scene.lines == {} and device.scene.zones == {}  # not the device's own
     if layout == "tables":
         assert "[cameras.door.lines.post]" in path.read_text()
         assert "[cameras.door.zones.queue]" in path.read_text()

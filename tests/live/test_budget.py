@@ -1,4 +1,4 @@
-"""live/budget.py: the token meter (rolling hour, each turn once) and the cap's steps."""
+"""live/link/budget.py: the token meter (rolling hour, each turn once) and the cap's steps."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import anyio
 import pytest
 from google.genai import types
 
-from live.budget import BudgetLevel, SpendingCap, TokenMeter
 from live.config import BudgetLimits
 from live.events import BudgetState, Event
-from live.outbox import OutEmission
+from live.link.budget import BudgetLevel, SpendingCap, TokenMeter
+from live.link.outbox import OutEmission
 from live.tool import coalesce_updates
 from live.util.clock import FakeClock
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from live.events import ModelText
-from live.jobs import Job, JobState, SQLiteJobStore
+from live.jobs.records import Job, JobState, SQLiteJobStore
 from live.store.database import (
     DATA_DROPPED,
     DATA_LOST,

@@ -14,7 +14,7 @@ import pytest
 
 from live.events import ErrorEvent, JobProgress, JobUpdate, ModelText, ToolCall, ToolResult
 from live.input_stream import InputStream
-from live.jobs import JobState, MemoryJobStore, SQLiteJobStore
+from live.jobs.records import JobState, MemoryJobStore, SQLiteJobStore
 from live.store.eventlog import MemoryEventLog, SQLiteEventLog, read_events
 from live.testing import (
     ScriptedTurnModel,

@@ -52,7 +52,7 @@ from live.events import (
     JobUpdate,
     ToolResult,
 )
-from live.jobs import JobState, JobStore, MemoryJobStore, SQLiteJobStore
+from live.jobs.records import JobState, JobStore, MemoryJobStore, SQLiteJobStore
 from live.store.eventlog import EventLog, MemoryEventLog, SQLiteEventLog
 from live.tool import Tool
 from live.turns.conversation import Conversation, TurnConfig, TurnOutcome, TurnRunner

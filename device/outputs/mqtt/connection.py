@@ -26,7 +26,7 @@ from device.outputs.mqtt.outbox import Entry, Message, Outbox
 from device.outputs.mqtt.reader import BrokerReader
 from device.outputs.mqtt.state import MqttState
 from device.outputs.mqtt.window import Window
-from live.signal import Wakeup
+from live.util.signal import Wakeup
 
 log = logging.getLogger("lookout.mqtt")
 

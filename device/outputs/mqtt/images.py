@@ -28,7 +28,7 @@ from device.outputs.mqtt.outbox import Message
 from device.outputs.mqtt.state import MqttState
 from device.outputs.pictures.files import read_picture
 from live.events import Event
-from live.signal import Wakeup
+from live.util.signal import Wakeup
 
 log = logging.getLogger("lookout.mqtt")
 

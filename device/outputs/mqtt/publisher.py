@@ -52,9 +52,9 @@ from device.outputs.mqtt.settings import MqttSettings
 from device.outputs.mqtt.state import CameraScene, Changes, MqttState
 from device.outputs.mqtt.window import Window
 from live.events import Event
-from live.signal import Wakeup
 from live.util.backoff import Backoff
 from live.util.clock import Clock, MonotonicClock
+from live.util.signal import Wakeup
 
 
 class _Yielded(Exception):

@@ -18,8 +18,8 @@ import aiomqtt
 
 from device.outputs.mqtt.outbox import Message
 from device.outputs.mqtt.state import MqttState
-from live.signal import Wakeup
 from live.util.clock import Clock
+from live.util.signal import Wakeup
 
 log = logging.getLogger("lookout.mqtt")
 

@@ -19,7 +19,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from device.outputs.mqtt.health import MqttStats
 from device.outputs.mqtt.outbox import Entry, Message
-from live.signal import Wakeup
+from live.util.signal import Wakeup
 
 
 class Window:

@@ -34,7 +34,7 @@ from typing import Any
 import anyio
 
 from device.outputs.page.rate import Pacer, PacingStats
-from live.signal import Wakeup
+from live.util.signal import Wakeup
 
 log = logging.getLogger("lookout.status")
 

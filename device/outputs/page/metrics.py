@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from device.outputs.page.camera_metrics import SOURCE_STATES, camera_metrics
 from device.outputs.pictures.snapshots import OUTCOMES as SNAPSHOT_OUTCOMES
-from live.budget import LEVELS as BUDGET_LEVELS
+from live.link.budget import LEVELS as BUDGET_LEVELS
 from live.stats import SessionStats
 from tools.look import OUTCOMES as LOOK_OUTCOMES
 

@@ -5,7 +5,7 @@ newest, so the model session goes on where it was. A handle is good for ``valid_
 was given (two hours, the Live API says): an older one is forgotten before a connect, which
 then starts a fresh session at once rather than ask the service to refuse it. Whether the
 newest update was resumable is kept apart from the handle: a GoAway is met by a switch-over
-only then (``live/handover.py``), while a reconnect still resumes with the last good handle.
+only then (``live/link/handover.py``), while a reconnect still resumes with the last good handle.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 
 import anyio
 
-from live.signal import Wakeup, take_when_ready
+from live.util.signal import Wakeup, take_when_ready
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """How the model link's failures are counted and said, and when it gives up.
 
-``ModelLink`` (``live/connection.py``) connects and serves; every failed attempt and
+``ModelLink`` (``live/link/connection.py``) connects and serves; every failed attempt and
 every lost connection comes here, which says it (a ``ConnectionState`` event, a log line)
 and answers how long to wait before the next attempt, or that the link gives up.
 

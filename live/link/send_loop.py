@@ -1,6 +1,6 @@
 """The send loop: the outbox, in order, to whichever model connection is up.
 
-``ModelLink`` (``live/connection.py``) owns the connection; this sends to it, one message
+``ModelLink`` (``live/link/connection.py``) owns the connection; this sends to it, one message
 at a time under ``lock``, which a GoAway switch-over takes too: no send is in flight on the
 old connection when the outbox moves to the new one. A connection lost in a send gets its
 message back at the front of the outbox and the loss goes to the link, which ends serving
@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from live.events import ErrorEvent, Event
+from live.link.outbox import Outbox
 from live.model import ConnectionLost, LiveConnection
-from live.outbox import Outbox
 from live.util.redact import short_error
 
 log = logging.getLogger("lookout.connection")

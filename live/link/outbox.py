@@ -32,7 +32,7 @@ from typing import Any
 from live import wire
 from live.config import EmitMode
 from live.model import Outbound, SendActivity, SendContent, SendRealtime, SendToolResponse
-from live.signal import Wakeup
+from live.util.signal import Wakeup
 
 Coalesce = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]]
 

@@ -31,9 +31,9 @@ from typing import Any
 
 from live.config import BudgetLimits
 from live.events import BudgetState, Event
-from live.outbox import Coalesce, OutEmission
-from live.signal import Wakeup
+from live.link.outbox import Coalesce, OutEmission
 from live.util.clock import Clock
+from live.util.signal import Wakeup
 
 
 class BudgetLevel(enum.Enum):

@@ -3,17 +3,17 @@
 The model may be absent, connecting, unreachable or connected at any moment,
 and none of these stops the session: tools, device calls and the event log
 work without it. ``ModelLink.run`` keeps (re)connecting with backoff and
-resumes with the newest session handle (``live/resumption.py``: which handle,
+resumes with the newest session handle (``live/link/resumption.py``: which handle,
 and whether it is still valid); ``ModelLink.send_forever`` sends the outbox to
-whatever connection is up (``live/send_loop.py``). Only a ``ReconnectPolicy``
+whatever connection is up (``live/link/send_loop.py``). Only a ``ReconnectPolicy``
 with ``max_attempts`` makes it give up, and then ``failure`` says why.
 
 Whatever the model does, the link raises nothing: a connection attempt or a
 connection that fails in a way nobody foresaw is one more failure, retried.
 How each failure is counted and said, how long the next attempt waits and when
-the link gives up: ``live/link_failures.py``. A GoAway on a connection that
+the link gives up: ``live/link/failures.py``. A GoAway on a connection that
 lasted is met by opening the resumed connection beside it and switching over
-once it is set up (``live/handover.py``).
+once it is set up (``live/link/handover.py``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ from anyio.abc import TaskGroup
 
 from live.config import SessionConfig
 from live.events import ConnectionState, Event
-from live.handover import open_resumed, why_not
-from live.link_failures import Failed, LinkFailures
+from live.link.failures import Failed, LinkFailures
+from live.link.handover import open_resumed, why_not
+from live.link.outbox import Outbox
+from live.link.resumption import Resumption
+from live.link.send_loop import SendLoop
 from live.model import (
     ConnectionLost,
     LiveConnection,
@@ -39,12 +42,9 @@ from live.model import (
     ModelResumptionUpdate,
     ModelSetupError,
 )
-from live.outbox import Outbox
-from live.resumption import Resumption
-from live.send_loop import SendLoop
-from live.signal import Wakeup
 from live.util.clock import Clock
 from live.util.redact import redact, short_error
+from live.util.signal import Wakeup
 
 log = logging.getLogger("lookout.connection")
 
@@ -356,7 +356,7 @@ class ModelLink:
         return self.conn
 
     async def send_forever(self) -> None:
-        """Send the outbox, in order, to whichever connection is up (``live/send_loop.py``)."""
+        """Send the outbox, in order, to whichever connection is up (``live/link/send_loop.py``)."""
         await self._sender.run()
 
     def _lost_in_send(self, conn: LiveConnection, lost: ConnectionLost) -> None:
