@@ -4,6 +4,7 @@ a TCP proxy that puts the broker at a distance."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import os
 import random
@@ -15,11 +16,12 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from paho.mqtt import client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
@@ -28,6 +30,9 @@ from device.capture import CaptureStats
 from device.config import Config
 from device.events import CountChanged, LineCrossed, ZoneCount
 from device.feeds.runner import SourceState
+from device.outputs.page.http_address import HttpAddress
+from device.outputs.page.server import StatusServer
+from device.outputs.telemetry import Telemetry
 from device.outputs.view import NoLogs, SceneControl
 from device.vision.perception import PerceptionStats
 from live.calls import DeviceCall
@@ -552,3 +557,17 @@ class Scene:
                 scene.count = max(0, scene.count + rng.choice([-1, 1, 2]))
                 scene.events.append(CountChanged(count=scene.count, previous=previous_count))
         return scene
+
+
+@contextlib.asynccontextmanager
+async def serving(app: FakeApp) -> AsyncIterator[tuple[Telemetry, str]]:
+    """A status server on a free loopback port over ``app``'s telemetry, for the block."""
+    telemetry = Telemetry(app)
+    server = StatusServer(telemetry, HttpAddress("127.0.0.1", 0))
+    server.listen()
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.run)
+        try:
+            yield telemetry, f"http://127.0.0.1:{server.port}"
+        finally:
+            tg.cancel_scope.cancel()

@@ -8,10 +8,8 @@ count; every count, line, zone and perception series is labelled with its camera
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -23,11 +21,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from device.events import CountChanged, LineCrossed, SourceStateEvent, ZoneCount
 from device.feeds.runner import SourceState
-from device.outputs.page.http_address import HttpAddress
-from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
 from device.vision.percept import LineTotals, Percept, ZoneState
-from tests.ops.support import FakeApp, two_cameras
+from tests.ops.support import FakeApp, serving, two_cameras
 from tests.ops.test_status_server import next_sse
 from tests.percepts import make_percept
 
@@ -66,19 +62,6 @@ def metrics(telemetry: Telemetry) -> Metrics:
         for family in text_string_to_metric_families(telemetry.metrics_text().decode())
         for sample in family.samples
     }
-
-
-@contextlib.asynccontextmanager
-async def serving(app: FakeApp) -> AsyncIterator[tuple[Telemetry, str]]:
-    telemetry = Telemetry(app)
-    server = StatusServer(telemetry, HttpAddress("127.0.0.1", 0))
-    server.listen()
-    async with anyio.create_task_group() as tg:
-        await tg.start(server.run)
-        try:
-            yield telemetry, f"http://127.0.0.1:{server.port}"
-        finally:
-            tg.cancel_scope.cancel()
 
 
 def test_each_camera_has_its_own_count_lines_and_zones_and_the_top_level_is_the_first() -> None:

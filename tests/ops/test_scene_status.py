@@ -7,9 +7,7 @@ real HTTP, the real status server.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,13 +20,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from device.config import Config
 from device.events import CountChanged, LineCrossed, ZoneCount
-from device.outputs.page.http_address import HttpAddress
 from device.outputs.page.render import BOX_COLOR, DETECTION_COLOR, LINE_COLOR
-from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
 from device.vision.percept import LineTotals, Percept, Track, ZoneState
 from device.vision.tracker import Tracker
-from tests.ops.support import FakeApp, FakePerception
+from tests.ops.support import FakeApp, FakePerception, serving
 from tests.percepts import make_percept
 
 LINE = "post=0.5,0.9,0.5,0.1"  # vertical, drawn upwards: in = to the right
@@ -326,19 +322,6 @@ def test_a_zone_that_is_unknown_is_drawn_with_no_number_and_a_frame_without_the_
         for n, known in counted.items():
             difference = np.abs(drawn[y0:y1, x0:x1] - known[y0:y1, x0:x1]).mean()
             assert difference > 8, (n, difference)  # two digits differ here by 18 or more
-
-
-@contextlib.asynccontextmanager
-async def serving(app: FakeApp) -> AsyncIterator[tuple[Telemetry, str]]:
-    telemetry = Telemetry(app)
-    server = StatusServer(telemetry, HttpAddress("127.0.0.1", 0))
-    server.listen()
-    async with anyio.create_task_group() as tg:
-        await tg.start(server.run)
-        try:
-            yield telemetry, f"http://127.0.0.1:{server.port}"
-        finally:
-            tg.cancel_scope.cancel()
 
 
 async def first_sse(response: aiohttp.ClientResponse) -> dict[str, Any]:
