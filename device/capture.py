@@ -1,15 +1,21 @@
-"""The capture loop: source frames -> paced, sampled, resized -> perception -> the session.
+"""The frame driver: a feed's frames -> paced, sampled, prepared -> perceived -> the caller.
 
-The loop decides *which* frames go on and when: files are replayed in real
+Every command that looks at frames takes them through ``FrameDriver``: ``lookout
+run`` (each camera's capture, ``device/app/camera.py``), ``lookout count``,
+``lookout ask``'s look at a source, and the benchmarks. So the same frames of a
+recording are sampled, resized and perceived the same way whichever asks.
+
+The driver decides *which* frames go on and when: files are replayed in real
 time (by their timestamps) or as fast as the pipeline goes; live sources are
 sampled as they come. The feed is told from which media time on the next
 frame is wanted, so frames the sampler would drop are not decoded at all.
-Each sampled frame is resized (in a worker thread, only when it is larger
-than ``max_side``), handed to perception, and put into the request queue
-with what perception made of it. No JPEG is made here: a frame
-is encoded only when something (the model lane, a viewer) asks for it.
+Each sampled frame is checked and resized (in a worker thread, only when it is
+larger than ``max_side``) and handed to perception, which publishes what it
+made of it; ``next`` returns the frame with its percept (None off the
+detection grid). No JPEG is made here: a frame is encoded only when something
+(the model lane, a viewer) asks for it.
 
-With ``--pace fast`` the loop waits until every input-consuming tool has
+With ``--pace fast`` the driver waits until every input-consuming tool has
 taken the previous frame, so a replay gives the same results at any speed
 and on any machine.
 """
@@ -29,13 +35,25 @@ import numpy as np
 
 from device.grid import SampleGrid
 from device.vision.frame import Frame
-from device.vision.percept import CountUnknown, Percept
-from live.requests import LiveRequestQueue
+from device.vision.percept import Percept
 from live.util.clock import Clock
 
 log = logging.getLogger("lookout.capture")
 
-Perceive = Callable[[Frame], Awaitable[Percept | None]]
+
+class Perceive(Protocol):
+    """Perception's step (``Perception.process``): ``force`` looks at a frame off the grid."""
+
+    def __call__(self, frame: Frame, *, force: bool = ...) -> Awaitable[Percept | None]: ...
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A frame the driver took, prepared, and what perception made of it (None: off the
+    detection grid, or no perception)."""
+
+    frame: Frame
+    percept: Percept | None
 
 
 class FrameFeed(Protocol):
@@ -50,7 +68,7 @@ class FrameFeed(Protocol):
 
 
 class Consumers(Protocol):
-    """Who takes the frames the loop puts in the queue: the fast pace waits for them (a
+    """Who takes the frames the driver hands on: the fast pace waits for them (a
     LiveSession: its input-consuming tools and the model)."""
 
     async def wait_input_consumer(self) -> None: ...
@@ -95,32 +113,38 @@ def resized(image: np.ndarray, max_side: int) -> np.ndarray:
     return np.asarray(cv2.resize(image, size, interpolation=cv2.INTER_AREA))
 
 
-class CaptureLoop:
+class FrameDriver:
+    """Frames from ``feed``, one sample at a time (``next``)."""
+
     def __init__(
         self,
         feed: FrameFeed,
-        queue: LiveRequestQueue[Percept | CountUnknown],
         *,
         clock: Clock,
-        sample_fps: float,
+        sample_fps: float | None,
         perceive: Perceive | None = None,
         max_side: int = 768,
-        jpeg_quality: int = 80,
+        jpeg_quality: int | None = 80,
         pace: str = "realtime",
         is_camera: bool = False,
         consumers: Consumers | None = None,
         consumer_wait_s: float = 5.0,
         media_duration_s: float | None = None,
-        on_frame: Callable[[Frame], None] | None = None,
-        origin: str = "",
+        every: int | None = None,
+        on_unusable: Callable[[Frame, Exception], None] | None = None,
     ) -> None:
-        """``media_duration_s``: a file or folder ends after that much of its media time,
+        """``sample_fps``: frames taken a second of media time (None: every frame; the
+        perception's own grid then picks those it detects on).
+        ``every``: take every Nth frame by its index instead, each looked at by perception.
+        ``jpeg_quality``: the quality a frame is encoded at when asked (None: its own).
+        ``media_duration_s``: a file or folder ends after that much of its media time,
         however fast it is replayed (a camera's duration is wall time: the app's).
-        ``origin``: the camera its frames are said to come from in the queue."""
+        ``on_unusable``: told of a frame that is not an image (it is left out; by default
+        a warning says so)."""
+        if every is not None and every < 1:
+            raise ValueError(f"every must be 1 or more, not {every}")
         self.feed = feed
-        self.queue = queue
         self.clock = clock
-        self.interval = 1.0 / sample_fps
         self.perceive = perceive
         self.max_side = max_side
         self.jpeg_quality = jpeg_quality
@@ -128,72 +152,88 @@ class CaptureLoop:
         self.is_camera = is_camera
         self.consumers = consumers
         self.consumer_wait_s = consumer_wait_s
-        self.media_duration_s = media_duration_s
-        self.on_frame = on_frame
-        self.origin = origin
+        self.media_duration_s = None if is_camera else media_duration_s
+        self.every = every
+        self.on_unusable = on_unusable or _say_unusable
         self.stats = CaptureStats()
         self._limiter = anyio.CapacityLimiter(1)
-        self._grid: SampleGrid | None = None
+        self._grid = SampleGrid(1.0 / sample_fps) if sample_fps is not None else None
+        self._fast = pace == "fast" and not is_camera
+        self._started = False
+        self._ended = False
+        self._next_sample: float | None = None  # from when the next frame is wanted
+        self._replay_origin: tuple[float, float] | None = None  # (clock, media t) of a replay
+        self._first_t: float | None = None
+        self._undecoded = 0
+
+    @property
+    def interval(self) -> float | None:
+        """Seconds of media time between samples (None: every frame is taken)."""
+        return self._grid.interval if self._grid is not None else None
 
     def set_sample_fps(self, sample_fps: float) -> None:
         """Sample at ``sample_fps`` from the next frame on."""
-        self.interval = 1.0 / sample_fps
-        if self._grid is not None:
-            self._grid.interval = self.interval
+        if self._grid is None:
+            self._grid = SampleGrid(1.0 / sample_fps)
+        else:
+            self._grid.interval = 1.0 / sample_fps
 
-    async def run(self) -> None:
-        """Feed frames until the source ends (files) or the loop is cancelled."""
-        grid = self._grid = SampleGrid(self.interval)
-        next_sample: float | None = None  # from when the next frame is wanted
-        replay_origin: tuple[float, float] | None = None  # (clock, media t) at the first frame
-        fast = self.pace == "fast" and not self.is_camera
-        first_t: float | None = None
-        if fast and self.consumers is not None:
-            # A model that calls its tools at once should see the replay from its start;
-            # one that is slow or absent must not hold the device up for long.
-            with anyio.move_on_after(self.consumer_wait_s):
-                await self.consumers.wait_input_consumer()
-        limit = None if self.is_camera else self.media_duration_s
-        undecoded = self.feed.frames_undecoded
-        while not self.queue.closed:
-            wanted = next_sample
-            if wanted is not None and limit is not None and first_t is not None:
+    async def next(self, *, force: bool = False) -> Sample | None:
+        """The next sample; None once the source has ended or the asked-for stretch of a
+        recording is done. ``force``: perception looks at it even off its grid.
+        Raises what the feed raises (SourceError once a source has failed)."""
+        if self._ended:
+            return None
+        if not self._started:
+            self._started = True
+            self._undecoded = self.feed.frames_undecoded
+            if self._fast and self.consumers is not None:
+                # A model that calls its tools at once should see the replay from its
+                # start; one that is slow or absent must not hold the device up for long.
+                with anyio.move_on_after(self.consumer_wait_s):
+                    await self.consumers.wait_input_consumer()
+        stats, limit = self.stats, self.media_duration_s
+        while True:
+            wanted = self._next_sample
+            if wanted is not None and limit is not None and self._first_t is not None:
                 # The frame that ends the stretch must come through, decoded or not.
-                wanted = min(wanted, first_t + limit)
+                wanted = min(wanted, self._first_t + limit)
             frame = await self.feed.next_frame(not_before=wanted)
-            skipped, undecoded = self.feed.frames_undecoded - undecoded, self.feed.frames_undecoded
-            self.stats.frames_undecoded += skipped
+            undecoded = self.feed.frames_undecoded
+            skipped, self._undecoded = undecoded - self._undecoded, undecoded
+            stats.frames_undecoded += skipped
             if not self.is_camera:
-                # A file's skipped frames were read and dropped for the rate, as before;
-                # only their decoding was saved. (A camera's were never counted: they
-                # were overwritten by newer ones before the loop saw them.)
-                self.stats.frames_read += skipped
-                self.stats.dropped["rate"] += skipped
+                # A file's skipped frames were read and dropped for the rate; only their
+                # decoding was saved. (A camera's were never counted: they were
+                # overwritten by newer ones before the driver saw them.)
+                stats.frames_read += skipped
+                stats.dropped["rate"] += skipped
             if frame is None:
-                return
+                self._ended = True
+                return None
             t = frame.t_media
-            if first_t is None:
-                first_t = t
-            if limit is not None and t - first_t >= limit - 1e-9:
-                return  # the asked-for stretch of the recording is done
-            self.stats.frames_read += 1
-            self.stats.last_frame_t = t
-            if not grid.take(t):
-                self.stats.dropped["rate"] += 1
+            if self._first_t is None:
+                self._first_t = t
+            if limit is not None and t - self._first_t >= limit - 1e-9:
+                self._ended = True
+                return None
+            stats.frames_read += 1
+            stats.last_frame_t = t
+            if not self._take(frame):
+                stats.dropped["rate"] += 1
                 continue
-            next_sample = grid.next_point
             if not self.is_camera and self.pace == "realtime":
-                if replay_origin is None or t < replay_origin[1]:
-                    replay_origin = (self.clock.now(), t)
-                delay = replay_origin[0] + (t - replay_origin[1]) - self.clock.now()
+                if self._replay_origin is None or t < self._replay_origin[1]:
+                    self._replay_origin = (self.clock.now(), t)
+                delay = self._replay_origin[0] + (t - self._replay_origin[1]) - self.clock.now()
                 if delay > 0:
                     await self.clock.sleep(delay)
-                elif delay < -2 * self.interval:
+                elif self._grid is not None and delay < -2 * self._grid.interval:
                     # Far behind (a slow machine): skip rather than build up lag.
-                    self.stats.dropped["late"] += 1
+                    stats.dropped["late"] += 1
                     continue
-            self.stats.frames_sampled += 1
-            if fast and self.consumers is not None:
+            stats.frames_sampled += 1
+            if self._fast and self.consumers is not None:
                 # An evaluation replay: every tool took the last frame, and a connected
                 # model heard every change, before the next frame goes in.
                 await self.consumers.wait_inputs_idle()
@@ -201,15 +241,24 @@ class CaptureLoop:
             try:
                 frame = await self._prepare(frame)
             except Exception as exc:  # a corrupt frame must not end the capture
-                self.stats.dropped["unusable"] += 1
-                log.warning("frame %d is unusable: %s", frame.index, exc)
+                stats.dropped["unusable"] += 1
+                self.on_unusable(frame, exc)
                 continue
-            percept = await self.perceive(frame) if self.perceive is not None else None
-            if self.queue.closed:
-                return
-            self.queue.send_realtime(frame=frame, percept=percept, origin=self.origin)
-            if self.on_frame is not None:
-                self.on_frame(frame)
+            if self.perceive is None:
+                return Sample(frame, None)
+            percept = await self.perceive(frame, force=force or self.every is not None)
+            return Sample(frame, percept)
+
+    def _take(self, frame: Frame) -> bool:
+        """Whether ``frame`` is one to sample (the grid moves on if so)."""
+        if self.every is not None:
+            return frame.index % self.every == 0
+        if self._grid is None:
+            return True
+        if not self._grid.take(frame.t_media):
+            return False
+        self._next_sample = self._grid.next_point
+        return True
 
     async def _prepare(self, frame: Frame) -> Frame:
         start = time.perf_counter()
@@ -218,6 +267,10 @@ class CaptureLoop:
             self.stats.frames_resized += 1
             self.stats.resize_ms_total += (time.perf_counter() - start) * 1000
         return ready
+
+
+def _say_unusable(frame: Frame, exc: Exception) -> None:
+    log.warning("frame %d is unusable: %s", frame.index, exc)
 
 
 async def prepared(
@@ -243,10 +296,12 @@ async def prepared(
 
 
 __all__ = [
-    "CaptureLoop",
     "CaptureStats",
     "Consumers",
+    "FrameDriver",
     "FrameFeed",
+    "Perceive",
+    "Sample",
     "check_image",
     "prepared",
     "resized",

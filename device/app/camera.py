@@ -24,7 +24,7 @@ from device.app.parts import (
 )
 from device.app.scene.editor import SceneEditor
 from device.bus import EventBus
-from device.capture import CaptureLoop, Consumers
+from device.capture import Consumers, FrameDriver
 from device.config import Config
 from device.feeds.runner import SourceRunner
 from device.sources import FrameSource, SourceError
@@ -46,7 +46,8 @@ class Camera:
     perception: Perception
     freshness: CountFreshness
     source_runner: SourceRunner
-    capture: CaptureLoop
+    capture: FrameDriver  # its frames: paced, sampled, prepared, perceived
+    queue: LiveRequestQueue[Percept | CountUnknown]  # where its frames go to the session
     scene: SceneEditor
     sample_fps: float
     clock: Clock
@@ -99,13 +100,22 @@ class Camera:
             async with anyio.create_task_group() as group:
                 if self.live and duration is not None:
                     group.start_soon(self._stop_after, duration, group.cancel_scope)
-                await self.capture.run()
+                await self._feed_session()
                 group.cancel_scope.cancel()
         except SourceError as exc:
             self.failure = str(exc)
             on_failure(str(exc))
         finally:
             self.ended = True
+
+    async def _feed_session(self) -> None:
+        queue = self.queue
+        while not queue.closed:
+            sample = await self.capture.next()
+            if sample is None or queue.closed:
+                return
+            # A tool's call and the model lane take one camera's frames by its name.
+            queue.send_realtime(frame=sample.frame, percept=sample.percept, origin=self.name)
 
     async def _stop_after(self, seconds: float, scope: anyio.CancelScope) -> None:
         await self.clock.sleep(seconds)
@@ -159,9 +169,8 @@ def build_camera(
     if request_fps is not None and config.source.camera_fps != 0:
         # A camera then sends little more than is sampled (0: leave it at its own rate).
         request_fps(sample_fps, config.source.camera_fps)
-    capture = CaptureLoop(
+    capture = FrameDriver(
         runner,
-        queue,
         clock=clock,
         sample_fps=sample_fps,
         perceive=perception.process,
@@ -170,8 +179,7 @@ def build_camera(
         pace=config.source.pace,
         is_camera=source.is_camera,
         consumers=consumers,  # a fast replay waits for the tools (and the model) to keep up
-        media_duration_s=None if source.is_camera else config.source.duration,
-        origin=name,  # a tool's call and the model lane take one camera's frames by it
+        media_duration_s=config.source.duration,
     )
     scene = SceneEditor(config, perception, bus.publish, capture=capture, sample_fps=sample_fps)
     return Camera(
@@ -182,6 +190,7 @@ def build_camera(
         freshness=freshness,
         source_runner=runner,
         capture=capture,
+        queue=queue,
         scene=scene,
         sample_fps=sample_fps,
         clock=clock,

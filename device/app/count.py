@@ -20,15 +20,25 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 
-from device.capture import prepared
-from device.sources import FrameSource, ImageFolderSource, SourceError, UnreadableFrame
+from device.capture import FrameDriver
+from device.feeds.in_order import InOrderFeed
+from device.sources import (
+    FrameSource,
+    ImageFolderSource,
+    OpenCVSource,
+    SourceError,
+    UnreadableFrame,
+)
 from device.vision.percept import Percept
 from device.vision.perception import Perception
 from device.vision.tracker import TrackerConfig
+from live.util.clock import MonotonicClock
 from live.util.printable import printable
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1
@@ -58,44 +68,42 @@ async def count_frames(
         )
     failed = 0
     seen = 0
-    index = 0
+
+    def unreadable(index: int, exc: Exception) -> None:
+        nonlocal failed, seen
+        failed += 1
+        # An image the source could not decode was looked at; a read that failed was not.
+        seen += isinstance(exc, UnreadableFrame) or not isinstance(exc, SourceError)
+        message = str(exc) if isinstance(exc, UnreadableFrame) else f"frame {index}: {exc}"
+        print(printable(f"lookout: {message}"), file=err)
+
+    # Every frame goes to perception, whose own grid picks those to look at (as in
+    # ``lookout run``); no wall-clock pacing: a recording is counted as fast as it goes.
+    driver = FrameDriver(
+        InOrderFeed(source, unreadable),
+        clock=MonotonicClock(),
+        sample_fps=None,
+        perceive=perception.process,
+        max_side=max_side,
+        jpeg_quality=None,
+        pace="fast",
+        every=every,
+        on_unusable=lambda frame, exc: unreadable(frame.index, exc),
+    )
     try:
-        while True:
-            try:
-                frame = await anyio.to_thread.run_sync(source.read)
-            except UnreadableFrame as exc:
-                failed += 1
-                seen += 1
-                print(printable(f"lookout: {exc}"), file=err)
-                index = exc.index + 1
-                continue
-            except SourceError as exc:
-                failed += 1
-                print(printable(f"lookout: frame {index}: {exc}"), file=err)
-                index += 1
-                continue
-            if frame is None:
-                break
-            index = frame.index + 1
-            if every is not None and frame.index % every:
-                continue
-            try:
-                ready = await prepared(frame, max_side)
-            except ValueError as exc:  # not an image (the capture loop drops such frames too)
-                failed += 1
-                seen += 1
-                print(printable(f"lookout: frame {frame.index}: {exc}"), file=err)
-                continue
-            percept = await perception.process(ready, force=every is not None)
+        while (sample := await driver.next()) is not None:
+            percept = sample.percept
             if percept is None:
                 continue  # off the detection grid, as in lookout run
             seen += 1
             if percept.error is not None:
                 failed += 1
-                print(printable(f"lookout: frame {frame.index}: {percept.error}"), file=err)
+                print(printable(f"lookout: frame {percept.frame.index}: {percept.error}"), file=err)
                 continue
             name = (
-                source.path_of(frame.index).name if isinstance(source, ImageFolderSource) else None
+                source.path_of(percept.frame.index).name
+                if isinstance(source, ImageFolderSource)
+                else None
             )
             out.write(_line(record(percept, name), as_json) + "\n")
             out.flush()
@@ -111,6 +119,48 @@ async def count_frames(
         print(f"lookout: {failed} of {seen} {what} could not be read", file=err)
         return EXIT_SOME_FAILED
     return EXIT_OK
+
+
+def perceive_video(
+    perception: Perception, path: Path, *, every: int = 1, limit: int | None = None
+) -> None:
+    """Give ``perception`` every ``every``-th frame of the video at ``path``, from its first,
+    up to frame index ``limit`` (not included; None: to the end of the file), in one
+    blocking call: what scripts and tests want of a recording (its percepts and events go
+    where the perception publishes them). Frames keep their size; none is dropped.
+
+    Raises ValueError when the file cannot be read as a video, or a frame cannot.
+    """
+    if every < 1:
+        raise ValueError(f"every must be 1 or more, not {every}")
+    source = OpenCVSource(str(path), clock_now=time.monotonic)
+
+    def unreadable(index: int, exc: Exception) -> None:
+        raise ValueError(f"{path}: frame {index}: {exc}")
+
+    async def perceive() -> None:
+        driver = FrameDriver(
+            InOrderFeed(source, unreadable, until=limit),
+            clock=MonotonicClock(),
+            sample_fps=None,
+            perceive=perception.process,
+            max_side=sys.maxsize,
+            jpeg_quality=None,
+            pace="fast",
+            every=every,
+            on_unusable=lambda frame, exc: unreadable(frame.index, exc),
+        )
+        while await driver.next() is not None:
+            pass
+
+    try:
+        source.open()
+    except SourceError as exc:
+        raise ValueError(str(exc)) from None
+    try:
+        anyio.run(perceive)
+    finally:
+        source.close()
 
 
 def record(percept: Percept, file: str | None = None) -> dict[str, Any]:
@@ -152,4 +202,4 @@ def _line(data: dict[str, Any], as_json: bool) -> str:
     )
 
 
-__all__ = ["count_frames", "record"]
+__all__ = ["count_frames", "perceive_video", "record"]

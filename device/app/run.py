@@ -38,7 +38,7 @@ from device.app.operations import Operations
 from device.app.state import DeviceState
 from device.app.voice import Voice
 from device.bus import EventBus
-from device.capture import CaptureLoop
+from device.capture import FrameDriver
 from device.config import Config
 from device.events import CaptureStatsEvent, ClockStep
 from device.feeds.runner import SourceRunner
@@ -119,7 +119,7 @@ class App:
         return self.cameras[0].perception
 
     @property
-    def capture(self) -> CaptureLoop:
+    def capture(self) -> FrameDriver:
         return self.cameras[0].capture
 
     @property

@@ -14,7 +14,7 @@ from device.app.camera import Camera
 from device.app.logs import EventLogs
 from device.app.scene.editor import SceneEditor
 from device.app.voice import Voice
-from device.capture import CaptureLoop
+from device.capture import FrameDriver
 from device.config import Config
 from device.feeds.runner import SourceRunner
 from device.outputs.pictures.snapshots import Snapshots
@@ -32,7 +32,7 @@ class DeviceState:
     config: Config
     clock: Clock
     live_session: LiveSession
-    capture: CaptureLoop
+    capture: FrameDriver
     source_runner: SourceRunner
     perception: Perception
     source: FrameSource

@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from machine import describe_cpu
 
+from device.app.count import perceive_video
 from device.app.parts import sample_video
 from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.pictures.privacy import private_frame
-from device.vision.perceive_video import perceive_video
 from device.vision.percept import Percept
 from device.vision.perception import Perception
 from device.vision.scene import SceneSpec

@@ -36,7 +36,7 @@ PERCEPTION = (
     "device.vision.motion",
     "device.vision.perception",
     "device.vision.count_report",
-    "device.vision.perceive_video",
+    "device.app.count",
     "device.events",
     "device.sources",
     "device.feeds",

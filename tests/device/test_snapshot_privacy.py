@@ -18,12 +18,12 @@ import cv2
 import numpy as np
 import pytest
 
+from device.app.count import perceive_video
 from device.events import LineCrossed, SnapshotSaved
 from device.outputs.page.render import BOX_COLOR, DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.pictures import snapshots as snapshots_module
 from device.outputs.pictures.privacy import BACKGROUND, head_region, person_boxes
 from device.outputs.pictures.snapshots import Snapshots
-from device.vision.perceive_video import perceive_video
 from device.vision.percept import Percept
 from device.vision.perception import Perception
 from live.events import Event

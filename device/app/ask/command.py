@@ -35,15 +35,13 @@ from device.app.parts import (
     configured_source,
     preflight,
 )
-from device.capture import prepared
+from device.capture import FrameDriver, Sample
 from device.config import Config, ConfigError
 from device.config.paths import check_writable_file, open_output
 from device.events import SourceStateEvent
 from device.feeds.runner import SourceRunner, StateChange
-from device.feeds.sampler import FrameSampler
 from device.outputs.sinks import EventSink, JsonlSink
-from device.sources import FrameSource
-from device.vision.frame import Frame
+from device.sources import FrameSource, SourceError
 from device.vision.percept import Percept
 from device.vision.perception import Perception
 from live.events import (
@@ -121,35 +119,62 @@ class AskOptions:
     page_size: int = 10
 
 
+class SourceEnded(SourceError):
+    """The source has no more frames (the end of a file)."""
+
+
 class PerceivedFrames:
-    """The sampler's frames through the device's perception, prepared as ``lookout run``
-    prepares them: the same frames of a recording get the same counts."""
+    """The source's frames through the device's frame driver and perception, as ``lookout
+    run`` takes them: the same frames of a recording get the same counts. A file replayed
+    at ``realtime`` pace behaves like a camera that started when the question was asked
+    (the newest frame is the one due now); at ``fast`` pace every frame is there at once."""
 
-    def __init__(self, sampler: FrameSampler, perception: Perception, max_side: int) -> None:
-        self.sampler = sampler
+    def __init__(self, driver: FrameDriver, perception: Perception, name: str) -> None:
+        self.driver = driver
         self.perception = perception
-        self.max_side = max_side
-        self.name = sampler.name
+        self.name = name
+        self._held: Sample | None = None  # read past the end of a span: the next one's first
+        self._lock = anyio.Lock()
 
-    async def _perceive(self, frame: Frame, *, force: bool) -> Percept | None:
-        frame = await prepared(frame, self.max_side)
-        percept = await self.perception.process(frame, force=force)
-        if percept is not None and percept.error is not None:
+    async def _next(self, *, force: bool) -> Sample | None:
+        async with self._lock:
+            sample: Sample | None = self._held
+            self._held = None
+            if sample is None:
+                sample = await self.driver.next(force=force)
+        if sample is not None and sample.percept is not None and sample.percept.error is not None:
             # A count the detector could not make is an error, never a zero.
-            raise RuntimeError(f"the detector failed on frame {frame.index}: {percept.error}")
-        return percept
+            raise RuntimeError(
+                f"the detector failed on frame {sample.frame.index}: {sample.percept.error}"
+            )
+        return sample
 
     async def newest(self) -> Percept:
-        percept = await self._perceive(await self.sampler.newest(), force=True)
-        assert percept is not None  # forced: the frame is looked at
-        return percept
+        """What perception makes of the newest frame (the one due now on a replay)."""
+        sample = await self._next(force=True)
+        if sample is None:
+            raise SourceEnded(f"{self.name} has no more frames")
+        if sample.percept is None:  # held from a span, off the grid: look at it now
+            percept = await self.perception.process(sample.frame, force=True)
+            assert percept is not None  # forced: the frame is looked at
+            return percept
+        return sample.percept
 
     async def samples(self, duration_s: float) -> AsyncIterator[Percept]:
-        # The sampler takes frames on the detection grid, and perception takes the same.
-        async for frame in self.sampler.samples(1.0 / self.perception.interval, duration_s):
-            percept = await self._perceive(frame, force=False)
-            if percept is not None:
-                yield percept
+        """Percepts on the detection grid for ``duration_s`` of source time from the first
+        one; ends early when a file ends."""
+        if duration_s <= 0:
+            raise ValueError("duration_s must be positive")
+        start: float | None = None
+        while (sample := await self._next(force=False)) is not None:
+            t = sample.frame.t_media
+            if start is None or t < start:
+                start = t  # the first frame, or a looped file started again
+            if t - start >= duration_s:
+                self._held = sample
+                return
+            if sample.percept is not None:
+                yield sample.percept
 
 
 @dataclass
@@ -226,11 +251,20 @@ class AskApp:
             on_skipped=lambda message: self._write(ErrorEvent(message=message, where="source")),
             first_open_attempts=2,
         )
-        sampler = FrameSampler(runner, clock=self.clock, pace=self.config.source.pace)
         report_fps = self.options.sample_fps or self.config.detection_fps()
         perception = configured_perception(self.config, report_fps, source)
+        driver = FrameDriver(
+            runner,
+            clock=self.clock,
+            sample_fps=report_fps,  # frames on the detection grid, perception takes the same
+            perceive=perception.process,
+            max_side=self.config.source.max_side,
+            jpeg_quality=None,
+            pace=self.config.source.pace,
+            is_camera=source.is_camera,
+        )
         tools = OccupancyTools(
-            PerceivedFrames(sampler, perception, self.config.source.max_side),
+            PerceivedFrames(driver, perception, source.name),
             self.occupancy,
             sample_fps=report_fps,
             bucket_s=self.options.period_s,

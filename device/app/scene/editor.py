@@ -29,7 +29,7 @@ import anyio
 
 from device.app.scene.allowance import Allowance
 from device.app.scene.body import MAX_ITEMS, MAX_ZONE_POINTS, EditError, read_edit
-from device.capture import CaptureLoop
+from device.capture import FrameDriver
 from device.config import Config
 from device.config.scene import LineSpec, ZoneSpec
 from device.config.scene_file import Saved, scene_toml, write_scene
@@ -63,7 +63,7 @@ class SceneEditor:
         perception: Perception,
         publish: Callable[[Event], None],
         *,
-        capture: CaptureLoop | None = None,
+        capture: FrameDriver | None = None,
         sample_fps: float | None = None,
         allowance: Allowance | None = None,
     ) -> None:
