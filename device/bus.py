@@ -1,11 +1,14 @@
 """The device's event bus: one place every output subscribes to, handed to the app at construction.
 
 Two channels: ``Event``s (counts, source and model states, tool calls,
-emissions, model text, errors) for the console, the logs, the page and MQTT,
-and ``Percept``s (what perception made of each frame) for the outputs that
-show the latest frame and its numbers. A count change leaves perception once,
-through here, whatever the number of outputs. A subscriber that fails is
-logged (once per subscriber and kind of error) and never stops the others.
+emissions, model text, errors) for the console, the logs and MQTT, and the
+history the page draws; and what perception publishes (``Perceived``: a
+``Percept`` per frame it looked at, a ``CountUnknown`` when the count stops
+holding), the one way a count reaches those that keep a camera's current state:
+the page and the metrics, the snapshots, and the session's feed to the tools. A
+count change leaves perception once, through here, whatever the number of
+outputs. A subscriber that fails is logged (once per subscriber and kind of
+error) and never stops the others.
 
 At the end, ``close`` closes first the sinks that still publish as they close (the
 snapshots: the pictures written in the run's last second), while the others (the
@@ -19,7 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from device.vision.percept import Percept
+from device.vision.percept import Perceived
 from live.events import Event
 from live.util.clock import Clock
 
@@ -32,7 +35,7 @@ class EventSink(Protocol):
     def close(self) -> None: ...
 
 
-PerceptSink = Callable[[Percept], None]
+PerceptSink = Callable[[Perceived], None]
 
 
 class EventBus:
@@ -68,7 +71,7 @@ class EventBus:
             except Exception as exc:
                 self._report(sink, exc)
 
-    def percept(self, percept: Percept) -> None:
+    def percept(self, percept: Perceived) -> None:
         for sink in self._percept_sinks:
             try:
                 sink(percept)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from device.vision.frame import Frame
-from device.vision.percept import LineTotals, Percept, Track, ZoneState
+from device.vision.percept import MAIN_CAMERA, LineTotals, Percept, Track, ZoneState
 from models.detections import Detections
 
 
@@ -67,6 +67,8 @@ def make_percept(
     tracks: Sequence[Track] | None = None,
     lines: Mapping[str, LineTotals] | None = None,
     zones: Mapping[str, ZoneState] | None = None,
+    raw: int | None = None,
+    camera: str = MAIN_CAMERA,
 ) -> Percept:
     """A percept of ``image`` (a blank 100x200 frame by default) with these person boxes.
 
@@ -84,7 +86,7 @@ def make_percept(
     return Percept(
         frame=Frame(image, t_media=t, index=seq, source=source),
         detections=detections,
-        raw=len(boxes),
+        raw=len(boxes) if raw is None else raw,
         count=len(boxes) if count is None else count,
         previous=previous,
         changed=False,
@@ -95,6 +97,7 @@ def make_percept(
         lines=dict(lines or {}),
         zones=dict(zones or {}),
         people=tuple(t for t in tracks if t.state == "confirmed" and t.seen),
+        camera=camera,
     )
 
 

@@ -3,10 +3,12 @@
 A camera is its source and how it is read (the runner: opening, reconnecting,
 ending), its capture loop (pace, sampling, resizing), its perception (motion
 gate, tracker, lines and zones, the count: one ``Perception`` with the device's
-shared detector), its count's freshness and its scene's edits. Every camera
-feeds the one request queue and the one bus; its percepts and events say whose
-they are (``camera``). One camera's source failing or ending leaves the others
-counting: each runs in a cancel scope of its own (``run``).
+shared detector), its count's freshness and its scene's edits. Every camera's
+perception publishes on the one bus (its percepts and events say whose they are:
+``camera``), where the outputs and the session's feed (``session_feed.py``) take
+them; the frames perception did not look at go to the session from here. One
+camera's source failing or ending leaves the others counting: each runs in a
+cancel scope of its own (``run``).
 """
 
 from __future__ import annotations
@@ -114,8 +116,10 @@ class Camera:
             sample = await self.capture.next()
             if sample is None or queue.closed:
                 return
-            # A tool's call and the model lane take one camera's frames by its name.
-            queue.send_realtime(frame=sample.frame, percept=sample.percept, origin=self.name)
+            if sample.percept is None:
+                # Its percepts reach the session through the bus (``SessionFeed``); a
+                # frame not looked at goes on for the model lane, by its camera's name.
+                queue.send_realtime(frame=sample.frame, origin=self.name)
 
     async def _stop_after(self, seconds: float, scope: anyio.CancelScope) -> None:
         await self.clock.sleep(seconds)
@@ -139,18 +143,12 @@ def build_camera(
     name = config.camera_name
     source = source or configured_source(config, clock)
 
-    def tell_tools(unknown: CountUnknown) -> None:
-        """The tools hear an unknown count in-band, in order with the percepts they read."""
-        if not queue.closed:
-            queue.send_realtime(percept=unknown, origin=name)
-
     perception = configured_perception(
         config,
         config.detection_fps(),
         source,
         bus.publish,
         bus.percept,
-        tell_tools,
         clock.now,
         detector=detector,
         camera=name,

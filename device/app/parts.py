@@ -32,7 +32,7 @@ from device.sources import (
     open_source,
 )
 from device.vision.motion import MotionConfig
-from device.vision.percept import MAIN_CAMERA, CountUnknown, Percept
+from device.vision.percept import MAIN_CAMERA, Perceived, Percept
 from device.vision.perception import Perception, tracker_config
 from device.vision.scene import SceneSpec
 from device.vision.shared_detector import SharedDetector
@@ -153,8 +153,7 @@ def configured_perception(
     detect_fps: float,
     source: FrameSource,
     publish: Callable[[Event], None] = lambda event: None,
-    on_percept: Callable[[Percept], None] = lambda percept: None,
-    on_unknown: Callable[[CountUnknown], None] = lambda unknown: None,
+    on_percept: Callable[[Perceived], None] = lambda percept: None,
     now: Callable[[], float] = time.monotonic,
     *,
     detector: SharedDetector | None = None,
@@ -171,7 +170,6 @@ def configured_perception(
         threshold=config.perception.threshold,
         publish=publish,
         on_percept=on_percept,
-        on_unknown=on_unknown,
         now=now,
         scene=scene_spec(config),
         motion=motion_config(config),

@@ -5,7 +5,8 @@ afterwards. The order is the dependencies' own:
 
     clock, bus                        (given, or made here)
     source, model, request queue
-    perception                        -> bus (events, percepts), queue (unknown, in-band)
+    perception                        -> bus (events; percepts and unknowns)
+    session feed                      -> bus (percepts and unknowns), queue
     tools (count_people, look, ...)   -> perception
     stop switch, console              -> bus (subscribed first: it says things first)
     event logs (JSONL, SQLite)        -> bus
@@ -14,7 +15,8 @@ afterwards. The order is the dependencies' own:
     live session                      -> model, tools, queue, bus (where its events go)
     voice (microphone, loudspeaker)   -> queue, console, session (a WAV waits for the model),
                                          bus (model audio, the local model's sentences)
-    capture loop                      -> source runner, queue, perception, session (fast pace)
+    frame driver                      -> source runner, perception, session (fast pace),
+                                         queue (the frames perception did not look at)
     snapshots (--snapshots)           -> bus (events, percepts; its own events)
     device state (read-only view)     -> the parts above
     operations (page, /metrics, MQTT) -> device state, bus
@@ -37,6 +39,7 @@ from device.app.logs import EventLogs
 from device.app.operations import Operations, build_operations
 from device.app.parts import build_model, detector_factory, preflight, session_config
 from device.app.run import App, StopSwitch
+from device.app.session_feed import SessionFeed
 from device.app.state import DeviceState
 from device.app.voice import build_voice
 from device.bus import EventBus
@@ -103,6 +106,7 @@ def build_app(
         )
         for index, view in enumerate(views)
     ]
+    bus.on_percept(SessionFeed(queue))  # the tools hear each camera's percepts in frame order
     first = cameras[0]
     perception = first.perception
     made = camera_tools(config, cameras)  # each camera's count, lines, zones and look

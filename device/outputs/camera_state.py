@@ -1,10 +1,13 @@
 """One camera as its events and percepts say it: its count, lines, zones and frame to show.
 
-``CameraState`` is fed by the telemetry (``telemetry.py``) with the events and the
-percepts of its camera (``camera`` names it): count changes, crossings, zone counts,
-scene edits and source states set the state, and each percept gives the latest frame
-with its boxes, the raw count, the detector latency, the tracks and the lines' totals
-and zones' states. It keeps only the current state, a short count history and a
+``CameraState`` is fed by the telemetry (``telemetry.py``) with what perception
+publishes of its camera (``camera`` names it) and with its events. The state shown is
+perception's, from its percepts alone: each gives the count, the latest frame with its
+boxes, the raw count, the detector latency, the tracks and the lines' totals and
+zones' states, and a ``CountUnknown`` makes the count (and every zone) unknown with
+its reason. Events add what percepts do not carry: the count's history (a point per
+``count`` event), scene edits and the source's state. So nothing here reconciles two
+versions of a count. It keeps only the current state, a short count history and a
 reference to the newest frame, so feeding it costs the pipeline next to nothing. An
 unknown count makes every zone unknown with it. Its views (the page's JSON for the
 camera, its health, its snapshot) are made here from the same fields; what is the
@@ -18,17 +21,17 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from device.config import Config
-from device.events import CountChanged, LineCrossed, SceneChanged, SourceStateEvent, ZoneCount
+from device.events import CountChanged, SceneChanged, SourceStateEvent
 from device.feeds.runner import SourceState
 from device.outputs.changes import Changes
 from device.outputs.health import OK, Health
 from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.page.scene_json import lines_json, track_json, zones_json
 from device.outputs.view import CameraView
-from device.vision.percept import LineTotals, Percept, Track, ZoneState
+from device.vision.percept import CountUnknown, LineTotals, Perceived, Track, ZoneState
 from live.events import Event
 from live.util.redact import strip_credentials
 
@@ -106,34 +109,14 @@ class CameraState:
     # ----------------------------------------------------------------- feeding
 
     def write(self, event: Event) -> bool:
-        """Take what the page and the metrics show from one of its events; whether
-        anything shown changed."""
+        """Take what the page shows of one of its events (the count's history, a scene
+        edit, the source's state); whether anything shown changed."""
         if isinstance(event, CountChanged):
-            self.count = event.count
             if event.count is not None:
                 self.count_changes += 1
-            else:
-                # Nothing stale stays on show: the last frame's number goes with the count,
-                # and the chart has a gap from here.
-                self.count_reason = event.reason or "unknown"
-                self.raw = None
-                self.tracks = ()
-                # Zones are unknown with the count (perception also says so per zone);
-                # line totals stay: they are what was counted so far.
-                self.zones = {name: _unknown_zone(z) for name, z in self.zones.items()}
+            # An unknown count is a gap in the chart from here.
             self.history.append((event.t, event.count))
             self.trim_history(event.t)
-        elif isinstance(event, LineCrossed):
-            last: Literal["in", "out"] = "in" if event.direction == "in" else "out"
-            self.lines[event.line] = LineTotals(event.line, event.total_in, event.total_out, last)
-        elif isinstance(event, ZoneCount):
-            zone = self.zones.get(event.zone, ZoneState(event.zone, None))
-            if event.people is None:
-                self.zones[event.zone] = _unknown_zone(zone)
-            else:
-                self.zones[event.zone] = ZoneState(
-                    event.zone, event.people, event.dwelling, event.longest_s, dwell_s=zone.dwell_s
-                )
         elif isinstance(event, SceneChanged):
             self._edited(event)
         elif isinstance(event, SourceStateEvent):
@@ -164,8 +147,12 @@ class CameraState:
                 zones[name] = replace(state, name=name, dwell_s=dwell)
         self.lines, self.zones = lines, zones
 
-    def on_percept(self, percept: Percept) -> None:
-        """Latency, raw count and (unless private) the boxed frame."""
+    def on_percept(self, percept: Perceived) -> None:
+        """The count and what goes with it; latency and (unless private) the boxed frame."""
+        if isinstance(percept, CountUnknown):
+            self._unknown(percept.reason)
+            return
+        self.count = percept.count
         self.raw = percept.raw if percept.error is None else None
         self.gated = percept.gated
         self.motion = percept.motion
@@ -187,6 +174,15 @@ class CameraState:
                 percept, self._frame_seq, self.geometry, self._monotonic()
             )
             self.frame_changes.bump()
+
+    def _unknown(self, reason: str) -> None:
+        # Nothing stale stays on show: the last frame's number goes with the count.
+        self.count = None
+        self.count_reason = reason
+        self.raw = None
+        self.tracks = ()
+        # Zones are unknown with the count; line totals stay: they are what was counted.
+        self.zones = {name: _unknown_zone(z) for name, z in self.zones.items()}
 
     def trim_history(self, now: float) -> None:
         # Keep one point older than the window: it is the count at the window's start.

@@ -29,7 +29,7 @@ from device.outputs.page.rate import PacingStats
 from device.outputs.pictures.latest import LatestPictures
 from device.outputs.transcripts import TranscriptLines
 from device.outputs.view import DeviceView
-from device.vision.percept import Percept
+from device.vision.percept import Perceived
 from live.events import (
     ConnectionState,
     Event,
@@ -201,7 +201,7 @@ class Telemetry:
     def close(self) -> None:
         """Bus subscriber: nothing to release."""
 
-    def on_percept(self, percept: Percept) -> None:
+    def on_percept(self, percept: Perceived) -> None:
         """Bus percept subscriber: the percept's camera takes it."""
         camera = self.cameras.get(percept.camera)
         if camera is not None:

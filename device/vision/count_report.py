@@ -5,8 +5,8 @@ keeps what came of it and tells it: the count last published, the newest
 percept while the count is known, why it is unknown otherwise, and when the
 device last looked. Every percept goes to the subscriber and every change of
 the count out as a ``count`` event, in frame order. Losing the count is said
-once (a null ``count`` event and a ``CountUnknown``), and a failing detector
-once per run of failures.
+once (a null ``count`` event, and a ``CountUnknown`` where the percepts go), and a
+failing detector once per run of failures.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 from device.events import CameraEvent, CountChanged
 from device.vision.frame import Frame
-from device.vision.percept import MAIN_CAMERA, CountUnknown, Percept, Track
+from device.vision.percept import MAIN_CAMERA, CountUnknown, Perceived, Percept, Track
 from device.vision.scene import Scene
 from live.events import ErrorEvent, Event
 from models.detections import Detections
@@ -33,8 +33,7 @@ class CountReport:
         scene: Scene,
         *,
         publish: Callable[[Event], None],
-        on_percept: Callable[[Percept], None],
-        on_unknown: Callable[[CountUnknown], None],
+        on_percept: Callable[[Perceived], None],
         now: Callable[[], float],
         camera: str = MAIN_CAMERA,
     ) -> None:
@@ -43,7 +42,6 @@ class CountReport:
         self.camera = camera
         self._publish_any = publish
         self._on_percept = on_percept
-        self._on_unknown = on_unknown
         self._now = now
         self.latest: Percept | None = None  # the newest percept while the count is known
         self.count: int | None = None  # the count last published
@@ -162,10 +160,10 @@ class CountReport:
             self._publish(
                 CountChanged(count=None, previous=previous, reason=reason, t_media=t_media)
             )
-            self._on_unknown(CountUnknown(reason, camera=self.camera))
+            self._deliver(CountUnknown(reason, camera=self.camera))
         return was_known
 
-    def _deliver(self, percept: Percept) -> None:
+    def _deliver(self, percept: Perceived) -> None:
         try:
             self._on_percept(percept)
         except Exception:

@@ -128,6 +128,10 @@ class CountUnknown:
     camera: str = MAIN_CAMERA
 
 
+# What perception publishes, in frame order: a percept per frame it looked at, and the
+# count becoming unknown (``device/bus.py``'s percept channel carries both).
+Perceived = Percept | CountUnknown
+
 # The newest percept of a running source, or None (nothing yet, or the source is down).
 CurrentPercept = Callable[[], Percept | None]
 
@@ -137,6 +141,7 @@ __all__ = [
     "CountUnknown",
     "CurrentPercept",
     "LineTotals",
+    "Perceived",
     "Percept",
     "Track",
     "TrackState",

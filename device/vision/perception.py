@@ -10,10 +10,10 @@ last detections stand (a ``gated`` percept), and a heartbeat detection every
 few seconds checks them. The count is the number of people the presence rule
 counts in the frame, recomputed at every frame (nothing holds an old value);
 the detector's own number stays in the percept (``raw``) for diagnosis.
-The result, a ``Percept``,
-feeds the device's outputs directly (a ``count`` event on every change of the
-count, and the percept itself for the page and metrics) and rides
-beside its frame into the session, where the model-facing tools consume it.
+The result, a ``Percept``, is published once (``on_percept``: the bus's percept
+channel, where the page, the metrics, the snapshots and the session's feed to the
+model-facing tools subscribe), with a ``count`` event on every change of the count
+for the logs, the console and MQTT.
 No consumer of a frame runs the detector again, and ``lookout run``,
 ``lookout count`` and ``lookout ask`` all perceive through this class.
 
@@ -43,7 +43,7 @@ from device.grid import SampleGrid
 from device.vision.count_report import CountReport
 from device.vision.frame import Frame
 from device.vision.motion import MotionConfig, MotionGate
-from device.vision.percept import MAIN_CAMERA, CountUnknown, Percept, Track
+from device.vision.percept import MAIN_CAMERA, Perceived, Percept, Track
 from device.vision.presence import PresenceRule, each_detection
 from device.vision.scene import Scene, SceneSpec
 from device.vision.shared_detector import DetectorFactory, SharedDetector
@@ -83,7 +83,7 @@ class Perception:
     The count is unknown until the first usable frame, and again whenever the
     source stops running or no frame has come for ``stale_after_s()``
     (``forget``): then a ``count`` event with a null count and the reason goes
-    out (and ``on_unknown`` tells the tools in-band), the tracks are dropped,
+    out (and a ``CountUnknown`` where the percepts go), the tracks are dropped,
     and the next usable frame is a new first count.
     """
 
@@ -94,8 +94,7 @@ class Perception:
         detect_fps: float,
         threshold: float = TrackerConfig.high,
         publish: Callable[[Event], None] = lambda event: None,
-        on_percept: Callable[[Percept], None] = lambda percept: None,
-        on_unknown: Callable[[CountUnknown], None] = lambda unknown: None,
+        on_percept: Callable[[Perceived], None] = lambda percept: None,
         now: Callable[[], float] = time.monotonic,
         scene: SceneSpec | None = None,
         motion: MotionConfig | None = None,
@@ -133,7 +132,6 @@ class Perception:
             self.scene,
             publish=publish,
             on_percept=on_percept,
-            on_unknown=on_unknown,
             now=now,
             camera=camera,
         )

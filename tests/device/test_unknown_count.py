@@ -57,9 +57,9 @@ class Now:
 async def test_forgetting_says_unknown_once_and_the_next_frame_is_a_new_first_count() -> None:
     events: list[Event] = []
     detector, now = Boxes(), Now()
-    told: list[CountUnknown] = []
+    published: list[Percept | CountUnknown] = []
     perception = Perception(
-        detector, detect_fps=2.0, publish=events.append, on_unknown=told.append, now=now
+        detector, detect_fps=2.0, publish=events.append, on_percept=published.append, now=now
     )
     assert not perception.known and perception.unknown_reason == "no frame yet"
     detector.people = 3
@@ -72,7 +72,10 @@ async def test_forgetting_says_unknown_once_and_the_next_frame_is_a_new_first_co
     unknown = [e for e in events if isinstance(e, CountChanged) and e.count is None]
     assert unknown == [unknown[0]] and unknown[0].previous == 3
     assert unknown[0].reason == "camera reconnecting since 12:03:10 (unplugged)"
-    # The tools are told in-band, once, with the same reason.
+    # Where the percepts go (the tools among them), it is said once, after the last
+    # percept, with the same reason.
+    assert [type(p) for p in published] == [Percept, CountUnknown]
+    told = [p for p in published if isinstance(p, CountUnknown)]
     assert [u.reason for u in told] == [unknown[0].reason]
     assert perception.current() is None and not perception.known
     assert perception.unknown_reason == "camera failed since 12:03:10"

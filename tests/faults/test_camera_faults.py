@@ -22,7 +22,7 @@ from device.app.wiring import build_app
 from device.bus import EventBus
 from device.config import build
 from device.events import CountChanged
-from device.vision.percept import Percept
+from device.vision.percept import Perceived, Percept
 from live.events import Emission, Event
 from live.util.clock import MonotonicClock
 from tests.cameras import VtestCamera, vtest_frames
@@ -46,8 +46,9 @@ class Probe:
         self.events.append(event)
         self._notify()
 
-    def on_result(self, result: Percept) -> None:
-        self.results.append(result)
+    def on_result(self, result: Perceived) -> None:
+        if isinstance(result, Percept):  # the count's going unknown is in ``counts``
+            self.results.append(result)
         self._notify()
 
     def close(self) -> None:

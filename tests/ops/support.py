@@ -34,11 +34,13 @@ from device.outputs.page.http_address import HttpAddress
 from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
 from device.outputs.view import NoLogs, SceneControl
+from device.vision.percept import CountUnknown
 from device.vision.perception import PerceptionStats
 from live.calls import DeviceCall
 from live.events import Event
 from live.stats import SessionStats
 from live.util.clock import FakeClock
+from tests.percepts import make_percept
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -99,6 +101,27 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None
 
 
 # --------------------------------------------------------------------- fake app
+
+
+def perceived(telemetry: Telemetry, event: CountChanged) -> None:
+    """A count change as perception tells the page: the ``count`` event (the history),
+    then the percept that holds the count, or the count unknown (the state shown). The
+    percept keeps the camera's lines and zones as they stand."""
+    telemetry.write(event)
+    if event.count is None:
+        telemetry.on_percept(CountUnknown(event.reason or "unknown", camera=event.camera))
+        return
+    state = telemetry.cameras[event.camera]
+    telemetry.on_percept(
+        make_percept(
+            count=event.count,
+            raw=event.raw if event.raw is not None else event.count,
+            t=event.t_media or 0.0,
+            lines=state.lines,
+            zones=state.zones,
+            camera=event.camera,
+        )
+    )
 
 
 @dataclass

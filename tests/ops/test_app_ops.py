@@ -18,6 +18,7 @@ from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
 from tests.datafiles import data_file
 from tests.ops.apprun import running_app
+from tests.percepts import make_percept
 
 pytestmark = pytest.mark.anyio
 API_KEY = "AIzaMARKERc0ffee0123456789abcdefXYZ"
@@ -45,8 +46,10 @@ async def test_the_wiring_adds_what_the_config_asks_for(tmp_path: Path) -> None:
     assert ops.services == [ops.mqtt, ops.server]
     assert ops.telemetry.http is ops.server.connections  # the server counts, /metrics reads
     assert list(ops.mqtt.topics.latest_lines) == ["door"]  # the configured lines, at once
-    # Each output subscribed to the app's bus: a count reaches them all, once.
+    # Each output subscribed to the app's bus: a count reaches them all, once (the page
+    # keeps the percept's, MQTT says the change).
     app.bus.publish(CountChanged(count=3, previous=None, raw=3, t_media=1.0))
+    app.bus.percept(make_percept(count=3))
     assert ops.telemetry.count == 3 and ops.mqtt.latest_count is not None
     assert ops.server.port > 0  # bound already: a taken port fails before the run
     ops.server.close()

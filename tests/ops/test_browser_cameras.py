@@ -19,7 +19,7 @@ from device.config import build
 from device.events import CountChanged
 from tests.datafiles import data_file
 from tests.ops.apprun import running_app
-from tests.ops.support import CHROMIUM_ARGS, two_cameras
+from tests.ops.support import CHROMIUM_ARGS, perceived, two_cameras
 from tests.ops.test_browser import screenshot
 from tests.ops.test_browser_page import chromium_browser, served
 from tests.ops.test_browser_scene_edit import drag, name_row, save
@@ -140,7 +140,7 @@ async def test_a_camera_the_detector_cannot_keep_up_with_says_so_and_a_private_o
             telemetry.on_percept(
                 dataclasses.replace(make_percept([[9, 9, 40, 80]] * n), camera=camera)
             )
-            telemetry.write(CountChanged(t=1.0, count=n, previous=None, raw=n, t_media=1.0,
+            perceived(telemetry, CountChanged(t=1.0, count=n, previous=None, raw=n, t_media=1.0,
                                          camera=camera))  # fmt: skip
         page = await browser.new_page(viewport={"width": 390, "height": 844})
         asked: list[str] = []

@@ -21,7 +21,7 @@ from device.events import CountChanged
 from device.outputs.page.http_address import HttpAddress
 from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
-from tests.ops.support import CHROMIUM_ARGS, FakeApp
+from tests.ops.support import CHROMIUM_ARGS, FakeApp, perceived
 from tests.percepts import make_percept
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -93,7 +93,7 @@ async def first_paint_count(page: Page, url: str) -> tuple[str, list[dict[str, A
 async def test_the_first_paint_shows_the_count_not_an_empty_skeleton(chromium: Path) -> None:
     async with served() as (telemetry, url), chromium_browser(chromium) as browser:
         telemetry.on_percept(make_percept([[10, 10, 50, 80]] * 3, seq=1))
-        telemetry.write(CountChanged(t=1.0, count=3, previous=None, raw=3, t_media=1.0))
+        perceived(telemetry, CountChanged(t=1.0, count=3, previous=None, raw=3, t_media=1.0))
         page = await browser.new_page(viewport={"width": 1280, "height": 800})
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -134,7 +134,7 @@ async def test_without_the_token_the_browser_is_told_how_to_give_it_and_the_form
     token = "page-token-5b3e"
     async with served(token=token) as (telemetry, url), chromium_browser(chromium) as browser:
         telemetry.on_percept(make_percept([[10, 10, 50, 80]] * 2, seq=1))
-        telemetry.write(CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
+        perceived(telemetry, CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
         page = await browser.new_page(viewport={"width": 390, "height": 844})
         refused = await page.goto(url)
         assert refused is not None and refused.status == 401
@@ -205,7 +205,7 @@ async def test_the_streams_table_never_breaks_a_word_at_any_width(
     for k, stream in enumerate(STREAMS):  # running for minutes, many emissions
         app.session.streams.append(stream | {"running_s": 754.0 + k * 61, "emissions": 1234})
     async with served(app) as (telemetry, url), chromium_browser(chromium) as browser:
-        telemetry.write(CountChanged(t=1.0, count=4, previous=None, raw=4, t_media=1.0))
+        perceived(telemetry, CountChanged(t=1.0, count=4, previous=None, raw=4, t_media=1.0))
         page = await browser.new_page(viewport={"width": width, "height": height})
         await page.goto(url)
         await page.wait_for_function("() => document.querySelectorAll('button.stop').length === 4")

@@ -25,7 +25,7 @@ from device.outputs.page.host_check import HostPolicy
 from device.outputs.page.http_address import HttpAddress, same_site
 from device.outputs.page.server import StatusServer
 from device.outputs.telemetry import Telemetry
-from tests.ops.support import FakeApp
+from tests.ops.support import FakeApp, perceived
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +35,7 @@ async def serving(
     address: HttpAddress | None = None, **options: Any
 ) -> AsyncIterator[tuple[StatusServer, Telemetry, int]]:
     telemetry = Telemetry(FakeApp())
-    telemetry.write(CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
+    perceived(telemetry, CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
     server = StatusServer(telemetry, address or HttpAddress("127.0.0.1", 0), **options)
     server.listen()
     async with anyio.create_task_group() as tg:

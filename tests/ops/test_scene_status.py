@@ -24,7 +24,7 @@ from device.outputs.page.render import BOX_COLOR, DETECTION_COLOR, LINE_COLOR
 from device.outputs.telemetry import Telemetry
 from device.vision.percept import LineTotals, Percept, Track, ZoneState
 from device.vision.tracker import Tracker
-from tests.ops.support import FakeApp, FakePerception, serving
+from tests.ops.support import FakeApp, FakePerception, perceived, serving
 from tests.percepts import make_percept
 
 LINE = "post=0.5,0.9,0.5,0.1"  # vertical, drawn upwards: in = to the right
@@ -126,7 +126,7 @@ def test_state_has_every_configured_line_and_zone_before_the_first_frame() -> No
 
 def test_state_has_the_line_totals_zone_counts_and_tracks_of_the_last_frame() -> None:
     tel = Telemetry(scene_app())
-    tel.write(CountChanged(t=1.0, count=2, previous=None, raw=3, t_media=1.0))
+    perceived(tel, CountChanged(t=1.0, count=2, previous=None, raw=3, t_media=1.0))
     tel.on_percept(scene_percept())
     state = json.loads(json.dumps(tel.state()))  # plain JSON types only
     line = state["lines"]["post"]
@@ -148,29 +148,33 @@ def test_state_has_the_line_totals_zone_counts_and_tracks_of_the_last_frame() ->
     assert {t["score"] for t in state["tracks"]} == {0.8}
 
 
-def test_crossing_and_zone_events_update_the_state_between_frames() -> None:
+def test_the_page_shows_a_crossing_and_a_zone_change_with_the_percept_that_made_them() -> None:
+    """Perception publishes a frame's events, then its percept; the page's lines and zones
+    are the percept's, so an event never shows a number the percept then takes back."""
     tel = Telemetry(scene_app())
-    tel.write(CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
+    perceived(tel, CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
     tel.on_percept(scene_percept(entered=3, exited=1))
     before = tel.state_changes.version
     tel.write(
         LineCrossed(line="post", direction="out", track=7, t_media=1.2, total_in=3, total_out=2)
     )
     tel.write(ZoneCount(zone="plaza", people=1, previous=2, dwelling=0, longest_s=2.0))
-    assert tel.state_changes.version == before + 2  # the page is told at once
     state = tel.state()
-    assert (state["lines"]["post"]["out"], state["lines"]["post"]["last"]) == (2, "out")
-    assert (state["zones"]["plaza"]["people"], state["zones"]["plaza"]["dwelling"]) == (1, 0)
+    assert (state["lines"]["post"]["out"], state["zones"]["plaza"]["people"]) == (1, 2)
+    tel.on_percept(scene_percept(people=1, entered=3, exited=2))
+    assert tel.state_changes.version == before + 1  # the page is told once, with the frame
+    state = tel.state()
+    assert (state["lines"]["post"]["out"], state["zones"]["plaza"]["people"]) == (2, 1)
 
 
 def test_an_unknown_count_makes_zones_unknown_and_lines_not_counting_with_totals_kept() -> None:
     tel = Telemetry(scene_app())
-    tel.write(CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
+    perceived(tel, CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
     tel.on_percept(scene_percept(entered=3, exited=1))
     reason = "camera reconnecting since 12:00:01"
     # What perception publishes when it forgets: each zone unknown, then the count.
     tel.write(ZoneCount(zone="plaza", people=None, previous=2, dwelling=0, longest_s=0.0))
-    tel.write(CountChanged(t=2.0, count=None, previous=2, reason=reason))
+    perceived(tel, CountChanged(t=2.0, count=None, previous=2, reason=reason))
     state = tel.state()
     assert state["zones"]["plaza"] | {"points": None} == {
         "name": "plaza",
@@ -190,10 +194,10 @@ def test_an_unknown_count_makes_zones_unknown_and_lines_not_counting_with_totals
         values[("lookout_line_crossings_total", (MAIN, ("direction", "in"), ("line", "post")))] == 3
     )
     # A count event alone (no zone event: the zone was unknown already) also does it.
-    tel.write(CountChanged(t=3.0, count=1, previous=None, raw=1, t_media=3.0))
+    perceived(tel, CountChanged(t=3.0, count=1, previous=None, raw=1, t_media=3.0))
     tel.on_percept(scene_percept(people=1))
     assert tel.state()["zones"]["plaza"]["people"] == 1
-    tel.write(CountChanged(t=4.0, count=None, previous=1, reason="camera ended at 0:42"))
+    perceived(tel, CountChanged(t=4.0, count=None, previous=1, reason="camera ended at 0:42"))
     assert tel.state()["zones"]["plaza"]["people"] is None
 
 
@@ -207,7 +211,7 @@ def test_metrics_have_crossings_zone_gauges_and_tracking() -> None:
     tel = Telemetry(app)
     # Unknown zone before the first frame: no gauge at all (not 0).
     assert ("lookout_zone_people", (MAIN, ("zone", "plaza"))) not in metrics(tel)
-    tel.write(CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
+    perceived(tel, CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
     tel.on_percept(scene_percept(people=2, entered=3, exited=1, dwelling=1))
     values = metrics(tel)
     assert (
@@ -255,7 +259,7 @@ def colour_near(pixel: np.ndarray, bgr: tuple[int, int, int], tolerance: int = 4
 def test_the_snapshot_draws_zones_lines_ids_and_tells_people_from_other_boxes() -> None:
     tel = Telemetry(scene_app())
     image = np.full((100, 200, 3), 90, np.uint8)
-    tel.write(CountChanged(t=1.0, count=2, previous=None, raw=3, t_media=1.0))
+    perceived(tel, CountChanged(t=1.0, count=2, previous=None, raw=3, t_media=1.0))
     tel.on_percept(scene_percept(image=image))
     snap = tel.snapshot_jpeg()
     assert snap is not None
@@ -335,7 +339,7 @@ async def first_sse(response: aiohttp.ClientResponse) -> dict[str, Any]:
 @pytest.mark.anyio
 async def test_api_state_and_the_event_stream_carry_lines_zones_and_tracks() -> None:
     async with serving(scene_app()) as (tel, base), aiohttp.ClientSession() as http:
-        tel.write(CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
+        perceived(tel, CountChanged(t=1.0, count=2, previous=None, raw=2, t_media=1.0))
         tel.on_percept(scene_percept(entered=5, exited=2, people=2))
         async with http.get(base + "/api/state") as response:
             state = await response.json()

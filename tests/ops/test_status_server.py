@@ -23,7 +23,7 @@ from device.outputs.page.http_address import HttpAddress, parse_http
 from device.outputs.page.server import MJPEG_BOUNDARY, StatusServer
 from device.outputs.telemetry import Telemetry
 from device.vision.percept import Percept
-from tests.ops.support import FakeApp
+from tests.ops.support import FakeApp, perceived
 from tests.percepts import make_percept
 
 pytestmark = pytest.mark.anyio
@@ -128,7 +128,9 @@ async def test_healthz_200_while_counting_degraded_without_a_model_503_without_a
         async with http.get(base + "/api/state") as state:  # behind the token, if any
             assert (await state.json())["health"]["reason"] == f"source reconnecting ({why})"
         app.source_runner.state = SourceState.RUNNING
-        tel.write(CountChanged(t=2.0, count=None, previous=1, reason="no usable frame for 3 s"))
+        perceived(
+            tel, CountChanged(t=2.0, count=None, previous=1, reason="no usable frame for 3 s")
+        )
         async with http.get(base + "/healthz") as stale:
             assert stale.status == 503
             assert (await stale.json())["reason"] == "count unknown"
@@ -162,7 +164,9 @@ async def test_snapshot_is_the_annotated_frame_once_there_is_one() -> None:
             assert response.status == 200 and response.content_type == "image/jpeg"
             image = cv2.imdecode(np.frombuffer(await response.read(), np.uint8), cv2.IMREAD_COLOR)
         # The camera went away: the last frame is not served as what it sees now.
-        tel.write(CountChanged(t=3.0, count=None, previous=1, reason="camera failed at 12:00:00"))
+        perceived(
+            tel, CountChanged(t=3.0, count=None, previous=1, reason="camera failed at 12:00:00")
+        )
         async with http.get(base + "/snapshot.jpg") as stale:
             assert stale.status == 503
             assert await stale.text() == "no current frame: camera failed at 12:00:00\n"
@@ -190,7 +194,7 @@ async def test_events_stream_pushes_each_change() -> None:
         assert response.headers["Content-Type"] == "text/event-stream"
         first = await next_sse(response)
         assert first["count"] is None
-        tel.write(CountChanged(t=1.0, count=5, previous=None, raw=5, t_media=1.0))
+        perceived(tel, CountChanged(t=1.0, count=5, previous=None, raw=5, t_media=1.0))
         with anyio.fail_after(5):  # the tick is 30 s: only the change can deliver it
             second = await next_sse(response)
     assert second["count"] == 5 and second["history"] == [[1.0, 5]]
@@ -316,7 +320,7 @@ async def test_non_loopback_bind_warns_and_token_still_works(
         aiohttp.ClientSession() as http,
     ):
         port = server.port
-        tel.write(counted(3))
+        perceived(tel, counted(3))
         async with http.get(base + "/api/state", headers=lan) as r:
             assert r.status == 200  # without a token, anyone on the network (so it warns)
             assert (await r.json())["count"] == 3
@@ -326,7 +330,7 @@ async def test_non_loopback_bind_warns_and_token_still_works(
     caplog.clear()
     token = "t0k3n-abc"
     async with serving(FakeApp(), address, token=token) as (_, tel, base):
-        tel.write(counted(3))
+        perceived(tel, counted(3))
         async with aiohttp.ClientSession() as http:
             for headers in ({}, {"Authorization": "Bearer t0k3n-abd"}, {"Authorization": token}):
                 async with http.get(base + "/api/state", headers=lan | headers) as refused:

@@ -17,7 +17,7 @@ from device.outputs.telemetry import Telemetry
 from device.vision.percept import Percept
 from live.events import ConnectionState, ModelText, StreamStarted, Transcript, Usage
 from live.util.redact import strip_credentials
-from tests.ops.support import FakeApp, FakeSession
+from tests.ops.support import FakeApp, FakeSession, perceived
 from tests.percepts import make_percept
 
 
@@ -43,7 +43,7 @@ def test_events_set_state_counts_history_and_model_text() -> None:
     tel.write(SourceStateEvent(t=0.1, source="rtsp://admin:hunter2@cam/1", state="running"))
     tel.write(ConnectionState(t=0.2, state="connected"))
     for n, t in [(3, 1.0), (4, 30.0), (2, 100.0)]:
-        tel.write(count(n, t))
+        perceived(tel, count(n, t))
     tel.write(ModelText(t=100.5, text="2 people in view (was 4)."))
     tel.write(Transcript(t=101.0, text="heard", direction="input"))  # the user's words, in
     tel.write(Transcript(t=101.2, text=" you.", direction="input"))  # fragments as Live sends
@@ -67,7 +67,7 @@ def test_events_set_state_counts_history_and_model_text() -> None:
         {"t": 101.2, "text": "heard: heard you."},  # one line per sentence
     ]
     assert state["t"] == 110.0 and state["device_id"] == "test-cam" and state["model"] == "local"
-    assert tel.state_changes.version == 7  # usage changes nothing shown
+    assert tel.state_changes.version == 10  # 3 counts, each an event and a percept; usage: none
 
 
 def test_detector_frames_are_drawn_with_their_boxes_off_the_loop() -> None:
@@ -116,7 +116,7 @@ def test_metrics_read_the_apps_own_counters() -> None:
     session.outbox_dropped = 6
     app.perception.stats.detected = 19
     tel = Telemetry(app)
-    tel.write(count(4, 1.0))
+    tel.write(count(4, 1.0))  # the history; the percepts below hold the count
     for ms in (30.0, 60.0, 200.0):
         tel.on_percept(frame_result(np.zeros((8, 8, 3), np.uint8), [], n=4, ms=ms))
     values = metrics(tel)
@@ -178,7 +178,7 @@ def test_health_names_what_is_wrong() -> None:
     app.source_runner.state = SourceState.RUNNING
     # Running, but no count yet: not healthy, and it says why.
     assert tel.health().reason == "count unknown: no frame yet" and not tel.health().ok
-    tel.write(count(2, 0.5))
+    perceived(tel, count(2, 0.5))
     assert tel.health().ok
     # A missing model degrades the device; it still counts, so it is still healthy.
     app.session.connection_state = "unreachable"
@@ -192,7 +192,7 @@ def test_health_names_what_is_wrong() -> None:
     assert tel.health().ok and tel.health().reason == "ok" and not tel.health().degraded
     # The count goes unknown (the camera stopped giving frames): unhealthy, with the reason.
     why = "no usable frame from 0 for 3 s"
-    tel.write(CountChanged(t=9.0, count=None, previous=2, reason=why))
+    perceived(tel, CountChanged(t=9.0, count=None, previous=2, reason=why))
     assert not tel.health().ok and tel.health().reason == f"count unknown: {why}"
     assert tel.state()["count"] is None and tel.state()["count_reason"] == why
     assert tel.state()["raw"] is None  # the last frame's number is not shown as current

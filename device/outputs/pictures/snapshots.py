@@ -50,7 +50,7 @@ from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, 
 from device.files.whole_file import write_whole
 from device.outputs.page.render import DisplayFrame, SceneGeometry, render_jpeg
 from device.outputs.pictures.privacy import private_frame
-from device.vision.percept import Percept
+from device.vision.percept import Perceived, Percept
 from live.events import ErrorEvent, Event
 
 log = logging.getLogger("lookout.snapshots")
@@ -185,10 +185,10 @@ class Snapshots:
             t_media=t_media,
         )
 
-    def on_percept(self, percept: Percept) -> None:
+    def on_percept(self, percept: Perceived) -> None:
         """Bus percept subscriber: the pending events of this frame get its picture."""
         self._drain()
-        if not self._pending or percept.error is not None:
+        if not self._pending or not isinstance(percept, Percept) or percept.error is not None:
             return
         t = percept.t_media
         frame: DisplayFrame | None = None
