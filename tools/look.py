@@ -58,7 +58,7 @@ def _no_cap() -> str | None:
 
 
 @dataclass(frozen=True)
-class Picture:
+class LookImage:
     """What the model is shown: the JPEG, its size, and the factor the frame was scaled by."""
 
     jpeg: bytes
@@ -72,7 +72,7 @@ def picture(
     geometry: SceneGeometry | None = None,
     max_side: int = MAX_SIDE,
     quality: int = 80,
-) -> Picture:
+) -> LookImage:
     """The percept's frame scaled to ``max_side`` with its boxes, ids, lines and zones drawn
     on a copy, as JPEG. Blocking (resize, draw, encode): run it in a worker thread."""
     import cv2
@@ -92,7 +92,7 @@ def picture(
         people=tuple(_scaled(t, scale) for t in percept.people),
     )
     jpeg = render_jpeg(display, quality)
-    return Picture(jpeg, image.shape[1], image.shape[0], scale)
+    return LookImage(jpeg, image.shape[1], image.shape[0], scale)
 
 
 def _scaled(track: Track, scale: float) -> Track:
@@ -234,4 +234,4 @@ class Look:
         return {"status": "refused", "reason": reason, **more, **asked}
 
 
-__all__ = ["MAX_SIDE", "OUTCOMES", "PRIVACY", "SENT", "TOOL", "Look", "Picture", "picture"]
+__all__ = ["MAX_SIDE", "OUTCOMES", "PRIVACY", "SENT", "TOOL", "Look", "LookImage", "picture"]

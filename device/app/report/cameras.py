@@ -17,7 +17,7 @@ from typing import Any
 
 from device.app.report.chart import Counts, figure_lines
 from device.app.report.data import ReportError, Run, Timeline, build_timeline, split_runs, summarize
-from device.app.report.scene import Scene, build_scene, period_for
+from device.app.report.scene import SceneTimeline, build_scene, period_for
 from device.logged_cameras import camera_view
 from live.util.plural import counted
 
@@ -29,7 +29,7 @@ class CameraPart:
     name: str
     runs: list[Run]
     timeline: Timeline
-    scene: Scene
+    scene: SceneTimeline
     summary: dict[str, Any]
 
 
@@ -82,7 +82,7 @@ def chart_counts(parts: list[CameraPart]) -> Counts:
     return [(part.name, part.timeline.steps, part.timeline.end) for part in parts]
 
 
-def chart_scene(parts: list[CameraPart]) -> Scene | None:
+def chart_scene(parts: list[CameraPart]) -> SceneTimeline | None:
     """Every camera's lines and zones as one scene, each named for its camera
     (``door: post``), for the chart's panels; None when no camera has any."""
     scenes = [(part.name, part.scene) for part in parts if not part.scene.empty]
@@ -91,7 +91,7 @@ def chart_scene(parts: list[CameraPart]) -> Scene | None:
     period = scenes[0][1].period_s
     first = min(scene.first for _, scene in scenes)
     end = max(scene.first + scene.periods * period for _, scene in scenes)
-    merged = Scene(
+    merged = SceneTimeline(
         lines=[f"{name}: {line}" for name, scene in scenes for line in scene.lines],
         zones=[f"{name}: {zone}" for name, scene in scenes for zone in scene.zones],
         period_s=period,

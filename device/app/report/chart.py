@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from device.app.report.data import MEDIA, WALL, ReportError, Timeline
-from device.app.report.scene import Scene
+from device.app.report.scene import SceneTimeline
 
 # Several counts over time: (name, steps, end) each, on one axis.
 Counts = list[tuple[str, list[tuple[float, int | None]], float]]
@@ -104,7 +104,7 @@ def render_chart(
     summary: dict[str, Any],
     *,
     with_figures: bool,
-    scene: Scene | None = None,
+    scene: SceneTimeline | None = None,
     counts: Counts | None = None,
     figures: list[tuple[str, str]] | None = None,
 ) -> bytes:
@@ -122,7 +122,7 @@ def chart_figure(
     summary: dict[str, Any],
     *,
     with_figures: bool,
-    scene: Scene | None = None,
+    scene: SceneTimeline | None = None,
     counts: Counts | None = None,
     figures: list[tuple[str, str]] | None = None,
 ) -> Any:
@@ -232,7 +232,7 @@ OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 
 
-def _draw_lines(ax: Any, scene: Scene) -> None:
+def _draw_lines(ax: Any, scene: SceneTimeline) -> None:
     """Entries up and exits down, one bar of each per line and period."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
@@ -251,7 +251,7 @@ def _draw_lines(ax: Any, scene: Scene) -> None:
     ax.legend(**OUTSIDE, fontsize=8, frameon=False)
 
 
-def _draw_zones(ax: Any, scene: Scene, end: float) -> None:
+def _draw_zones(ax: Any, scene: SceneTimeline, end: float) -> None:
     """Each zone's people over time (steps, gaps where unknown) and its dwell events."""
     from matplotlib.ticker import MaxNLocator
 

@@ -27,7 +27,7 @@ THUMB_WIDTH = 240
 
 
 @dataclass(frozen=True)
-class Picture:
+class PicturedEvent:
     """One pictured event as the report shows it."""
 
     when: str  # on the report's axis, as people read it
@@ -53,7 +53,7 @@ def _moment(timeline: Timeline, t: float) -> str:
 
 def latest_pictures(
     timeline: Timeline, folder: Path | None = None, limit: int = MAX_PICTURES
-) -> tuple[list[Picture], int]:
+) -> tuple[list[PicturedEvent], int]:
     """The last ``limit`` pictured events of the timeline's runs, newest first, and how
     many the log has in all. ``folder``: where the pictures are (None: each run's own).
     Blocking: reads and scales the files."""
@@ -68,11 +68,13 @@ def latest_pictures(
     for t, event, where in reversed(found[-limit:]):
         jpeg = read_picture(where, event["file"]) if where is not None else None
         small = thumbnail(jpeg, THUMB_WIDTH) if jpeg is not None else None
-        pictures.append(Picture(_moment(timeline, t), caption(event), event["file"], where, small))
+        pictures.append(
+            PicturedEvent(_moment(timeline, t), caption(event), event["file"], where, small)
+        )
     return pictures, len(found)
 
 
-def pictures_html(pictures: list[Picture], total: int) -> str:
+def pictures_html(pictures: list[PicturedEvent], total: int) -> str:
     """The report's "Latest events" section (nothing for a log without pictures)."""
     if not pictures:
         return ""
@@ -102,4 +104,4 @@ def pictures_html(pictures: list[Picture], total: int) -> str:
     )
 
 
-__all__ = ["MAX_PICTURES", "THUMB_WIDTH", "Picture", "latest_pictures", "pictures_html"]
+__all__ = ["MAX_PICTURES", "THUMB_WIDTH", "PicturedEvent", "latest_pictures", "pictures_html"]

@@ -67,7 +67,7 @@ class ZoneFigures:
 
 
 @dataclass
-class Scene:
+class SceneTimeline:
     """The lines and zones of a report, on the report's time axis, cut into periods.
 
     ``crossings``: (t, line, direction); ``zone_steps``: per zone, (t, people) at each
@@ -179,7 +179,7 @@ def _edited(
             (lines if kind == "line" else zones).append(name)
 
 
-def build_scene(timeline: Timeline, period_s: float | None = None) -> Scene:
+def build_scene(timeline: Timeline, period_s: float | None = None) -> SceneTimeline:
     """Crossings, zone occupancy and dwell events of the timeline's runs, per period."""
     runs = timeline.runs
     lines, zones = _scene_names(runs, "lines"), _scene_names(runs, "zones")
@@ -225,7 +225,7 @@ def build_scene(timeline: Timeline, period_s: float | None = None) -> Scene:
     period = period_s if period_s is not None else period_for(span)
     first = _first_period(timeline, period)
     count = max(1, math.ceil((span - first) / period - 1e-9))
-    return Scene(
+    return SceneTimeline(
         lines=lines,
         zones=zones,
         period_s=period,
@@ -249,7 +249,7 @@ def period_label(timeline: Timeline, start: float, end: float) -> str:
     return f"{start:.0f}–{end:.0f} s"
 
 
-def summarize_scene(timeline: Timeline, scene: Scene) -> dict[str, Any]:
+def summarize_scene(timeline: Timeline, scene: SceneTimeline) -> dict[str, Any]:
     """The summary keys of lines and zones: totals, and each period's figures."""
     lines = scene.line_periods()
     zones = scene.zone_periods()
@@ -296,7 +296,7 @@ __all__ = [
     "DAY_S",
     "MAX_PERIODS",
     "PERIOD_STEPS_S",
-    "Scene",
+    "SceneTimeline",
     "ZoneFigures",
     "build_scene",
     "period_for",

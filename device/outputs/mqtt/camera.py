@@ -19,8 +19,8 @@ from typing import Any
 
 from device.config.errors import ConfigError
 from device.events import CountChanged, DwellPassed, LineCrossed, SceneChanged, ZoneCount
+from device.outputs.mqtt.backlog import Message
 from device.outputs.mqtt.ha_discovery import EntityConfig, HomeAssistantDiscovery, image_topic
-from device.outputs.mqtt.outbox import Message
 from device.outputs.mqtt.settings import check_scene_name
 from device.outputs.mqtt.topics import CameraTopics
 from live.events import Event

@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Callable
 import aiomqtt
 import anyio
 
+from device.outputs.mqtt.backlog import Backlog, Entry, Message
 from device.outputs.mqtt.client import abort
 from device.outputs.mqtt.health import LinkHealth
-from device.outputs.mqtt.outbox import Entry, Message, Outbox
 from device.outputs.mqtt.reader import BrokerReader
 from device.outputs.mqtt.state import MqttState
 from device.outputs.mqtt.window import Window
@@ -43,7 +43,7 @@ class Connection:
         client: aiomqtt.Client,
         *,
         state: MqttState,
-        outbox: Outbox,
+        outbox: Backlog,
         window: Window,
         reader: BrokerReader,
         health: LinkHealth,

@@ -22,9 +22,9 @@ from pathlib import Path
 import anyio
 
 from device.events import SnapshotSaved
+from device.outputs.mqtt.backlog import Message
 from device.outputs.mqtt.camera import cleared
 from device.outputs.mqtt.ha_discovery import image_topic
-from device.outputs.mqtt.outbox import Message
 from device.outputs.mqtt.state import MqttState
 from device.outputs.pictures.files import read_picture
 from live.events import Event

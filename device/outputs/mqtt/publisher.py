@@ -5,7 +5,7 @@ they hold now, and what each event changes there: ``device/outputs/mqtt/state.py
 
 The publisher is an event sink (``write`` only queues, it never waits) and an
 App service that owns the connection. What waits for the broker is in an
-:class:`~device.outputs.mqtt.outbox.Outbox`: state (the count, a line's totals, a
+:class:`~device.outputs.mqtt.backlog.Backlog`: state (the count, a line's totals, a
 zone's count, retained configs) only at its newest value, events (the events
 topic, crossings, dwells) every one, bounded; an event pushed out of a full queue
 is counted and said. Up to ``max_inflight`` messages are in flight at once (QoS
@@ -24,7 +24,7 @@ Here: the sink, and the service that connects (the id check first) and reconnect
 with backoff. Apart: one connection's life (sending, the farewell or the abort)
 ``mqtt/connection.py``, its in-flight window ``mqtt/window.py``, what the broker
 says back ``mqtt/reader.py``, the topics ``mqtt/topics.py`` and what they hold now
-``mqtt/state.py`` (each camera's ``mqtt/camera.py``), the queue ``mqtt/outbox.py``,
+``mqtt/state.py`` (each camera's ``mqtt/camera.py``), the queue ``mqtt/backlog.py``,
 the id check ``mqtt/presence.py``, health ``mqtt/health.py``, settings
 ``mqtt/settings.py``, the event pictures ``mqtt/images.py``, the client ``mqtt/client.py``.
 """
@@ -41,11 +41,11 @@ import anyio
 from aiomqtt.exceptions import MqttConnectError
 from anyio.abc import TaskStatus
 
+from device.outputs.mqtt.backlog import Backlog, Entry, Message
 from device.outputs.mqtt.client import publishing_client
 from device.outputs.mqtt.connection import Connection
 from device.outputs.mqtt.health import LinkHealth, MqttStats, client_error, mqtt_reason
 from device.outputs.mqtt.images import ImageFeed, image_removal
-from device.outputs.mqtt.outbox import Entry, Message, Outbox
 from device.outputs.mqtt.presence import Instance, Presence, held_instance
 from device.outputs.mqtt.reader import BrokerReader
 from device.outputs.mqtt.settings import MqttSettings
@@ -136,7 +136,7 @@ class MqttPublisher:
             announce=announce,
         )
         self.stats = self.health.stats
-        self.outbox = Outbox(max_queue)
+        self.outbox = Backlog(max_queue)
         self._wakeup = Wakeup()
         self._connected_event = Wakeup()
         self.reader = BrokerReader(

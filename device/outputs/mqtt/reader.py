@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import aiomqtt
 
-from device.outputs.mqtt.outbox import Message
+from device.outputs.mqtt.backlog import Message
 from device.outputs.mqtt.state import MqttState
 from live.util.clock import Clock
 from live.util.signal import Wakeup

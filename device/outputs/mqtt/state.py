@@ -23,6 +23,7 @@ from functools import partial
 
 from device.config.errors import ConfigError
 from device.events import CameraEvent, SceneChanged
+from device.outputs.mqtt.backlog import Message
 from device.outputs.mqtt.camera import (
     UNKNOWN_COUNT,
     UNKNOWN_ZONE,
@@ -34,7 +35,6 @@ from device.outputs.mqtt.camera import (
     retained,
 )
 from device.outputs.mqtt.ha_discovery import HomeAssistantDiscovery
-from device.outputs.mqtt.outbox import Message
 from device.outputs.mqtt.topics import MqttTopics
 from device.vision.percept import MAIN_CAMERA
 from live.events import Event

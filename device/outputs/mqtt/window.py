@@ -6,7 +6,7 @@ what a dropped connection leaves unacknowledged can go again after the reconnect
 The window also remembers what this connection handed over (``sent``): the
 publisher leaves out a state the broker already has, and the goodbye says only
 what changed. What waits before the window is the publisher's
-:class:`~device.outputs.mqtt.outbox.Outbox`.
+:class:`~device.outputs.mqtt.backlog.Backlog`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import aiomqtt
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from device.outputs.mqtt.backlog import Entry, Message
 from device.outputs.mqtt.health import MqttStats
-from device.outputs.mqtt.outbox import Entry, Message
 from live.util.signal import Wakeup
 
 

@@ -40,7 +40,7 @@ class Entry:
     force: bool = field(default=False)  # send even what the broker already has (a heartbeat)
 
 
-class Outbox:
+class Backlog:
     """Entries in the order they are to be sent; state coalesced in place, events bounded."""
 
     def __init__(self, max_events: int) -> None:
@@ -128,4 +128,4 @@ class Outbox:
         return gone
 
 
-__all__ = ["Entry", "Message", "Outbox"]
+__all__ = ["Backlog", "Entry", "Message"]
