@@ -93,7 +93,7 @@ async def scene_run(port: int, rtt_ms: int, window: int, seconds: float) -> dict
                     pub.write(event)
                 await anyio.sleep(0.02)
             lag = await until_delivered(pub, 30)
-            backlog = pub.outbox.events
+            backlog = pub.backlog.events
             stopping = time.monotonic()
             tg.cancel_scope.cancel()
         exit_s = time.monotonic() - stopping

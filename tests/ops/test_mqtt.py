@@ -96,12 +96,12 @@ def test_queue_is_bounded_but_the_latest_count_is_kept() -> None:
     pub.write(ModelAudio(mime_type="audio/pcm", size=3, data=b"abc"))  # never published
     # 20 count events went in: the 5 newest wait, 15 were dropped (counted, said once).
     # The count itself is state: one place in the queue, holding the newest value.
-    assert pub.outbox.events == 5 and pub.dropped == 15
+    assert pub.backlog.events == 5 and pub.dropped == 15
     assert len([line for line in said if "dropping the oldest" in line]) == 1, said
     assert pub.problems() == ["MQTT: 15 events dropped"]
     assert pub.latest_count is not None
     assert json.loads(pub.latest_count.payload)["count"] == 19 and pub.latest_count.retain
-    (state,) = [entry for entry in pub.outbox if not entry.event]
+    (state,) = [entry for entry in pub.backlog if not entry.event]
     count_now, counting = pub._messages(state)
     assert json.loads(count_now.payload)["count"] == 19 and counting.payload == b"online"
 

@@ -150,8 +150,8 @@ def test_names_that_cannot_name_topics_are_refused() -> None:
     pub = MqttPublisher(MqttSettings("b"), device_id="shop")
     pub.write(ZoneCount(zone="a+b", people=1, previous=0, dwelling=0, longest_s=0.0))
     # Only the event itself goes out; no topic is made of the name.
-    assert [e.message.topic for e in pub.outbox if e.message] == ["lookout/shop/events"]
-    assert len(pub.outbox) == 1
+    assert [e.message.topic for e in pub.backlog if e.message] == ["lookout/shop/events"]
+    assert len(pub.backlog) == 1
 
 
 async def test_start_publishes_zero_totals_and_unknown_zones_before_online(broker: Broker) -> None:
@@ -418,13 +418,13 @@ async def test_heartbeat_republishes_totals_and_zone_counts() -> None:
     pub.write(CountChanged(count=1, previous=None))
     pub.write(crossing("in", 1, 0))
     pub.write(zone(2, None))
-    while pub.outbox.take() is not None:  # as if all of it had been delivered
+    while pub.backlog.take() is not None:  # as if all of it had been delivered
         pass
     async with anyio.create_task_group() as tg:
         tg.start_soon(pub._heartbeat)
         await clock.run_for(60.0)
         tg.cancel_scope.cancel()
-    sent = [m for entry in pub.outbox for m in pub._messages(entry)]
+    sent = [m for entry in pub.backlog for m in pub._messages(entry)]
     # Said again even though the broker has them: expire_after counts from the last one.
     assert [m.topic for m in sent] == [
         "lookout/hb/count",

@@ -1,7 +1,7 @@
 """What one camera's MQTT topics hold now, and what its events change there.
 
 ``CameraState`` keeps a camera's state groups (its count and ``counting``, each
-line's totals, each zone's count and ``counting``), which the outbox sends at
+line's totals, each zone's count and ``counting``), which the backlog sends at
 their newest value, and turns the camera's events into messages: the groups they
 change and the crossings and dwells, sent every one. Its topics are its
 ``CameraTopics`` (``device/outputs/mqtt/topics.py``), its Home Assistant entities
@@ -85,7 +85,7 @@ class CameraState:
         self.count_key: Hashable = ("count", name)
         self.latest_count: Message | None = None
         # Each line's retained totals (in, out), and each zone's retained count (None
-        # while unknown): what the state groups in the outbox are sent as.
+        # while unknown): what the state groups in the backlog are sent as.
         self.latest_lines: dict[str, tuple[Message, Message]] = {}
         self.latest_zones: dict[str, Message | None] = {}
 
@@ -271,7 +271,7 @@ class CameraState:
         assert isinstance(key, tuple)
         kind, _, name = key
         if kind == "line":
-            # A line removed while its state waited in the outbox: nothing to send.
+            # A line removed while its state waited in the backlog: nothing to send.
             return list(self.latest_lines.get(name, ()))
         if name not in self.latest_zones:
             return []

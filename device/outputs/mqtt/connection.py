@@ -1,14 +1,14 @@
 """One MQTT connection's life, once the broker took it and the device id is this process's.
 
 On the connection: the presence, the whole state, ``online`` and the discovery
-configs, then the outbox as it fills; beside that the subscriptions and the
+configs, then the backlog as it fills; beside that the subscriptions and the
 reading (``mqtt/reader.py``). A failed publish, subscribe or read ends the
 connection (its first error is what ``run`` returns, for the publisher to
 reconnect). When the app ends: what it can of the backlog in half of
 ``shutdown_timeout_s``, then the goodbye, and a clean disconnect only once the
 broker acknowledged all of it; otherwise the connection is dropped, so that the
 broker fires the will. Either way what was not acknowledged goes back to the
-outbox for the next connection.
+backlog for the next connection.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ log = logging.getLogger("lookout.mqtt")
 class Connection:
     """Sends, subscribes and reads on one connected client until it is lost or the app ends.
 
-    ``messages`` says what an outbox entry is sent as, ``discovery`` the configs to
-    announce; ``wakeup`` is set when the outbox has something new.
+    ``messages`` says what an backlog entry is sent as, ``discovery`` the configs to
+    announce; ``wakeup`` is set when the backlog has something new.
     """
 
     def __init__(
@@ -43,7 +43,7 @@ class Connection:
         client: aiomqtt.Client,
         *,
         state: MqttState,
-        outbox: Backlog,
+        backlog: Backlog,
         window: Window,
         reader: BrokerReader,
         health: LinkHealth,
@@ -55,7 +55,7 @@ class Connection:
     ) -> None:
         self.client = client
         self.state = state
-        self.outbox = outbox
+        self.backlog = backlog
         self.window = window
         self.reader = reader
         self.health = health
@@ -104,7 +104,7 @@ class Connection:
             # What the broker did not acknowledge goes again after the reconnect (state
             # groups need not: the next connect says the whole state).
             unacked = self.window.close()
-            self.health.dropped(self.outbox.put_back(e for e in unacked if e.message is not None))
+            self.health.dropped(self.backlog.put_back(e for e in unacked if e.message is not None))
         return self._lost[0] if self._lost else None
 
     async def _guarded(self, part: Callable[[aiomqtt.Client], Awaitable[None]]) -> None:
@@ -122,7 +122,7 @@ class Connection:
         await self.window.hand(client, None, self.presence)
         # Before saying online: what the broker holds from before (an earlier run, a
         # count gone unknown) must not be taken as current by whoever subscribes next.
-        self.outbox.discard(self.state.state_keys())
+        self.backlog.discard(self.state.state_keys())
         for message in self.state.current():
             await self.window.hand(client, None, message)
         online = Message(self.state.topics.state_topic, b"online", 1, True)
@@ -130,7 +130,7 @@ class Connection:
         for message in self.discovery():
             await self.window.hand(client, None, message)
         while True:
-            entry = self.outbox.take()
+            entry = self.backlog.take()
             if entry is None:
                 self.health.caught_up()
                 await self.wakeup.wait()
@@ -144,15 +144,15 @@ class Connection:
         start = anyio.current_time()
         # The counts die with the process, and the goodbye says the final totals: their
         # queued values are superseded.
-        self.outbox.discard(self.state.state_keys())
+        self.backlog.discard(self.state.state_keys())
         with anyio.CancelScope(deadline=start + self.shutdown_timeout_s / 2):
-            while (entry := self.outbox.take()) is not None:
+            while (entry := self.backlog.take()) is not None:
                 try:
                     # Only events and single retained messages are left: one message each.
                     for message in self.messages(entry):
                         await self.window.hand(client, entry, message)
                 except anyio.get_cancelled_exc_class():
-                    self.outbox.put_back([entry])  # never handed: waiting for the window
+                    self.backlog.put_back([entry])  # never handed: waiting for the window
                     raise
         with anyio.CancelScope(deadline=start + self.shutdown_timeout_s):
             for message in self.state.goodbye(self.window.sent):

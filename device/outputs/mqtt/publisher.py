@@ -136,7 +136,7 @@ class MqttPublisher:
             announce=announce,
         )
         self.stats = self.health.stats
-        self.outbox = Backlog(max_queue)
+        self.backlog = Backlog(max_queue)
         self._wakeup = Wakeup()
         self._connected_event = Wakeup()
         self.reader = BrokerReader(
@@ -170,7 +170,7 @@ class MqttPublisher:
 
     @property
     def queued(self) -> int:
-        return len(self.outbox) + len(self.window)
+        return len(self.backlog) + len(self.window)
 
     @property
     def topics(self) -> MqttState:
@@ -208,19 +208,19 @@ class MqttPublisher:
     def close(self) -> None:
         """Sink close: the connection belongs to ``run``, which flushes on cancellation."""
 
-    # -------------------------------------------------------------- the outbox
+    # -------------------------------------------------------------- the backlog
 
     def _put_event(self, message: Message) -> None:
         self.stats.events += 1
-        self.health.dropped(self.outbox.put_event(message))
+        self.health.dropped(self.backlog.put_event(message))
         self._wakeup.set()
 
     def _put_state(self, key: Hashable, force: bool = False) -> None:
-        self.outbox.put_state(key, force=force)
+        self.backlog.put_state(key, force=force)
         self._wakeup.set()
 
     def _put_retained(self, message: Message) -> None:
-        self.outbox.put_state(("topic", message.topic), message)
+        self.backlog.put_state(("topic", message.topic), message)
         self._wakeup.set()
 
     def _messages(self, entry: Entry) -> list[Message]:
@@ -341,7 +341,7 @@ class MqttPublisher:
             connection = Connection(
                 client,
                 state=self.state,
-                outbox=self.outbox,
+                backlog=self.backlog,
                 window=self.window,
                 reader=self.reader,
                 health=self.health,
@@ -364,7 +364,7 @@ class MqttPublisher:
 
     def _account_exit(self) -> None:
         """The process ends: events still waiting will never go; counted and said."""
-        self.health.lost_at_exit(self.outbox.clear_events())
+        self.health.lost_at_exit(self.backlog.clear_events())
 
 
 __all__ = [

@@ -3,7 +3,7 @@
 ``MqttState`` has the device's topics (``MqttTopics``) and a ``CameraState`` per
 camera (``device/outputs/mqtt/camera.py``: its count, lines and zones, and their
 messages), and turns the bus's events into messages: a camera's events change its
-state groups, which the outbox sends at their newest value, and go to its events
+state groups, which the backlog sends at their newest value, and go to its events
 topic; the device's own events (the model's connection and text, streams, errors)
 go to the device's. It knows no broker: ``device/outputs/mqtt/publisher.py`` delivers what
 it makes. Where each topic is, and what it holds: ``device/outputs/mqtt/topics.py``.
