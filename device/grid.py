@@ -1,9 +1,9 @@
 """A fixed sampling grid in media time: which frames of a stream to take at a given rate.
 
-The capture loop (the sampling rate), perception (the detection rate) and the
-request-response sampler (a report's rate) all take frames with this one rule,
-so ``lookout run``, ``lookout count`` and ``lookout ask`` look at the same
-frames of a recording.
+The frame driver (the sampling rate; for ``lookout ask``, a report's rate) and
+perception (the detection rate) take frames with this one rule, so ``lookout
+run``, ``lookout count`` and ``lookout ask`` look at the same frames of a
+recording.
 
 The grid is fixed (the next point is the last point plus the interval, not the
 last frame taken plus the interval), so the rate does not drift with jitter or

@@ -1,7 +1,7 @@
 """One camera of the device: its parts, made in one place from its settings, and its run.
 
 A camera is its source and how it is read (the runner: opening, reconnecting,
-ending), its capture loop (pace, sampling, resizing), its perception (motion
+ending), its frame driver (pace, sampling, resizing), its perception (motion
 gate, tracker, lines and zones, the count: one ``Perception`` with the device's
 shared detector), its count's freshness and its scene's edits. Every camera's
 perception publishes on the one bus (its percepts and events say whose they are:
@@ -96,7 +96,7 @@ class Camera:
 
     async def capture_frames(self, on_failure: Callable[[str], None]) -> None:
         """Feed its frames until its source ends, fails, or its duration passes (a live
-        source's duration is wall time; a file's, media time, is the capture loop's)."""
+        source's duration is wall time; a file's, media time, is the frame driver's)."""
         duration = self.config.source.duration
         try:
             async with anyio.create_task_group() as group:

@@ -2,7 +2,7 @@
 
 ``App`` is handed every part already built (``device/app/wiring.py:build_app``)
 and only runs them: the live session, the services (status server, MQTT),
-each camera (its source runner, capture loop and count's freshness watch:
+each camera (its source runner, frame driver and count's freshness watch:
 ``device/app/camera.py``), the wall-clock watch, the console's commands and
 progress line. It ends when every camera's source has ended (a file, or
 ``--duration`` passed), the console says quit, or a signal comes (exiting
@@ -71,7 +71,7 @@ SIGNAL_SOURCE_S = 0.3
 
 
 class StopSwitch:
-    """Ends the run: the request queue closes, so the session and the capture loop end."""
+    """Ends the run: the request queue closes, so the session and each camera's frames end."""
 
     def __init__(self, queue: LiveRequestQueue[Any]) -> None:
         self.queue = queue

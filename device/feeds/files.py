@@ -1,7 +1,7 @@
 """Reading a file or a folder: every frame in order, on demand, with loop passes.
 
 A replay must give the same results at any speed, so nothing is dropped here:
-the capture loop asks for the next frame when it wants one, and says from
+the frame driver asks for the next frame when it wants one, and says from
 which media time on it wants one (``not_before``): the frames before are
 moved past without being decoded into pixels (``Grabs``), exactly those the
 loop's sampler would have dropped. A read that fails
@@ -71,7 +71,7 @@ class FileReading:
             frame = source.read()
             return frame, (time.perf_counter() - start) * 1000
         grabbed = source.grab()
-        # The capture loop's own test, on the same (looped) time: it drops just these.
+        # The frame driver's own test, on the same (looped) time: it drops just these.
         if grabbed is None or grabbed.t_media + self._t_offset < not_before - 1e-6:
             return grabbed, 0.0
         start = time.perf_counter()

@@ -61,7 +61,7 @@ def _ignore_skipped(message: str) -> None:
 
 
 class SourceRunner:
-    """Drives one FrameSource; ``next_frame()`` is what the capture loop reads."""
+    """Drives one FrameSource; ``next_frame()`` is what the frame driver reads."""
 
     def __init__(
         self,

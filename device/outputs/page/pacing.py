@@ -3,7 +3,7 @@
 The server runs on the device's event loop, beside perception. Each answer costs
 that loop a fraction of a millisecond (``/metrics`` most, about 1 ms), so a
 hundred readers that ask again as soon as they are answered would keep it busy
-for good: the capture loop and the tracker would wait their turn behind them, and
+for good: the frame driver and the tracker would wait their turn behind them, and
 the count would fall behind the scene. Readers can never be allowed to buy that.
 
 So every request waits for its turn before anything is done for it. Turns come
