@@ -29,6 +29,7 @@ from device.vision.percept import Percept
 from live.jobs.paging import paginate
 from live.tool import Tool, ToolArgumentError, ToolContext
 from tools.arguments import WholeRange
+from tools.choices import with_choices, without
 from tools.function_tool import FunctionTool
 from tools.occupancy_log import MemoryOccupancyLog, OccupancyLog, SQLiteOccupancyLog
 
@@ -89,6 +90,7 @@ class OccupancyTools:
     sample_fps: float = 2.0  # how many percepts a second the provider gives (for the span)
     bucket_s: float = 60.0
     page_size: int = 10
+    zones: tuple[str, ...] = ()  # the zones configured for the source (count_people_now)
 
     def __post_init__(self) -> None:
         if self.bucket_s <= 0 or self.page_size < 1:
@@ -99,25 +101,42 @@ class OccupancyTools:
 
     def tools(self) -> list[Tool]:
         return [
-            FunctionTool(self.count_people_now),
+            FunctionTool(
+                with_choices(self.count_people_now, {"zone": self.zones})
+                if self.zones
+                else without(self.count_people_now, "zone")
+            ),
             FunctionTool(self.start_occupancy_report, long_running=True),
             FunctionTool(self.fetch_counts),
         ]
 
-    async def count_people_now(self) -> dict[str, Any]:
-        """Count the people in view right now (the camera's newest frame).
+    async def count_people_now(
+        self,
+        zone: Annotated[str, Field(description="one zone's name; empty: the whole view")] = "",
+    ) -> dict[str, Any]:
+        """Count the people in view right now (the camera's newest frame), or in one zone.
 
         Returns {"people": n, "in_last_frame": boxes the detector found, "frame": index,
-        "t": seconds into the source, "source": name}.
+        "t": seconds into the source, "source": name}, with "zone" when one was asked for
+        ("people": those in it) and "zones": {name: people} where zones are configured.
         """
+        if zone and zone not in self.zones:
+            known = ", ".join(self.zones) or "none: add --zone NAME=..."
+            raise ToolArgumentError(f"no zone {zone!r} is configured (zones: {known})")
         percept = await self.frames.newest()
-        return {
-            "people": percept.count,
+        zones = {name: state.people for name, state in percept.zones.items()}
+        answer: dict[str, Any] = {
+            "people": zones.get(zone) if zone else percept.count,
             "in_last_frame": percept.raw,
             "frame": percept.frame.index,
             "t": round(percept.t_media, 2),
             "source": self._source,
         }
+        if zone:
+            answer["zone"] = zone
+        if zones:
+            answer["zones"] = zones
+        return answer
 
     async def start_occupancy_report(
         self,

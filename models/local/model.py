@@ -47,7 +47,7 @@ from live.model import (
     SendText,
     SendToolResponse,
 )
-from models.local.turns import COUNT_WORDS, VISITOR_WORDS
+from models.local.question import Names, Query, What, read_question
 
 COUNT_TOOL = "count_people"
 STOP_TOOL = "stop_streaming"
@@ -275,13 +275,18 @@ class LocalConnection:
                 self._say("count_people is not available.")
         elif command in {"help", ""}:
             self._say(HELP)
-        elif COUNT_WORDS.search(command) and not VISITOR_WORDS.search(command):
+        elif self._asks_the_count(command):
             self._command("count")  # "how many people are here?", "anyone there?"
         else:
             # It understands no free text: it says so, and what it can do, instead of
             # pretending (or calling a person's question an unknown command).
             self._say(f"I am the offline model: I can only answer about the count; {command!r} "
                       f"needs a Gemini model (--model). {HELP}")  # fmt: skip
+
+    def _asks_the_count(self, command: str) -> bool:
+        """A question read whole as "how many people are in view now" (and no other)."""
+        query = read_question(command, Names(cameras=tuple(self._cameras)))
+        return isinstance(query, Query) and query.what is What.PEOPLE_NOW and not query.zone
 
     async def receive(self) -> AsyncIterator[ModelEvent]:
         async for event in self._recv:

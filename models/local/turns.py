@@ -2,25 +2,29 @@
 
 Deterministic and small, so a device answers with no network and no API key,
 through exactly the runtime path Gemini takes (tool calls with ids, tickets,
-late results, pages). It reads only the conversation it is sent:
+late results, pages). It reads only the conversation it is sent: the question is
+read whole into what it asks, where and when (``models/local/question.py``,
+against the cameras, lines and zones the tools declare), and answered by the one
+tool that answers exactly that:
 
-* a question: "how many" / "count" / "people" -> ``count_people_now()``;
-  "report" (with "N minutes" or "N seconds") -> ``start_occupancy_report``;
-  a job id ("counts for job-...") -> ``fetch_counts`` from the first page;
-  "visitors" / "came in" / "entries" / "exits" / "crossings" (with "N minutes",
-  "N hours", "2 days", "the last week"; else the last hour) -> ``visitors(minutes)``;
-  a span it cannot read, or past the tool's declared ``maximum``, is said to be, never
-  answered for another span (``models/local/time_spans.py``);
-* tool answers: it says what they mean; a finished report makes it read every
-  page of per-minute counts (``fetch_counts`` with each ``next_cursor``), then
-  it summarises.
+* people in view now (or in a zone now) -> ``count_people_now``;
+* a report over the next N minutes -> ``start_occupancy_report``, then every page of
+  its per-minute counts (``fetch_counts`` with each ``next_cursor``) and a summary;
+  a report's counts by its job id -> ``fetch_counts``;
+* entries and exits, per line or in one direction -> ``crossings`` (the log), or
+  ``visitors`` over the last minutes where only that is offered;
+* zone visits and dwell -> ``zone_visits``; the busiest time, and the most people at
+  once -> ``busiest``.
+
+A question with a word it cannot place, or one it reads but no offered tool answers,
+is refused (``cannot_answer``: why, and what it can answer instead), never answered
+as the nearest question it resembles.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import re
 from typing import Any
 
 import anyio
@@ -28,58 +32,26 @@ import anyio
 from live import wire
 from live.model import FunctionCallRequest
 from live.turns.model import TurnReply, TurnRequest
-from models.local.log_text import (
-    BUSIEST,
-    CROSSINGS,
-    DAY,
-    LOG_TOOLS,
-    SINCE,
-    ZONES,
-    camera_in,
-    log_answer,
-    period_in,
-    what_i_answer,
-    with_place,
-)
-from models.local.time_spans import names_a_time, said_span, span_minutes
+from models.local.log_text import BUSIEST, CROSSINGS, LOG_TOOLS, ZONES, log_answer, what_i_answer
+from models.local.question import Names, Query, Unread, What, read_question
+from models.local.time_spans import said_span
 
 COUNT_NOW = "count_people_now"
 REPORT = "start_occupancy_report"
 FETCH = "fetch_counts"
 VISITORS = "visitors"
 CANNOT = "cannot_answer"
-NO_SOURCE = "no --source: this asks about now; give --source or ask about the log"
 HELP = (
     "I can count the people in view now ('how many people?'), watch for a while and "
     "summarise ('report for 5 minutes'), read a report's per-minute counts "
-    "('counts for job-...') and count who crossed the lines ('how many visitors in the "
-    "last 10 minutes?')."
+    "('counts for job-...') and count who crossed the lines ('how many came in today?')."
 )
-VISITORS_DEFAULT_MINUTES = 60.0  # "how many visitors?" with no time said: the last hour
-_JOB_ID = re.compile(r"\bjob-[0-9a-f]{6,}\b")
-COUNT_WORDS = re.compile(r"\b(how many|count|people|persons?|anyone|anybody|occupancy now)\b", re.I)
-_REPORT_WORDS = re.compile(r"\b(report|survey|watch|monitor)\b", re.I)
-# Asked before the count words: "how many visitors" is about crossings, not who is in view.
-VISITOR_WORDS = re.compile(
-    r"\b(visitors?|visits?|footfall|entries|entered|exits|exited|crossings?|crossed"
-    r"|(?:came|come|coming|walked|went|gone|going) (?:in|out|inside|outside))\b",
-    re.I,
-)
-_BUSIEST_WORDS = re.compile(r"\b(busiest|busy|peak|crowded|most people)\b", re.I)
-_ZONE_WORDS = re.compile(r"\b(zones?|dwell\w*|stay\w*|stayed|linger\w*|wait\w*)\b", re.I)
-_ZONE_NAME = re.compile(r"\b(?:at|in|inside)\s+(?:the\s+)?([a-z][\w-]*)", re.I)
-_NOT_ZONES = {"last", "past", "previous", "morning", "afternoon", "evening", "today", "zone"}
+NO_SOURCE = "no --source: this asks about now; give --source or ask about the log"
+REPORT_DEFAULT_MINUTES = 1.0  # "report" with no span said
 
 
 def people(n: int) -> str:
     return "1 person" if n == 1 else f"{n} people"
-
-
-def visitor_minutes(text: str) -> float:
-    """The window a visitors question asks about ("N minutes/hours/days", "the last
-    hour"), the last hour when it names none."""
-    minutes = span_minutes(text)
-    return VISITORS_DEFAULT_MINUTES if minutes is None else minutes
 
 
 def maximum(declaration: wire.FunctionDeclaration, parameter: str) -> float | None:
@@ -98,20 +70,19 @@ class LocalTurnModel:
         # The most minutes each declared tool takes (its schema's ``maximum``), as a model
         # reads it: a span past it is said to be past it, not sent to fail.
         self._limits: dict[str, float | None] = {}
+        self._now_zones: tuple[str, ...] = ()  # the zones count_people_now can count now
 
     async def generate(self, request: TurnRequest) -> TurnReply:
         await anyio.lowlevel.checkpoint()
         declared = {d.name for d in request.declarations if d.name}
-        last = request.contents[-1] if request.contents else None
         responses = request.last_function_responses()
         if responses:
             return self._after_tools(request, responses, declared)
-        # The question is the last text; parts before it are context (carried-over results).
-        texts = [p.text for p in (last.parts or []) if p.text] if last else []
         self._limits = {
             d.name: maximum(d, "minutes") for d in request.declarations if d.name is not None
         }
-        return self._answer_question(texts[-1].strip() if texts else "", declared)
+        self._now_zones = declared_names(request, only=COUNT_NOW).zones
+        return self._answer_question(question_of(request), declared, declared_names(request))
 
     def _call(self, name: str, args: dict[str, Any]) -> FunctionCallRequest:
         return FunctionCallRequest(f"local-{next(self._ids)}", name, args)
@@ -123,24 +94,10 @@ class LocalTurnModel:
         return TurnReply(calls=(self._call(CANNOT, args),))
 
     def _over_minutes(
-        self,
-        tool: str,
-        text: str,
-        declared: set[str],
-        default: float,
-        extra: dict[str, Any] | None = None,
+        self, tool: str, minutes: float, declared: set[str], extra: dict[str, Any] | None = None
     ) -> TurnReply:
-        """A call of ``tool`` over the span the question names (``default`` when it names
-        none), or why not: a time it names but cannot be read, or past what the tool takes,
-        is never answered for another span."""
-        minutes = span_minutes(text)
-        if minutes is None and names_a_time(text):
-            return self._cannot(
-                declared,
-                "I cannot read the time range of this question",
-                "Ask over 'the last N minutes/hours/days'.",
-            )
-        minutes = default if minutes is None else minutes
+        """A call of ``tool`` over ``minutes``, or why not: past what the tool takes is
+        never answered for another span."""
         most = self._limits.get(tool)
         if most is not None and minutes > most:
             what = "count visitors" if tool == VISITORS else "watch"
@@ -148,78 +105,73 @@ class LocalTurnModel:
                 declared,
                 f"I can {what} over at most {said_span(most)}, not {said_span(minutes)}",
                 f"Ask about {said_span(most)} or less"
-                + (
-                    " (with --db PATH, ask about 'today' or 'yesterday')."
-                    if tool == VISITORS
-                    else "."
-                ),
+                + (" (with a log, ask about 'today' or 'yesterday')." if tool == VISITORS else "."),
             )
         args = {"minutes": round(minutes, 4), **(extra or {})}
         return TurnReply(calls=(self._call(tool, args),))
 
-    def _answer_question(self, text: str, declared: set[str]) -> TurnReply:
-        job = _JOB_ID.search(text)
-        if job and FETCH in declared:
-            return TurnReply(calls=(self._call(FETCH, {"job_id": job.group(0), "cursor": ""}),))
-        about_log = bool(
-            _BUSIEST_WORDS.search(text) or _ZONE_WORDS.search(text) or VISITOR_WORDS.search(text)
-        )
-        period = period_in(text) if about_log else "all"
-        if about_log and CROSSINGS in declared and period is None:
+    def _answer_question(self, text: str, declared: set[str], names: Names) -> TurnReply:
+        query = read_question(text, names)
+        if isinstance(query, Unread):
+            return self._cannot(declared, query.why, what_i_answer(declared) + ".")
+        what, when = query.what, query.when
+        if what is What.JOB:
+            if FETCH not in declared:
+                return self._cannot(
+                    declared,
+                    "a report's counts are kept in the database it was made with",
+                    "Ask with --db PATH, the one the report was made with.",
+                )
+            return self._one(FETCH, {"job_id": query.job, "cursor": ""})
+        if what is What.REPORT:
+            if REPORT not in declared:
+                return self._cannot(declared, NO_SOURCE, what_i_answer(declared) + ".")
+            minutes = when.minutes if when.minutes is not None else REPORT_DEFAULT_MINUTES
+            return self._over_minutes(REPORT, minutes, declared)
+        if what is What.PEOPLE_NOW:
+            if COUNT_NOW not in declared:
+                return self._cannot(declared, NO_SOURCE, what_i_answer(declared) + ".")
+            if query.zone and query.zone not in self._now_zones:
+                return self._cannot(
+                    declared,
+                    f"zone {query.zone} is not set for the source looked at now",
+                    f"Ask with --zone {query.zone}=X1,Y1,... (as lookout run had it).",
+                )
+            return self._one(COUNT_NOW, {"zone": query.zone} if query.zone else {})
+        period = when.period
+        if what is What.CROSSINGS:
+            if VISITORS in declared and when.minutes is not None and not query.line:
+                # The last N minutes: of a camera's wall clock, or of a recording's own
+                # time (a replay run fast logged them in seconds): what visitors counts.
+                return self._over_minutes(VISITORS, when.minutes, declared, _place(query, "camera"))
+            if CROSSINGS in declared:
+                args = {"period": period, **_place(query, "camera", "line")}
+                if query.direction:
+                    args["direction"] = query.direction
+                return self._one(CROSSINGS, args)
+            if VISITORS in declared:
+                return self._cannot(
+                    declared,
+                    "here I count who came in and went out over the last minutes or hours only",
+                    "Ask about 'the last N minutes/hours', or with --db PATH for days and hours.",
+                )
             return self._cannot(
                 declared,
-                "I cannot read the time range of this question",
-                "Ask over 'today', 'yesterday', 'since 9' or 'the last N minutes/hours'.",
+                "entries and exits are read from the log of a run with lines",
+                "Ask with --db PATH or --events PATH, the log lookout run --line ... wrote.",
             )
-        if _BUSIEST_WORDS.search(text):
-            if BUSIEST in declared:
-                args = {"period": period, **with_place(text)}
-                return TurnReply(calls=(self._call(BUSIEST, args),))
+        tool = ZONES if what is What.ZONE_VISITS else BUSIEST
+        if tool not in declared:
             return self._cannot(
                 declared,
-                "the busiest time is read from a log of counts, and none was given",
-                "Ask with --db PATH, the log that lookout run --db PATH writes.",
+                "that is read from the log of a run, and none was given",
+                "Ask with --db PATH or --events PATH, the log lookout run wrote.",
             )
-        if _ZONE_WORDS.search(text):
-            if ZONES in declared:
-                # A camera named as such is the camera; else the place is the zone's (a
-                # camera's name there is taken as the camera by the tool).
-                camera = camera_in(text)
-                names = [m for m in _ZONE_NAME.findall(text) if m.lower() not in _NOT_ZONES]
-                names = [n for n in names if n != camera]
-                args = {"period": period, "zone": names[0] if names else ""}
-                args = {**args, "camera": camera} if camera else args
-                return TurnReply(calls=(self._call(ZONES, args),))
-            return self._cannot(
-                declared,
-                "zones and dwell are read from a log of a run with zones, and none was given",
-                "Ask with --db PATH after lookout run --zone NAME=... --db PATH.",
-            )
-        day_range = bool(DAY.search(text) or SINCE.search(text))
-        if VISITOR_WORDS.search(text) and CROSSINGS in declared and day_range:
-            args = {"period": period, **with_place(text)}
-            return TurnReply(calls=(self._call(CROSSINGS, args),))
-        if VISITOR_WORDS.search(text) and VISITORS in declared and day_range:
-            return self._cannot(
-                declared,
-                "I can count visitors over the last minutes or hours, not a day or a clock time",
-                "Ask about 'the last N minutes/hours', or with --db PATH for days and hours.",
-            )
-        if VISITOR_WORDS.search(text) and VISITORS in declared:
-            return self._over_minutes(
-                VISITORS, text, declared, VISITORS_DEFAULT_MINUTES, with_place(text)
-            )
-        if _REPORT_WORDS.search(text) and REPORT in declared:
-            return self._over_minutes(REPORT, text, declared, 1.0)
-        if COUNT_WORDS.search(text) and COUNT_NOW in declared:
-            return TurnReply(calls=(self._call(COUNT_NOW, {}),))
-        if (COUNT_WORDS.search(text) or _REPORT_WORDS.search(text)) and CROSSINGS in declared:
-            return self._cannot(declared, NO_SOURCE, what_i_answer(declared) + ".")
-        if CANNOT in declared:
-            return self._cannot(
-                declared, "I do not know which of my tools answers this", what_i_answer(declared)
-            )
-        return TurnReply(text=HELP)
+        places = ("camera", "zone") if tool == ZONES else ("camera",)
+        return self._one(tool, {"period": period, **_place(query, *places)})
+
+    def _one(self, name: str, args: dict[str, Any]) -> TurnReply:
+        return TurnReply(calls=(self._call(name, args),))
 
     def _after_tools(
         self,
@@ -249,10 +201,12 @@ class LocalTurnModel:
                 return f"I cannot answer that: {reason}", None
             return f"Sorry, {name} failed: {reason}", None
         if name == COUNT_NOW:
+            where = f"in zone {payload['zone']}" if payload.get("zone") else "in view"
+            count = payload.get("people")
+            said = "an unknown number of people" if count is None else people(int(count))
             return (
-                f"{people(int(payload.get('people', 0)))} in view "
-                f"(frame {payload.get('frame')} at {float(payload.get('t', 0.0)):.1f} s "
-                f"of {payload.get('source', 'the source')}).",
+                f"{said} {where} (frame {payload.get('frame')} at "
+                f"{float(payload.get('t', 0.0)):.1f} s of {payload.get('source', 'the source')}).",
                 None,
             )
         if name == REPORT:
@@ -260,14 +214,16 @@ class LocalTurnModel:
         if name == FETCH:
             return self._page(request, payload)
         if name == VISITORS:
-            return visitors_text(payload), None
+            query = read_question(question_of(request), declared_names(request))
+            return visitors_text(payload, query if isinstance(query, Query) else None), None
+        if name in LOG_TOOLS:
+            query = read_question(question_of(request), declared_names(request))
+            return log_answer(name, payload, query if isinstance(query, Query) else None), None
         if name == CANNOT:
             said = f"I cannot answer that: {payload.get('reason', '')}."
             if payload.get("would_answer"):
                 said += f" {payload['would_answer']}"
             return said, None
-        if name in LOG_TOOLS:
-            return log_answer(name, payload), None
         return f"{name} answered {json.dumps(payload, sort_keys=True)}.", None
 
     def _report(
@@ -307,6 +263,34 @@ class LocalTurnModel:
         return " ".join(lines) if len(lines) == 1 else "\n".join(lines), None
 
 
+def _place(query: Query, *kinds: str) -> dict[str, str]:
+    return {kind: getattr(query, kind) for kind in kinds if getattr(query, kind)}
+
+
+def question_of(request: TurnRequest) -> str:
+    """The question of this turn: the user's last text (parts before it are context)."""
+    for content in reversed(request.contents):
+        if content.role == "user":
+            texts = [p.text for p in content.parts or [] if p.text]
+            if texts:
+                return texts[-1].strip()
+    return ""
+
+
+def declared_names(request: TurnRequest, only: str | None = None) -> Names:
+    """The cameras, lines and zones the tools declare (their parameters' enums); ``only``:
+    one tool's."""
+    found: dict[str, list[str]] = {"camera": [], "line": [], "zone": []}
+    for declaration in request.declarations:
+        if only is not None and declaration.name != only:
+            continue
+        schema = declaration.parameters
+        for name, field in ((schema.properties or {}) if schema is not None else {}).items():
+            if name in found and field.enum:
+                found[name].extend(v for v in field.enum if v not in found[name])
+    return Names(tuple(found["camera"]), tuple(found["line"]), tuple(found["zone"]))
+
+
 def summary(result: dict[str, Any]) -> str:
     if not result.get("samples"):
         return f"Report {result.get('job_id')} saw no frames."
@@ -319,7 +303,7 @@ def summary(result: dict[str, Any]) -> str:
     )
 
 
-def visitors_text(payload: dict[str, Any]) -> str:
+def visitors_text(payload: dict[str, Any], query: Query | None = None) -> str:
     """What a ``visitors`` answer says: per line, who came in and who went out, and when."""
     minutes = float(payload.get("minutes", 0))
     window = f"{minutes:g} minute{'' if minutes == 1 else 's'}"
@@ -335,20 +319,25 @@ def visitors_text(payload: dict[str, Any]) -> str:
     note = f" ({payload['note']})" if payload.get("note") else ""
     cameras = payload.get("cameras")
     if isinstance(cameras, dict):  # a log of several cameras: each, and in total
-        each = " | ".join(f"{name}: {_lines_text(one)}" for name, one in cameras.items())
+        each = " | ".join(f"{name}: {_lines_text(one, query)}" for name, one in cameras.items())
         total = payload.get("total") or {}
         said = f"{each} | in total: {total.get('in', 0)} in, {total.get('out', 0)} out"
         return f"In the last {window}{where}: {said}.{note}"
     camera = f", camera {payload['camera']}" if payload.get("camera") else ""
-    return f"In the last {window}{where}{camera}: {_lines_text(payload)}.{note}"
+    return f"In the last {window}{where}{camera}: {_lines_text(payload, query)}.{note}"
 
 
-def _lines_text(payload: dict[str, Any]) -> str:
-    lines = payload.get("lines") or {}
-    counted = "; ".join(
-        f"{name}: {counts.get('in', 0)} in, {counts.get('out', 0)} out"
-        for name, counts in lines.items()
-    )
+def _lines_text(payload: dict[str, Any], query: Query | None = None) -> str:
+    lines = (payload.get("lines") or {}).items()
+    direction = query.direction if query is not None else ""
+    if direction == "in":
+        counted = "; ".join(f"{c.get('in', 0)} came in at {name}" for name, c in lines)
+    elif direction == "out":
+        counted = "; ".join(f"{c.get('out', 0)} went out at {name}" for name, c in lines)
+    else:
+        counted = "; ".join(
+            f"{name}: {c.get('in', 0)} in, {c.get('out', 0)} out" for name, c in lines
+        )
     return counted or "no lines"
 
 
@@ -384,10 +373,4 @@ def _pages_read(request: TurnRequest, job_id: str) -> list[dict[str, Any]]:
     return pages
 
 
-__all__ = [
-    "LocalTurnModel",
-    "period_in",
-    "summary",
-    "visitor_minutes",
-    "visitors_text",
-]
+__all__ = ["LocalTurnModel", "declared_names", "question_of", "summary", "visitors_text"]

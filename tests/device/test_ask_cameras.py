@@ -43,8 +43,8 @@ def test_a_question_about_the_doors_line_is_the_doors_alone(db: Path) -> None:
     code, out, err = ask(db, "how many visitors at the door today?")
     assert code == 0, err
     # Both cameras have a line "post": the door's is 2 in, 1 out; the till's is not added.
-    assert answer(out).endswith(", camera door: post: 2 in, 1 out.")
-    code, out, err = ask(db, "how many visitors at the door in the last 10 minutes?")
+    assert answer(out).endswith(", camera door: 2 came in at post.")
+    code, out, err = ask(db, "how many came in and went out at the door in the last 10 minutes?")
     assert code == 0, err
     assert answer(out).endswith(", camera door: post: 2 in, 1 out.")
 
@@ -58,17 +58,19 @@ def test_a_question_about_the_till_is_the_tills(db: Path) -> None:
     )
     code, out, err = ask(db, "when was it busiest at the till?")
     assert code == 0, err
-    assert answer(out).endswith(", camera till, the busiest minute was 0 s-60 s of till.avi "
-                                "(at 4.0 s): 3 people in view.")  # fmt: skip
+    # An 8 s recording: its own time, its one minute ending with it.
+    assert answer(out) == (
+        "In till.avi (0:00-0:08), camera till, the busiest minute was 0:00-0:08: 3 people in view."
+    )
 
 
 def test_a_question_naming_no_camera_is_answered_per_camera_and_in_total(db: Path) -> None:
     code, out, err = ask(db, "how many visitors today?")
     assert code == 0, err
     assert answer(out).endswith(
-        ": door: post: 2 in, 1 out | till: post: 0 in, 1 out | in total: 2 in, 2 out."
+        ": door: 2 came in at post | till: 0 came in at post | in total: 2 came in."
     )
-    code, out, err = ask(db, "how many visitors?")  # the last hour: the visitors tool
+    code, out, err = ask(db, "how many crossed?")  # the whole log, both ways
     assert code == 0, err
     assert answer(out).endswith(
         ": door: post: 2 in, 1 out | till: post: 0 in, 1 out | in total: 2 in, 2 out."
@@ -87,8 +89,10 @@ def test_an_unknown_camera_is_refused_in_one_line_naming_the_cameras(db: Path) -
         code, out, _ = ask(db, question)
         assert code == EXIT_UNANSWERED
         said = answer(out)
-        assert said.startswith("I cannot answer that: no camera 'hall' in this log, nor a line")
-        assert said.endswith("(cameras: door, till)")
+        assert said.startswith(
+            "I cannot answer that: I know no camera, line or zone called 'hall' "
+            "(cameras: door, till; lines: post; zones: queue)"
+        )
 
 
 def test_an_older_log_without_cameras_is_answered_as_before(tmp_path: Path) -> None:
@@ -107,8 +111,12 @@ def test_an_older_log_without_cameras_is_answered_as_before(tmp_path: Path) -> N
         )
     conn.close()
     (tmp_path / "empty.toml").write_text("")
-    for question in ("how many visitors today?", "how many visitors at the door today?"):
+    for question in ("how many visitors today?", "how many visitors at post today?"):
         code, out, err = ask(db, question)
         assert code == 0, err
         said = answer(out)
-        assert said.startswith("Today (") and said.endswith("): post: 2 in, 1 out.")
+        assert said.startswith("Today (") and said.endswith("): 2 came in at post.")
+    # A place the log has no name for is not taken as "anywhere": refused, naming its line.
+    code, out, _ = ask(db, "how many visitors at the door today?")
+    assert code == EXIT_UNANSWERED
+    assert "I know no camera, line or zone called 'door' (lines: post)" in answer(out)

@@ -130,7 +130,7 @@ def ask(
     env["TZ"] = "UTC"  # the log's day is +02:00: the machine's is not
     return subprocess.run(
         [sys.executable, "-m", "device.cli", "ask", question, "--model", MODEL, "--db", str(db),
-         "--events", str(db.parent / "ask.jsonl"), "--config", str(db.parent / "empty.toml")],
+         "--config", str(db.parent / "empty.toml")],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 
@@ -177,15 +177,11 @@ def events_of_the_ask(db: Path) -> list[dict[str, Any]]:
     return [json.loads(data) for (data,) in rows]
 
 
-def assert_no_video_opened(db: Path) -> None:
-    """The question read the log and opened no video: what the ask logged (its --events
-    file, and what it added to the --db) holds no count, source state or sample video."""
-    written = [json.loads(line) for line in (db.parent / "ask.jsonl").read_text().splitlines()]
-    for events in (written, events_of_the_ask(db)):
-        assert [e["command"] for e in events if e["type"] == "run"] == ["ask"]
-        kinds = {e["type"] for e in events}
-        assert not kinds & {"source_state", "count", "capture_stats", "snapshot"}, kinds
-        assert "vtest" not in json.dumps(events)
+def assert_no_video_opened(db: Path, stderr: str = "") -> None:
+    """The question read the log and opened no video, and wrote nothing into the log it
+    read: not its run, not a count, a source state or the sample video's name."""
+    assert events_of_the_ask(db) == []
+    assert "vtest" not in stderr and "source" not in stderr.lower().replace("--source", "")
 
 
 QUESTION = "how many people crossed the door line since 9?"
@@ -205,7 +201,7 @@ def test_gemini_counts_the_door_crossings_since_9_from_the_log(
     # The log's tools, and none that looks at a camera (there is none to look at).
     assert declared(first) == LOG_TOOLS
     assert not CAMERA_TOOLS & set(re.findall(r"\w+", first.system_instruction() or ""))
-    assert "crossings(period)" in (first.system_instruction() or "")
+    assert "crossings(period" in (first.system_instruction() or "")
     assert first.user_texts() == [QUESTION]
 
     # What went back to the model is the log's figures since 09:00 of the log's own day.
@@ -317,7 +313,7 @@ def test_a_zone_the_log_has_under_another_spelling_is_asked_again_and_answered(
     dwells = [e for e in load_events(db) if e["type"] == "dwell" and e["zone"] == "kiosk"]
     (last,) = server.requests[-1].function_responses()[-1:]
     assert last.response["zones"]["kiosk"]["dwell_events"] == len(dwells) == 1
-    assert "no zone 'Kiosk' in this log (zones: kiosk)" in result.stderr
+    assert "zone_visits: zone must be one of kiosk" in result.stderr
 
 
 def test_the_local_model_says_a_time_the_log_has_not_reached_and_exits_4(db: Path) -> None:
@@ -350,4 +346,4 @@ async def test_a_question_about_the_log_needs_no_sample_video(
     app = AskApp(config, AskOptions("how many visitors since 9?"), out=out, err=io.StringIO(),
                  watch_signals=False)  # fmt: skip
     assert await app.run() == 0
-    assert out.getvalue().startswith("Since 9 (") and "door: 3 in, 1 out." in out.getvalue()
+    assert out.getvalue().startswith("Since 09:00 (") and ": 3 came in at door." in out.getvalue()

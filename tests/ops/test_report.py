@@ -366,21 +366,21 @@ def test_two_runs_in_one_log_are_told_apart_and_one_is_chosen_with_run(tmp_path:
 
 
 @pytest.mark.slow
-def test_report_of_an_ask_db_says_there_is_no_count_not_none(tmp_path: Path) -> None:
+def test_report_of_an_ask_db_says_it_holds_no_run_in_one_line(tmp_path: Path) -> None:
+    """ask keeps its reports in --db and writes no events there: a report of that file
+    says in one line it is no run's log (never a chart of nothing, never a traceback)."""
     db = tmp_path / "ask.db"
     (tmp_path / "empty.toml").write_text("")
-    # With --source: without one, a question with --db is about the log (no video opened).
-    asked = lookout("ask", "how many people?", "--model", "local", "--db", str(db),
-                    "--source", "data/vtest.avi",
+    asked = lookout("ask", "report for 10 seconds", "--model", "local", "--db", str(db),
+                    "--source", str(data_file("vtest.avi")), "--pace", "fast",
                     "--config", str(tmp_path / "empty.toml"), timeout=120)  # fmt: skip
     assert asked.returncode == 0, asked.stderr
-    events = load_events(db)
-    runs = [e for e in events if e["type"] == "run"]
-    assert len(runs) == 1 and runs[0]["command"] == "ask" and runs[0]["source"]
-    assert runs[0]["config"]["model"] == "local" and runs[0]["started"]
     result = lookout("report", str(db), "--out", str(tmp_path / "r.html"), timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert "no count in this log" in result.stdout and "None" not in result.stdout
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"lookout: {db}: not a Lookout event database (no such table: events)"
+    ]
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_a_camera_run_is_charted_on_the_clock_as_a_step_of_the_system_clock_left_it() -> None:

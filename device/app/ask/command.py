@@ -34,13 +34,14 @@ from device.app.parts import (
     configured_runner,
     configured_source,
     preflight,
+    sample_video,
 )
 from device.capture import FrameDriver, Sample
 from device.config import Config, ConfigError
 from device.config.paths import check_writable_file, open_output
 from device.events import SourceStateEvent
 from device.feeds.runner import SourceRunner, StateChange
-from device.outputs.sinks import EventSink, JsonlSink
+from device.outputs.sinks import EventSink
 from device.sources import FrameSource, SourceError
 from device.vision.percept import Percept
 from device.vision.perception import Perception
@@ -51,12 +52,12 @@ from live.events import (
     ToolResult,
 )
 from live.jobs.records import JobState, JobStore, MemoryJobStore, SQLiteJobStore
-from live.store.eventlog import EventLog, MemoryEventLog, SQLiteEventLog
+from live.store.eventlog import EventLog, MemoryEventLog
 from live.tool import Tool
 from live.turns.conversation import Conversation, TurnConfig, TurnOutcome, TurnRunner
 from live.turns.model import TurnModel
 from live.util.clock import Clock, MonotonicClock
-from tools.log_questions import LogTools
+from tools.log_questions import LogNames, LogTools
 from tools.occupancy import MemoryOccupancyLog, OccupancyLog, OccupancyTools, SQLiteOccupancyLog
 from tools.visitors import VisitorCounter
 
@@ -179,12 +180,36 @@ class PerceivedFrames:
 
 @dataclass
 class Camera:
-    """What looks at the scene: built only when the question has a source to look at."""
+    """What looks at the scene: its source, how it is read, and what perceives it."""
 
     source: FrameSource
     runner: SourceRunner
     perception: Perception
-    tools: OccupancyTools
+    frames: PerceivedFrames
+
+
+class LazyFrames:
+    """The sample video's frames, opened only when a question asks about now: a question
+    about the log alone never opens (nor needs) a video."""
+
+    def __init__(self, make: Callable[[], Camera], name: str) -> None:
+        self._make = make
+        self.name = name
+        self.camera: Camera | None = None
+        self._lock = anyio.Lock()
+
+    async def _frames(self) -> PerceivedFrames:
+        async with self._lock:
+            if self.camera is None:
+                self.camera = await anyio.to_thread.run_sync(self._make)
+        return self.camera.frames
+
+    async def newest(self) -> Percept:
+        return await (await self._frames()).newest()
+
+    async def samples(self, duration_s: float) -> AsyncIterator[Percept]:
+        async for percept in (await self._frames()).samples(duration_s):
+            yield percept
 
 
 @dataclass
@@ -199,38 +224,63 @@ class AskApp:
     watch_signals: bool = True
 
     def __post_init__(self) -> None:
-        # A question about the log (--db or --events, no --source) never opens a video.
+        db, events = self.config.outputs.db, self.config.outputs.events
+        # The log asked about: the SQLite one (--db), else the JSON-lines one (--events);
+        # both read the same. ask writes nothing into it: its own record is the console's.
+        self.log_path = db if db is not None else events
+        if db is not None and events is not None:
+            raise ConfigError(
+                "--db and --events name two logs: ask reads one (give --db PATH or "
+                "--events PATH; it writes into neither)"
+            )
+        if events is not None and not events.is_file():
+            raise ConfigError(f"--events {events}: no such log (lookout run --events writes one)")
+        # Without --source, a question about the log opens no video; one about now looks
+        # at the sample video, as lookout run does, opened when it asks.
         self.about_log = (
             self.source_override is None
             and self.config.source.source is None
-            and (self.config.outputs.db is not None or self.config.outputs.events is not None)
+            and self.log_path is not None
         )
         self.console = AskConsole(self.out, self.err)
         self.turn_model = self.model or build_turn_model(self.config, self.console.note)
         self.sinks: list[EventSink] = [self.console]
         self.run_id = uuid.uuid4().hex[:12]
-        # What the user asked to be written must be writable: said now, in one line.
-        if self.config.outputs.events is not None:
-            check_writable_file("events", self.config.outputs.events)
-            self.sinks.append(open_output("events", self.config.outputs.events, JsonlSink))
-        self.event_log: EventLog
+        self.event_log: EventLog = MemoryEventLog()
         self.job_store: JobStore
         self.occupancy: OccupancyLog
-        if self.config.outputs.db is not None:
-            check_writable_file("db", self.config.outputs.db, "database file")
-            self.event_log = open_output(
-                "db", self.config.outputs.db, lambda path: SQLiteEventLog(path, session=self.run_id)
-            )
-            self.job_store = SQLiteJobStore(self.config.outputs.db)
-            self.occupancy = SQLiteOccupancyLog(self.config.outputs.db)
+        if db is not None:
+            # A report's jobs and per-minute counts are kept in their own tables, for a
+            # later "counts for job-..." (never mixed with the events of the log).
+            check_writable_file("db", db, "database file")
+            self.job_store = open_output("db", db, SQLiteJobStore)
+            self.occupancy = SQLiteOccupancyLog(db)
         else:
-            self.event_log = MemoryEventLog()
             self.job_store = MemoryJobStore()
             self.occupancy = MemoryOccupancyLog()
-        # The sample video is not even looked for when the question is about the log.
         self.camera = None if self.about_log else self._camera()
-        self.visitors = VisitorCounter(self.config.outputs.db, tuple(self.config.scene.lines))
-        self.log_tools = LogTools(self.config.outputs.db)
+        self.lazy: LazyFrames | None = None
+        frames: PerceivedFrames | LazyFrames
+        if self.camera is not None:
+            frames = self.camera.frames
+        else:
+            video = sample_video()
+            self.lazy = frames = LazyFrames(
+                self._checked_camera, video.name if video else "the sample video"
+            )
+        self.report_fps = self.options.sample_fps or self.config.detection_fps()
+        self.occupancy_tools = OccupancyTools(
+            frames,
+            self.occupancy,
+            sample_fps=self.report_fps,
+            bucket_s=self.options.period_s,
+            page_size=self.options.page_size,
+            zones=tuple(self.config.scene.zones),
+        )
+        self.visitors = VisitorCounter(db, tuple(self.config.scene.lines))
+        self.log_tools = LogTools(self.log_path)
+        self.log_names = LogNames()
+        self.has_reports = False  # --db keeps reports made earlier (their counts are offered)
         self.errors = 0
         self.unanswered = False  # the model said it cannot answer (cannot_answer)
         self.log_said_cannot: set[str] = set()  # calls a log tool answered "cannot" (ids)
@@ -263,23 +313,25 @@ class AskApp:
             pace=self.config.source.pace,
             is_camera=source.is_camera,
         )
-        tools = OccupancyTools(
-            PerceivedFrames(driver, perception, source.name),
-            self.occupancy,
-            sample_fps=report_fps,
-            bucket_s=self.options.period_s,
-            page_size=self.options.page_size,
-        )
-        return Camera(source, runner, perception, tools)
+        return Camera(source, runner, perception, PerceivedFrames(driver, perception, source.name))
+
+    def _checked_camera(self) -> Camera:
+        """The sample video, opened when a question about the log asks about now (a
+        worker thread: loading the detector takes a while)."""
+        camera = self._camera()
+        preflight(camera.perception, camera.source)
+        return camera
 
     def _on_source_state(self, name: str, change: StateChange) -> None:
         if not change.said:
             return  # one more attempt of a failure run already said
-        event = SourceStateEvent.of(name, change)
-        self.event_log.record(event)
-        self._write(event)
+        self._write(SourceStateEvent.of(name, change))
 
     def _write(self, event: Event) -> None:
+        if isinstance(event, ErrorEvent) and event.where == "tool_call" and event.call_id:
+            # A call refused for its arguments (a name the log does not have): the model
+            # may ask again and be answered; if not, the question was not answerable.
+            self.log_said_cannot.add(event.call_id)
         said_cannot = event.call_id in self.log_said_cannot
         if isinstance(event, ToolResult):
             if event.name == "cannot_answer":
@@ -304,19 +356,33 @@ class AskApp:
         if self.camera is not None:
             preflight(self.camera.perception, self.camera.source)
 
+    @property
+    def looks_now(self) -> bool:
+        """Whether a question may look at the scene now: a --source was given, or no log of
+        earlier runs was (a --db that keeps only reports is no log: the sample video then,
+        as lookout run looks at it). Asked of a log alone, "now" would be another camera's."""
+        return self.camera is not None or not self.log_tools.runs
+
     def offered(self) -> list[Tool]:
-        """The tools of this question: the scene's only with a source to look at."""
-        scene = [] if self.camera is None else self.camera.tools.tools()
-        log_tools = [self.visitors.tool(), *self.log_tools.tools()]
+        """The tools of this question: the scene's (now, and a report from now on) where it
+        may look, a report's counts where --db keeps them, and the log's, each place
+        parameter declared as the names there are."""
+        scene = self.occupancy_tools.tools()
+        if not self.looks_now:
+            scene = [t for t in scene if t.name == "fetch_counts" and self.has_reports]
+        log_tools = [self.visitors.tool(), *self.log_tools.tools(self.log_names)]
         return [*scene, *(SaysCannot(tool, self.log_said_cannot) for tool in log_tools)]
 
     async def run(self) -> int:
+        # The log's cameras, lines and zones, read once: what the tools declare.
+        self.log_names = await anyio.to_thread.run_sync(self.log_tools.load)
+        self.has_reports = bool(await anyio.to_thread.run_sync(self.job_store.jobs))
         runner = TurnRunner(
             self.turn_model,
             self.offered(),
             TurnConfig(
                 system_instruction=self.config.model.system_instruction
-                or (ASK_LOG_INSTRUCTION if self.camera is None else ASK_INSTRUCTION),
+                or (ASK_INSTRUCTION if self.looks_now else ASK_LOG_INSTRUCTION),
                 secrets=self.config.secrets(),
             ),
             clock=self.clock,
@@ -328,7 +394,6 @@ class AskApp:
         started = run_started(
             self.run_id, source, self.config, describe_config(self.config), command="ask"
         )
-        self.event_log.record(started)
         self._write(started)
         try:
             async with anyio.create_task_group() as tg:
@@ -403,8 +468,9 @@ class AskApp:
 
     async def _close(self) -> None:
         with anyio.CancelScope(shield=True):
-            if self.camera is not None:
-                await self.camera.runner.close()
+            for camera in (self.camera, self.lazy.camera if self.lazy else None):
+                if camera is not None:
+                    await camera.runner.close()
             aclose = getattr(self.turn_model, "aclose", None)
             if aclose is not None:
                 try:
@@ -422,7 +488,6 @@ class AskApp:
 
 __all__ = [
     "ASK_INSTRUCTION",
-    "ASK_LOG_INSTRUCTION",
     "AskApp",
     "AskConsole",
     "AskOptions",

@@ -1,8 +1,10 @@
 """What ``lookout ask`` tells the model, and how a log tool's "cannot" is told apart.
 
-The instruction names the tools offered: a question about the log (``--db``, no
-``--source``) is offered no camera tool, and its instruction does not name one (a model
-told to use a tool it was not given calls it anyway, or answers without the log).
+A question is offered the log's tools (--db or --events) and the scene's (now: the
+--source, or the sample video, opened when asked), unless it is asked of a log of earlier
+runs without a --source: then "now" would be another camera's, so no scene tool is
+offered and the instruction names none (a model told of a tool it was not given calls it
+anyway). A report's counts (fetch_counts) are offered wherever --db keeps them.
 """
 
 from __future__ import annotations
@@ -14,18 +16,21 @@ from live import wire
 from live.tool import Tool, ToolContext, ToolUnavailable
 
 _ABOUT_CAMERA = (
-    "Use count_people_now for how many people are there now. Use "
-    "start_occupancy_report(minutes) to watch for a while: it answers at once with a "
-    "job_id and its summary arrives later as another answer to the same call. Use "
-    "fetch_counts(job_id, cursor) to read per-minute counts one page at a time. "
+    "Use count_people_now for how many people are in view now (zone: in one zone now). Use "
+    "start_occupancy_report(minutes) to watch for a while from now on: it answers at once "
+    "with a job_id and its summary arrives later as another answer to the same call. Use "
+    "fetch_counts(job_id, cursor) to read a report's per-minute counts one page at a time. "
 )
 _ABOUT_LOG = (
-    "Use visitors(minutes) for how many people came in and went out across the counting "
-    "lines in the last minutes. From the --db log: crossings(period) per line, "
-    "zone_visits(period, zone) for visits and dwell per zone, busiest(period) for the "
-    "busiest minute; a period is 'all', 'today', 'yesterday', 'since 9', 'last N minutes' "
-    "or 'last N hours', in the log's local time. When no tool answers the question as "
-    "asked (another range, another quantity, the scene now without a source), call "
+    "From the log of earlier runs: crossings(period, camera, line, direction) for how many "
+    "came in ('in') or went out ('out') per line, zone_visits(period, zone) for visits and "
+    "dwell per zone, busiest(period) for the busiest minute and the most people at once; "
+    "visitors(minutes) for the last minutes. A period is 'all', 'today', 'yesterday', "
+    "'today 09:00-12:00', 'since 9', 'last N minutes', 'last N hours' or a weekday, in the "
+    "log's local time. Answer only the question asked: when a word of it is not about "
+    "people in view, crossings, zones, dwell or the busiest time (a colour, clothes, an "
+    "animal, a car, the weather, a name you were not given, why someone came), or no tool "
+    "answers it as asked (another range, another quantity), call "
     "cannot_answer(reason, would_answer) instead of answering a different question. "
     "Answer briefly with the numbers. Do not describe people's appearance."
 )
@@ -34,7 +39,8 @@ ASK_INSTRUCTION = (
     + _ABOUT_CAMERA
     + _ABOUT_LOG
 )
-# A question about the log (no source): no camera to look at, and no word of its tools.
+# A log of earlier runs and no source: no camera to look at now, and no word of its tools
+# (a model told of a tool it was not given calls it anyway, or answers without the log).
 ASK_LOG_INSTRUCTION = (
     "You are Lookout, a camera agent answering questions about the people a camera saw, "
     "from its event log; there is no camera to look at now. " + _ABOUT_LOG
