@@ -101,9 +101,14 @@ FUNCTION_WORDS = frozenset(
     that these those so far all just into inside within near view get got go see seen
     say count counted counting let know there's it's what's were whole log video
     recording scene frame overall altogether entire during over up ever about here
-    currently there were amount
+    currently there were amount through across via customers customer shoppers guests
+    clients individuals humans picture image
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
+PEOPLE_WORDS = frozenset(
+    {"people", "persons", "person", "customers", "shoppers", "visitors", "guests", "those",
+     "anyone", "anybody", "everyone", "ones"}
+)  # fmt: skip
 # Nouns that may stand beside a place's name ("the door line", "zone left").
 PLACE_NOUNS = frozenset({"camera", "cameras", "line", "lines", "zone", "zones", "area", "areas"})
 # Before a place's name: "at the door", "in left", "through post".
@@ -304,6 +309,17 @@ def _time_at(reading: Reading, i: int) -> int:
         return _set_when(reading, When(period=w(i + 1), said=True), 2)
     if w(i) in WEEKDAYS:
         return _set_when(reading, When(period=w(i), said=True), 1)
+    # since this morning: from the start of that part of today
+    if w(i) == "since" and w(i + 1) == "this" and w(i + 2) in PARTS_OF_DAY:
+        start = PARTS_OF_DAY[w(i + 2)][0]
+        return _set_when(reading, When(period=f"since {_hhmm(start, 0)}", said=True), 3)
+    # before noon, after 3pm (today)
+    if w(i) in ("before", "after"):
+        clock = _clock(w(i + 1), w(i + 2))
+        if clock is not None:
+            at = _hhmm(clock[0], clock[1])
+            span = f"00:00-{at}" if w(i) == "before" else f"{at}-24:00"
+            return _set_when(reading, When(period=f"today {span}", said=True), 1 + clock[2])
     # since 9, since 9:30am, since noon, since monday
     if w(i) == "since" and w(i + 1) in WEEKDAYS:
         return _set_when(reading, When(period=f"since {w(i + 1)}", said=True), 2)
@@ -441,6 +457,9 @@ def read_question(text: str, names: Names = Names()) -> Query | Unread:
     while i < len(reading.words):
         taken = _read_place(reading, i) or _read_time(reading, i) or _read_cue(reading, i)
         i += max(taken, 1)
+    for i, word in enumerate(reading.words):
+        if word in ("who", "that") and reading.word(i - 1) in PEOPLE_WORDS:
+            reading.used[i] = True  # "people who came in": which people, not who they are
     for i, word in enumerate(reading.words):
         if not reading.used[i] and word in PLACE_NOUNS:
             reading.used[i] = True
