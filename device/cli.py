@@ -160,6 +160,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         },
         console_logs,
     )
+    from device.files.made import Made
+
+    # What the start makes (the logs, the snapshots folder) is undone if the run does not
+    # begin: refused, or interrupted while starting.
+    made = Made.before([config.outputs.events, config.outputs.db, config.outputs.snapshots])
     try:
         # Everything the user caused is found now, before the first frame: one line, exit 2
         # (``check``: the detector and the source before the outputs bind their ports).
@@ -169,6 +174,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             check=True,
             console_logs=console_logs,
         )
+        made.kept = lambda: app.began  # once the run begins, what it made is its log
         if not app.perception.linked:
             print(unlinked_note(app.perception.photos, config.detection_fps()))
         cost = projected_line(config)  # a Gemini model: what it may cost, before it does
@@ -176,13 +182,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(cost)
     except (ConfigError, SourceError) as exc:
         console_logs.detach()  # refused: what is logged from here on is the log's
+        made.undo()
         return _fail(str(exc))
     except OSError as exc:
         console_logs.detach()
+        made.undo()
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+    except KeyboardInterrupt:
+        console_logs.detach()
+        made.undo()
+        raise
     try:
         code = anyio.run(app.run)
     except KeyboardInterrupt:
+        if not app.began:  # before the run's own handlers: nothing of it happened
+            made.undo()
+            raise
         code = EXIT_OK
     return _exit_now_if_threads_linger(code)
 
@@ -230,13 +245,21 @@ def cmd_ask(args: argparse.Namespace) -> int:
         period_s=extras.period,
         page_size=extras.page_size,
     )
+    from device.files.made import Made
+
+    made = Made.before([config.outputs.db])  # the report store, undone if refused
     try:
         app = AskApp(config, options)
         app.preflight()
     except (SourceError, MissingApiKey, ConfigError) as exc:
+        made.undo()
         return _fail(str(exc))
     except OSError as exc:
+        made.undo()
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+    except KeyboardInterrupt:
+        made.undo()
+        raise
     try:
         code = anyio.run(app.run)
     except KeyboardInterrupt:
@@ -367,4 +390,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from device.entry import main as entry  # as installed: a signal while starting, said
+
+    sys.exit(entry())

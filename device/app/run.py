@@ -22,6 +22,7 @@ import asyncio
 import logging
 import signal
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -107,6 +108,7 @@ class App:
     # What the run ended with: why it failed (None: it did not).
     failure: str | None = field(default=None, init=False)
     _hurried: bool = field(default=False, init=False)  # a signal: stop within 2 s
+    began: bool = field(default=False, init=False)  # ``run`` has begun (its signals its own)
     _source_closed: anyio.Event = field(default_factory=anyio.Event, init=False)
 
     # The first camera's parts: a device's only camera, unless it names several.
@@ -141,6 +143,14 @@ class App:
         self.stop.request()
 
     async def run(self) -> int:
+        # The run's own handlers from its first moment: a signal now stops it cleanly
+        # (before, the command's start undoes what it made: ``device/entry.py``).
+        signals_watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        with anyio.open_signal_receiver(*signals_watched) as signals:
+            self.began = True
+            return await self._run(signals)
+
+    async def _run(self, signals: AsyncIterator[int]) -> int:
         self.logs.bind_loop(asyncio.get_running_loop())
         described = describe_config(self.config)
         log.info("effective configuration: %s", described)
@@ -157,7 +167,7 @@ class App:
         session = self.session
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._watch_signals, tg.cancel_scope)
+                tg.start_soon(self._watch_signals, signals, tg.cancel_scope)
                 async with session.run():
                     for service in self.operations.services:
                         await tg.start(service.run)
@@ -258,31 +268,30 @@ class App:
         self.failure = self.failure or message
         self.bus.publish(ErrorEvent(message=message, where="source"))
 
-    async def _watch_signals(self, scope: CancelScope) -> None:
-        signals_watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-        with anyio.open_signal_receiver(*signals_watched) as signals:
-            async for number in signals:
-                if number == signal.SIGHUP:
-                    # logrotate's postrotate, a hung-up terminal: by default it killed the
-                    # device on the spot (no offline state, logs cut). The logs follow
-                    # their files' names by themselves; this only makes it immediate.
-                    self._logs_follow_names()
-                    continue
-                if self.stop.requested:
-                    scope.cancel()  # a second signal: stop now
-                    return
-                self.logs.hurry()
-                self._hurried = True
-                self.request_stop()
-                # The session stops streams and flushes within its own timeouts; this is
-                # the backstop that keeps the promise of exiting within 2 seconds.
-                with anyio.move_on_after(SIGNAL_SESSION_S):
-                    await self.session.wait_finished()
-                # Then the source's last states reach the outputs (MQTT) before they stop.
-                with anyio.move_on_after(SIGNAL_SOURCE_S):
-                    await self._source_closed.wait()
-                scope.cancel()
+    async def _watch_signals(self, signals: AsyncIterator[int], scope: CancelScope) -> None:
+        """The run's signals (its receiver is made as ``run`` begins)."""
+        async for number in signals:
+            if number == signal.SIGHUP:
+                # logrotate's postrotate, a hung-up terminal: by default it killed the
+                # device on the spot (no offline state, logs cut). The logs follow
+                # their files' names by themselves; this only makes it immediate.
+                self._logs_follow_names()
+                continue
+            if self.stop.requested:
+                scope.cancel()  # a second signal: stop now
                 return
+            self.logs.hurry()
+            self._hurried = True
+            self.request_stop()
+            # The session stops streams and flushes within its own timeouts; this is
+            # the backstop that keeps the promise of exiting within 2 seconds.
+            with anyio.move_on_after(SIGNAL_SESSION_S):
+                await self.session.wait_finished()
+            # Then the source's last states reach the outputs (MQTT) before they stop.
+            with anyio.move_on_after(SIGNAL_SOURCE_S):
+                await self._source_closed.wait()
+            scope.cancel()
+            return
 
     def _logs_follow_names(self) -> None:
         self.logs.follow_names()
