@@ -165,6 +165,7 @@ class FrameDriver:
         self._replay_origin: tuple[float, float] | None = None  # (clock, media t) of a replay
         self._first_t: float | None = None
         self._undecoded = 0
+        self._cut = False  # a cut fell on a frame left out: the next one taken carries it
 
     @property
     def interval(self) -> float | None:
@@ -219,6 +220,9 @@ class FrameDriver:
                 return None
             stats.frames_read += 1
             stats.last_frame_t = t
+            if frame.cut and self._grid is not None:
+                self._grid.reset()  # a cut starts the sampling afresh: this frame is taken
+            self._cut = self._cut or frame.cut
             if not self._take(frame):
                 stats.dropped["rate"] += 1
                 continue
@@ -244,6 +248,8 @@ class FrameDriver:
                 stats.dropped["unusable"] += 1
                 self.on_unusable(frame, exc)
                 continue
+            if self._cut:
+                frame, self._cut = frame.as_cut(), False
             if self.perceive is None:
                 return Sample(frame, None)
             percept = await self.perceive(frame, force=force or self.every is not None)

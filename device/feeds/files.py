@@ -7,7 +7,8 @@ moved past without being decoded into pixels (``Grabs``), exactly those the
 loop's sampler would have dropped. A read that fails
 (a file on a flaky disk) is retried from the same frame with backoff, up to a
 number of failures in a row; one undecodable image is skipped and counted. A
-looped file's passes follow each other in time and index, as one long clip.
+looped file's passes follow each other in time and index, as one long clip, each pass's
+first frame a cut (``Frame.cut``): nobody is followed from the end back to the start.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class FileReading:
         self._t_offset = 0.0
         self._index_offset = 0
         self._passes = 1
+        self._cut = False  # the next frame returned begins a pass: a cut
 
     async def run(self) -> None:
         """Files have no task of their own: frames are read when asked for."""
@@ -71,8 +73,11 @@ class FileReading:
             frame = source.read()
             return frame, (time.perf_counter() - start) * 1000
         grabbed = source.grab()
-        # The frame driver's own test, on the same (looped) time: it drops just these.
-        if grabbed is None or grabbed.t_media + self._t_offset < not_before - 1e-6:
+        # The frame driver's own test, on the same (looped) time: it drops just these. A
+        # pass's first frame is a cut, where the driver starts sampling afresh: decoded.
+        if grabbed is None or (
+            grabbed.t_media + self._t_offset < not_before - 1e-6 and not self._cut
+        ):
             return grabbed, 0.0
         start = time.perf_counter()
         frame = source.retrieve()
@@ -179,6 +184,7 @@ class FileReading:
         self._pass_prev_t = None
         self._next_index = 0
         self._passes += 1
+        self._cut = True
         # Said, not only logged: a replay that starts again is news to whoever watches.
         self.runner.set_state(
             SourceState.RUNNING,
@@ -191,9 +197,10 @@ class FileReading:
             await self._failure(f"cannot rewind: {describe(exc)}")
 
     def _shifted(self, frame: Frame) -> Frame:
-        if not self._t_offset and not self._index_offset:
+        cut, self._cut = self._cut, False
+        if not self._t_offset and not self._index_offset and not cut:
             return frame
-        return frame.shifted(dt=self._t_offset, dindex=self._index_offset)
+        return frame.shifted(dt=self._t_offset, dindex=self._index_offset, cut=cut)
 
 
 __all__ = ["FileReading"]

@@ -163,6 +163,16 @@ class CountReport:
             self._deliver(CountUnknown(reason, camera=self.camera))
         return was_known
 
+    def look_afresh(self) -> None:
+        """The next frame is looked at as a first one (a cut): nothing held from before
+        it, while the count stands until that frame gives the next."""
+        self.latest = None
+
+    def said(self, events: Iterable[Event]) -> None:
+        """Publish ``events`` of this camera (a scene's, outside a frame: a cut)."""
+        for event in events:
+            self._publish(event)
+
     def _deliver(self, percept: Perceived) -> None:
         try:
             self._on_percept(percept)

@@ -38,11 +38,23 @@ class Frame:
     ``t_media`` is the frame's time on the source's own axis: media time for a
     file or folder (seconds from its start, continuing across loop passes), the
     device's monotonic clock for a live source. ``t_wall`` is the wall-clock
-    time (``time.time()``) it was read. Frames are never modified once made;
-    ``with_image`` gives a resized copy with the same identity.
+    time (``time.time()``) it was read. ``cut``: nothing links it to the frame before
+    (the first of a replay's next pass, after a seek): who was in view, zone visits and
+    dwell end there. Frames are never modified once made; ``with_image`` gives a resized
+    copy with the same identity.
     """
 
-    __slots__ = ("_jpeg", "_lock", "image", "index", "jpeg_quality", "source", "t_media", "t_wall")
+    __slots__ = (
+        "_jpeg",
+        "_lock",
+        "cut",
+        "image",
+        "index",
+        "jpeg_quality",
+        "source",
+        "t_media",
+        "t_wall",
+    )
 
     def __init__(
         self,
@@ -54,8 +66,10 @@ class Frame:
         source: str = "",
         jpeg: bytes | None = None,
         jpeg_quality: int = DEFAULT_JPEG_QUALITY,
+        cut: bool = False,
     ) -> None:
         self.image = image
+        self.cut = cut
         self.t_media = float(t_media)
         self.index = int(index)
         self.t_wall = time.time() if t_wall is None else float(t_wall)
@@ -91,10 +105,12 @@ class Frame:
             t_wall=self.t_wall,
             source=self.source,
             jpeg_quality=self.jpeg_quality if jpeg_quality is None else jpeg_quality,
+            cut=self.cut,
         )
 
-    def shifted(self, *, dt: float, dindex: int) -> Frame:
-        """The same pixels later in the source (a looped file's next pass)."""
+    def shifted(self, *, dt: float, dindex: int, cut: bool = False) -> Frame:
+        """The same pixels later in the source (a looped file's next pass; ``cut``: its
+        first frame, where the pass before ended)."""
         return Frame(
             self.image,
             t_media=self.t_media + dt,
@@ -103,7 +119,12 @@ class Frame:
             source=self.source,
             jpeg=self._jpeg,
             jpeg_quality=self.jpeg_quality,
+            cut=cut or self.cut,
         )
+
+    def as_cut(self) -> Frame:
+        """This frame, nothing linking it to the one before (a cut fell on a frame left out)."""
+        return self if self.cut else self.shifted(dt=0.0, dindex=0, cut=True)
 
     def __repr__(self) -> str:
         shape: Any = getattr(self.image, "shape", None)

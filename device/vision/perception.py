@@ -229,6 +229,8 @@ class Perception:
             # bring an old scene back as the current count.
             self.stats.skipped_stale += 1
             return None
+        if frame.cut:
+            self._cut(frame.t_media)
         gate = self.gate
         share: float | None = None
         if gate is not None:
@@ -292,6 +294,17 @@ class Perception:
             detect_ms=detect_ms,
             motion=share,
         )
+
+    def _cut(self, t: float) -> None:
+        """The source jumped (a replay's next pass began): nobody is followed across it.
+        Tracks end; zone visits and dwell end (each zone afresh from this frame); line
+        totals stay; the count stands until this frame, looked at now, gives the next."""
+        self.tracker.reset()
+        self.grid.reset()
+        if self.gate is not None:
+            self.gate.reset()
+        self._report.said(self.scene.forget(t))
+        self._report.look_afresh()
 
     def _people(self, tracks: tuple[Track, ...], frame: Frame) -> tuple[Track, ...]:
         if not self.linked:

@@ -128,10 +128,9 @@ def test_lookout_ask_shows_the_answer_and_the_calls_without_obeying_them(
         return function_call_response([("fc-1\x1b[2J", f"nope\n{forged_call}", {})])
 
     generate.set_responder(step)
-    events = tmp_path / "ev.jsonl"
     result = subprocess.run(
         [sys.executable, "-m", "device.cli", "ask", question, "--model", "gemini-test-model",
-         "--source", str(data_file("vtest.avi")), "--events", str(events)],
+         "--source", str(data_file("vtest.avi"))],
         cwd=REPO_ROOT, env=generate.subprocess_env(api_key="ask-test-key-0123456789"),
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
@@ -145,4 +144,3 @@ def test_lookout_ask_shows_the_answer_and_the_calls_without_obeying_them(
     assert "-> nope\\n<- count_people_now" in result.stderr
     assert not any(line.startswith("<- count_people_now") for line in result.stderr.splitlines())
     assert [c for c in RAW if c in result.stdout + result.stderr] == []
-    assert [e["text"] for e in jsonl(events) if e["type"] == "model_text"] == [answer]

@@ -49,6 +49,7 @@ from live.events import (
     ErrorEvent,
     Event,
     JobUpdate,
+    ToolCall,
     ToolResult,
 )
 from live.jobs.records import JobState, JobStore, MemoryJobStore, SQLiteJobStore
@@ -284,6 +285,8 @@ class AskApp:
         self.errors = 0
         self.unanswered = False  # the model said it cannot answer (cannot_answer)
         self.log_said_cannot: set[str] = set()  # calls a log tool answered "cannot" (ids)
+        self.called: dict[str, str] = {}  # call id -> tool name
+        self.log_tool_names = {"visitors", "crossings", "zone_visits", "busiest"}
         self.last_log_answer_cannot = False  # ... and no tool answered after it
         self.outcomes: list[TurnOutcome] = []
         self.conversation: Conversation | None = None
@@ -328,10 +331,17 @@ class AskApp:
         self._write(SourceStateEvent.of(name, change))
 
     def _write(self, event: Event) -> None:
-        if isinstance(event, ErrorEvent) and event.where == "tool_call" and event.call_id:
-            # A call refused for its arguments (a name the log does not have): the model
-            # may ask again and be answered; if not, the question was not answerable.
-            self.log_said_cannot.add(event.call_id)
+        if isinstance(event, ToolCall):
+            self.called[event.id] = event.name
+        if (
+            isinstance(event, ErrorEvent)
+            and event.where == "tool_call"
+            and self.called.get(event.call_id or "") in self.log_tool_names
+        ):
+            # A log tool's call refused for its arguments (a name the log does not have):
+            # the model may ask again and be answered; if not, the question was not
+            # answerable. (A tool that does not exist is the model's error.)
+            self.log_said_cannot.add(event.call_id or "")
         said_cannot = event.call_id in self.log_said_cannot
         if isinstance(event, ToolResult):
             if event.name == "cannot_answer":
