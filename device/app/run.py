@@ -358,7 +358,10 @@ class App:
         if camera.live:
             return
         stats = camera.capture.stats
-        media = stats.last_frame_t or 0.0
+        # Each frame read stands for 1/fps of media (the skipped ones too): 100 frames of
+        # a 10 fps file are 10.0 s, though the last one looked at began at 9.5 s.
+        fps = camera.source.fps
+        media = stats.frames_read / fps if fps else (stats.last_frame_t or 0.0)
         total = self._media_total_s(camera)
         of = f" of {total:.1f}" if total else ""
         self.console.say(
