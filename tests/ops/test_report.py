@@ -365,6 +365,17 @@ def test_two_runs_in_one_log_are_told_apart_and_one_is_chosen_with_run(tmp_path:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_run_number_is_never_taken_for_the_start_of_an_id(tmp_path: Path) -> None:
+    # Ids are hex: "2" is the second run, though the first run's id starts with 2; "9" is
+    # no run of a log of two (not the run whose id starts with 9).
+    path = write_jsonl(tmp_path / "events.jsonl", file_run("2aaa1111", 10.0, [(0.0, 2)]))
+    write_jsonl(path, file_run("9bbb2222", 10.0, [(0.0, 7), (5.0, 3)]))
+    assert make_report(path, tmp_path / "two.png", run="2")["max_count"] == 7
+    with pytest.raises(ReportError, match=r"--run 9 is not a run of this log"):
+        make_report(path, tmp_path / "nine.png", run="9")
+    assert make_report(path, tmp_path / "id.png", run="9bbb")["max_count"] == 7
+
+
 @pytest.mark.slow
 def test_report_of_an_ask_db_says_it_holds_no_run_in_one_line(tmp_path: Path) -> None:
     """ask keeps its reports in --db and writes no events there: a report of that file

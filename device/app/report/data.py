@@ -243,11 +243,18 @@ def _only_preamble(events: list[dict[str, Any]]) -> bool:
     return all(e["type"] in {"source_state", "connection"} for e in events)
 
 
+MIN_PREFIX = 4  # an id's prefix shorter than this is too easily a number, or many runs
+
+
 def select_run(runs: list[Run], wanted: str) -> list[Run]:
-    """The run a ``--run`` value names: its id (or a prefix of it), or its number from 1."""
-    matches = [r for r in runs if r.run_id is not None and r.run_id.startswith(wanted)]
+    """The run a ``--run`` value names: its number from 1, its id, or a prefix of its id
+    of at least ``MIN_PREFIX`` characters ("9" is the ninth run, never an id's first
+    character)."""
+    matches = [r for r in runs if r.run_id == wanted]
     if not matches and wanted.isdigit() and 1 <= int(wanted) <= len(runs):
         matches = [runs[int(wanted) - 1]]
+    if not matches and len(wanted) >= MIN_PREFIX:
+        matches = [r for r in runs if r.run_id is not None and r.run_id.startswith(wanted)]
     if len(matches) != 1:
         known = ", ".join(r.describe(i) for i, r in enumerate(runs, 1))
         what = "matches several runs" if matches else "is not a run of this log"
