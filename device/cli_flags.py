@@ -8,6 +8,9 @@ the config file's sections. What each command does with them is ``device/cli.py`
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,10 +27,63 @@ EXIT_USAGE = 2  # what the user typed cannot be run: one line, never a traceback
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors in one line and exits 2 (its default code)."""
+    """argparse that reports usage errors in one line and exits 2 (its default code),
+    naming the command whose help to read and the flag or command most like a mistyped one."""
 
     def error(self, message: str) -> Any:
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice is not None:
+            names = re.findall(r"'([^']*)'", choice.group(2))
+            message += _did_you_mean(choice.group(1), names)
         self.exit(EXIT_USAGE, f"lookout: {message} (see {self.prog} --help)\n")
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        argv = list(sys.argv[1:] if args is None else args)
+        self._unknown_first(argv)
+        parsed, extras = self.parse_known_args(argv, namespace)
+        if extras:
+            # Said by the command that does not know them, with its own help to read.
+            command = self._command(getattr(parsed, "command", None)) or self
+            flag = next((e for e in extras if e.startswith("-")), extras[0])
+            known = [o for a in command._actions for o in a.option_strings]
+            others = [e for e in extras if e.startswith("-") and e != flag]
+            command.error(
+                f"unrecognized argument {flag.split('=')[0]}"
+                + _did_you_mean(flag.split("=")[0], known)
+                + (f" (and {', '.join(others)})" if others else "")
+            )
+        return parsed
+
+    def _unknown_first(self, argv: list[str]) -> None:
+        """A mistyped flag is said before argparse says what is missing because of it
+        (``--outt r.html`` is not "--out is required")."""
+        command = self._command(argv[0]) if argv else None
+        if command is None:
+            return
+        known = [o for a in command._actions for o in a.option_strings]
+        flags = [t.split("=")[0] for t in argv[1:] if t.startswith("--") and t != "--"]
+        unknown = [f for f in flags if not any(k.startswith(f) for k in known)]
+        if unknown:
+            others = unknown[1:]
+            command.error(
+                f"unrecognized argument {unknown[0]}"
+                + _did_you_mean(unknown[0], known)
+                + (f" (and {', '.join(others)})" if others else "")
+            )
+
+    def _command(self, name: str | None) -> _Parser | None:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                found = action.choices[name]
+                return found if isinstance(found, _Parser) else None
+        return None
+
+
+def _did_you_mean(given: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 # The settings each command takes as flags; their types, defaults and help come from Config.

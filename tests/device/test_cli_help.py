@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
+import pytest
+
 from device.cli_flags import parser
 from tests.cli import lookout_in_process
 
@@ -51,3 +53,26 @@ def test_version_comes_from_the_package() -> None:
     result = lookout_in_process("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"lookout {metadata.version('lookout')}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["run", "--detect-fsp", "5"],
+         "lookout: unrecognized argument --detect-fsp (did you mean --detect-fps?) "
+         "(see lookout run --help)"),
+        (["ask", "how many?", "--dbb", "x.db"],
+         "lookout: unrecognized argument --dbb (did you mean --db?) (see lookout ask --help)"),
+        (["runn"], "(did you mean run?) (see lookout --help)"),
+        (["report", "--outt", "r.html", "--perod", "60"],
+         "lookout: unrecognized argument --outt (did you mean --out?) (and --perod) "
+         "(see lookout report --help)"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_flag_or_command_is_named_with_the_likely_one_and_its_commands_help(
+    argv: list[str], said: str
+) -> None:
+    done = lookout_in_process(*argv)
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert said in line
