@@ -133,21 +133,20 @@ def describe_devices(devices: list[AudioDevice] | None = None) -> str:
     return "\n".join(lines) if lines else "no sound devices"
 
 
-def doctor_lines() -> list[str]:
-    """What ``lookout doctor`` says about sound: the devices, or why there are none.
-
-    Never raises: a missing PortAudio or an empty device list is a finding, not a failure.
-    """
+def doctor_lines() -> list[tuple[bool, str]]:
+    """What ``lookout doctor`` says about sound: the devices, or why there are none, each
+    line with whether it is a warning (PortAudio itself missing: --mic, --speaker and a
+    spoken model need it). Never raises: it is a finding, not a failure."""
     try:
         devices = list_devices()
     except AudioError as exc:
-        return [f"sound devices: {exc}"]
+        return [(True, f"sound devices: {exc}")]
     lines = []
     for kind in ("input", "output"):
         role = _ROLE[kind]
         usable = [d for d in devices if d.channels(kind)]
         if not usable:
-            lines.append(f"{role}s: none (PortAudio sees no {kind} device)")
+            lines.append((False, f"{role}s: none (PortAudio sees no {kind} device)"))
             continue
         default = next(
             (d for d in usable if (d.default_input if kind == "input" else d.default_output)),
@@ -155,7 +154,7 @@ def doctor_lines() -> list[str]:
         )
         listed = ", ".join(d.label() for d in usable)
         said = f"default {default.label()}, {default.default_rate} Hz" if default else "no default"
-        lines.append(f"{role}s: {listed} ({said})")
+        lines.append((False, f"{role}s: {listed} ({said})"))
     return lines
 
 

@@ -45,7 +45,8 @@ def test_missing_portaudio_says_what_to_install() -> None:
 def test_doctor_says_why_there_are_no_sound_devices_without_raising() -> None:
     lines = doctor_lines()
     assert len(lines) == 1
-    assert lines[0].startswith("sound devices: PortAudio is not available")
+    warning, line = lines[0]
+    assert warning and line.startswith("sound devices: PortAudio is not available")
 
 
 @pytest.mark.usefixtures("without_portaudio")

@@ -292,8 +292,9 @@ def _check_audio(mic: str | None, speaker: str | None) -> list[str]:
     from device.audio.tts import Espeak
 
     results = [OK]
-    for line in doctor_lines():
-        _line(OK, "audio", line)
+    for warning, line in doctor_lines():
+        _line(WARN if warning else OK, "audio", line)
+        results.append(WARN if warning else OK)
     for spec, kind in ((mic, "input"), (speaker, "output")):
         if spec is None:
             continue
@@ -316,6 +317,7 @@ def _check_audio(mic: str | None, speaker: str | None) -> list[str]:
     else:
         _line(WARN, "speech", "no espeak-ng: offline, sentences are printed, not spoken "
               "(Debian: apt install espeak-ng)")  # fmt: skip
+        results.append(WARN)
     return results
 
 
@@ -360,6 +362,11 @@ def doctor(args: argparse.Namespace, flags: dict[str, object] | None = None) -> 
     results.append(_check_model(setting("model"), config, getattr(args, "spend_token", False)))
     results.extend(_check_audio(setting("mic"), setting("speaker")))
     results.extend(check_outputs(config, _line))
-    failed = results.count(FAIL)
-    print("all good" if not failed else f"{failed} problem(s) found")
+    failed, warned = results.count(FAIL), results.count(WARN)
+    if failed:
+        print(f"{failed} problem(s) found" + (f", {warned} warning(s)" if warned else ""))
+    elif warned:
+        print(f"no problem found; {warned} warning(s) above ([warn])")
+    else:
+        print("all good")
     return 1 if failed else 0
