@@ -18,7 +18,8 @@ class MissingApiKey(Exception):
     def __init__(self) -> None:
         super().__init__(
             "no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY, which takes "
-            "precedence) or pass an API key"
+            "precedence) in this command's environment (a key is read from there only, "
+            "never from a flag or a file anyone can list)"
         )
 
 
