@@ -66,6 +66,18 @@ async def count_frames(
             f"to the next (at most {TrackerConfig.max_lost_s:g} s): each is counted on its own",
             file=err,
         )
+    # A folder of images (not one image file): what it holds besides is said, and a tally.
+    images = source if isinstance(source, ImageFolderSource) and source.path.is_dir() else None
+    if images is not None and images.left_out:
+        left = images.left_out
+        names = ", ".join(printable(p.name) for p in left[:5])
+        more = f" and {len(left) - 5} more" if len(left) > 5 else ""
+        print(
+            f"lookout: left out {len(left)} file(s) of {printable(str(images.path))} that are "
+            f"not images: {names}{more} (a video is counted on its own: lookout count "
+            f"{printable(str(left[0]))})",
+            file=err,
+        )
     failed = 0
     seen = 0
 
@@ -114,6 +126,14 @@ async def count_frames(
         os.dup2(devnull, out.fileno())
         os.close(devnull)
         return EXIT_OK
+    if images is not None:
+        # A folder's tally: how many were counted, and what was not (never silently).
+        left_out = f"; {len(images.left_out)} file(s) left out" if images.left_out else ""
+        print(
+            f"lookout: counted {seen - failed} of {images.frame_count} image(s) of "
+            f"{printable(str(images.path))}{left_out}",
+            file=err,
+        )
     if failed:
         what = "images" if folder else "frames"
         print(f"lookout: {failed} of {seen} {what} could not be read", file=err)

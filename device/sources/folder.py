@@ -25,6 +25,7 @@ class ImageFolderSource:
         self, path: Path | str, *, fps: float = 1.0, max_pixels: int = DEFAULT_MAX_PIXELS
     ) -> None:
         self.max_pixels = max_pixels
+        self.left_out: list[Path] = []  # files of the folder that are not images
         if not fps > 0:
             raise SourceError(f"frame rate for images must be positive, not {fps}")
         self.path = Path(path)
@@ -51,11 +52,10 @@ class ImageFolderSource:
         if not self.path.is_dir():
             raise SourceError(f"file not found: {self.path}")
         try:
-            files = [
-                p
-                for p in self.path.iterdir()
-                if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file()
-            ]
+            found = [p for p in self.path.iterdir() if p.is_file() and not p.name.startswith(".")]
+            files = [p for p in found if p.suffix.lower() in IMAGE_EXTENSIONS]
+            # Not images (a video beside the photos): left out, and said by the caller.
+            self.left_out = sorted((p for p in found if p not in files), key=_natural_key)
         except OSError as exc:
             raise SourceError(f"cannot list folder {self.path}: {exc.strerror}") from None
         if not files:

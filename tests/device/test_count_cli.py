@@ -193,3 +193,16 @@ def test_an_image_whose_size_cannot_be_read_first_is_not_decoded_and_that_is_sai
     logged = [json.loads(line) for line in events.read_text().splitlines()]
     errors = [e["message"] for e in logged if e["type"] == "error"]
     assert len(errors) == 2 and all("skipped" in m for m in errors)
+
+
+def test_a_folder_says_what_it_left_out_and_ends_with_a_tally(tmp_path: Path) -> None:
+    shutil.copy(data_file("messi5.jpg"), tmp_path / "messi5.jpg")
+    (tmp_path / "clip.avi").write_bytes(data_file("vtest.avi").read_bytes()[:4096])
+    done = lookout("count", str(tmp_path), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("messi5.jpg: ")
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith(
+        f"lookout: left out 1 file(s) of {tmp_path} that are not images: clip.avi"
+    )
+    assert lines[-1] == f"lookout: counted 1 of 1 image(s) of {tmp_path}; 1 file(s) left out"
