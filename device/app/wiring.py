@@ -39,6 +39,7 @@ from device.app.logs import EventLogs
 from device.app.operations import Operations, build_operations
 from device.app.parts import build_model, detector_factory, preflight, session_config
 from device.app.run import App, StopSwitch
+from device.app.scene.news import SceneNews
 from device.app.session_feed import SessionFeed
 from device.app.state import DeviceState
 from device.app.voice import build_voice
@@ -107,6 +108,14 @@ def build_app(
         for index, view in enumerate(views)
     ]
     bus.on_percept(SessionFeed(queue))  # the tools hear each camera's percepts in frame order
+    # A line or zone drawn on the page reaches the model's watches (the offline model's too).
+    news = SceneNews(
+        queue,
+        {c.name: (list(c.config.scene.lines), list(c.config.scene.zones)) for c in cameras},
+        named=config.named_cameras,
+    )
+    bus.subscribe(news)
+    bus.on_percept(news.on_percept)
     first = cameras[0]
     perception = first.perception
     made = camera_tools(config, cameras)  # each camera's count, lines, zones and look

@@ -54,6 +54,7 @@ STOP_TOOL = "stop_streaming"
 WATCH_TOOLS = ("watch_line", "watch_zone")
 HELP = "Commands: count, stop, start, help, quit."
 _TEXT_EMISSION = re.compile(r"^Function (\w+) returned: (.*)$", re.S)
+SCENE_NEWS = "Scene changed: "  # the device's news of a scene edit (device/app/scene/news.py)
 
 
 def people(n: int) -> str:
@@ -232,6 +233,9 @@ class LocalConnection:
             self._say(sentence, narration=True)
 
     def _on_text(self, text: str) -> None:
+        if text.startswith(SCENE_NEWS):
+            self._on_scene(text.removeprefix(SCENE_NEWS))
+            return
         match = _TEXT_EMISSION.match(text.strip())
         if match:
             # Text emission mode: the same emission, carried as user text.
@@ -245,6 +249,21 @@ class LocalConnection:
                 self._on_emission(self.model.state.running.get(camera, ""), payload)
             return
         self._command(text.strip().lower())
+
+    def _on_scene(self, news: str) -> None:
+        """A scene edited on the page: a watch for each new line and zone, as at start (a
+        removed one's watch ends by itself, saying it is gone)."""
+        try:
+            scene = json.loads(news)
+            new = scene["new"]
+            camera = str(scene.get("camera", ""))
+        except (ValueError, KeyError, TypeError):
+            return
+        declared = {d.name for d in self.setup.tools}
+        for tool, kind in (("watch_line", "lines"), ("watch_zone", "zones")):
+            if tool in declared and self.model.autostart:
+                for name in new.get(kind, []):
+                    self._call(tool, {"name": str(name)}, camera)
 
     def _count_of(self, camera: str) -> str:
         state = self.model.state

@@ -87,6 +87,17 @@ async def test_a_line_put_on_a_running_device_counts_is_saved_and_keeps_its_tota
     assert scenes[0]["lines"] == {"post": POST["points"]} and scenes[0]["saved"] == str(config)
     # The crossings on the new line come after its scene event in the log.
     assert events.index(scenes[0]) < events.index(first[0])
+    # The local model watches what is drawn, as it does what is configured: a watch for
+    # the new line, and for it again under its new name (the old watch said it was gone).
+    watches = [
+        (e["args"].get("name"), events.index(e))
+        for e in events
+        if e["type"] == "tool_call" and e["name"] == "watch_line"
+    ]
+    assert [name for name, _ in watches] == ["post", "door"], watches
+    assert watches[0][1] > events.index(scenes[0]) and watches[1][1] > events.index(scenes[1])
+    gone = [e for e in events if e["type"] == "emission" and e.get("payload", {}).get("removed")]
+    assert gone and gone[0]["payload"]["line"] == "post"
     text = config.read_text()
     assert text.startswith(CONFIG) and "[lines.door]" in text
     again = build({}, config_path=config, environ={}, system_config=tmp_path / "none.toml")
