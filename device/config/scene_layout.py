@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import tomlkit
-from tomlkit.items import InlineTable, Table
+from tomlkit.items import Comment, InlineTable, Table, Whitespace
 
 from device.config.scene import LineSpec, ZoneSpec
 
@@ -55,7 +55,8 @@ def points(spec: LineSpec | ZoneSpec) -> list[list[float]]:
 def _fields(spec: LineSpec | ZoneSpec) -> dict[str, Any]:
     fields: dict[str, Any] = {"points": points(spec)}
     if isinstance(spec, ZoneSpec) and spec.dwell is not None:
-        fields["dwell"] = spec.dwell
+        # 10, not 10.0: as a person writes it (and as the file had it).
+        fields["dwell"] = int(spec.dwell) if float(spec.dwell).is_integer() else spec.dwell
     return fields
 
 
@@ -129,7 +130,28 @@ def _set(table: MutableMapping[str, Any], name: str, spec: LineSpec | ZoneSpec) 
         return
     if name in table:
         del table[name]
-    table[name] = _table(isinstance(table, InlineTable), fields)
+    last = next((item for item in reversed(list(table.values())) if isinstance(item, Table)), None)
+    new = _table(isinstance(table, InlineTable), fields)
+    table[name] = new
+    if isinstance(last, Table) and isinstance(new, Table):
+        _hand_over_comments(last, new)
+
+
+def _hand_over_comments(before: Table, new: Table) -> None:
+    """The comments that closed the table ``new`` now follows are the next table's
+    heading (tomlkit keeps a table's leading comments at the end of the table before
+    it): they move to the end of ``new``, so they stay right above their own table."""
+    body = before.value.body
+    trailing: list[tuple[Any, Any]] = []
+    while body and body[-1][0] is None and isinstance(body[-1][1], Comment | Whitespace):
+        trailing.insert(0, body.pop())
+    if not any(isinstance(item, Comment) for _, item in trailing):
+        body.extend(trailing)  # only blank lines: nothing to hand over
+        return
+    new_body = new.value.body
+    while new_body and new_body[-1][0] is None and isinstance(new_body[-1][1], Whitespace):
+        new_body.pop()  # its own blank line goes before the comments instead
+    new_body.extend(trailing)  # a blank line, then the next table's comments
 
 
 def _container(doc: tomlkit.TOMLDocument, path: Path_) -> MutableMapping[str, Any]:

@@ -15,7 +15,7 @@ import pytest
 
 from device.config import build
 from device.config.scene import LineSpec, ZoneSpec, parse_lines, parse_zones
-from device.config.scene_file import write_scene
+from device.config.scene_file import with_scene, write_scene
 
 A = "points = [[0.1, 0.1], [0.9, 0.9]]\n"
 DOOR = parse_lines({"door": {"points": [[0.25, 0.5], [0.75, 0.5]]}})
@@ -135,3 +135,37 @@ def test_the_same_edit_from_a_second_device_leaves_the_file_as_it_is(tmp_path: P
     saved = write_scene(path, DOOR, QUEUE, before=({}, {}), known=({}, {}))
     assert (path.stat().st_ino, path.read_text()) == (inode, text)
     assert (saved.lines, saved.zones) == (DOOR, QUEUE) and saved.others == ()
+
+
+def test_a_line_and_a_zone_added_leave_every_comment_above_its_own_table() -> None:
+    """tomlkit keeps a table's heading comment at the end of the table before it: a table
+    added after that one must not come between the comment and its table."""
+    text = (
+        "# the plaza camera\ndetect_fps = 5\n\n"
+        "# The lamp-post line\n[lines.post]\npoints = [[0.5, 0.9], [0.5, 0.1]]  # upwards\n\n"
+        "# The bench zone\n[zones.bench]\npoints = [[0.1, 0.1], [0.4, 0.1], [0.4, 0.5]]\n"
+        "dwell = 10\n\n"
+        '# Where the counts go\n[mqtt]\nurl = "mqtt://broker.lan"\n'
+    )
+    edited = with_scene(
+        text,
+        {
+            "post": LineSpec(points=((0.6, 0.9), (0.6, 0.1))),
+            "door": LineSpec(points=((0.2, 0.2), (0.8, 0.2))),
+        },
+        {
+            "bench": ZoneSpec(points=((0.1, 0.1), (0.4, 0.1), (0.4, 0.5)), dwell=10),
+            "queue": ZoneSpec(points=((0.5, 0.5), (0.9, 0.5), (0.9, 0.9))),
+        },
+    )
+    lines = edited.splitlines()
+    for comment, table in (
+        ("# The lamp-post line", "[lines.post]"),
+        ("# The bench zone", "[zones.bench]"),
+        ("# Where the counts go", "[mqtt]"),
+    ):
+        assert lines[lines.index(comment) + 1] == table, edited
+    assert "points = [[0.6, 0.9], [0.6, 0.1]]  # upwards" in lines
+    assert "dwell = 10" in lines  # as written, not 10.0
+    assert lines.index("[lines.door]") < lines.index("# The bench zone")
+    assert "\n\n\n" not in edited
