@@ -270,11 +270,11 @@ def test_rendered_with_tables_and_panels(tmp_path: Path, suffix: str) -> None:
     make_report(path, out, period_s=30.0)
     data = out.read_bytes()
     if suffix == ".png":
-        assert png_size(data) == (1200, 420 + 2 * 280)  # the count, then lines, then zones
+        assert png_size(data) == (1200, 360 + 2 * 220)  # the count, then lines, then zones
         return
     text = data.decode()
     assert '<table id="lines">' in text and '<table id="zones">' in text
-    assert "<h2>Lines (per 30 s)</h2>" in text
+    assert "<summary>Lines per 30 s (" in text  # folded below the chart
     assert "<td>door</td><td>2</td><td>0</td>" in text  # the first period
     assert "<tr><th>total</th><th>door</th><th>3</th><th>2</th></tr>" in text
     assert "<td>till</td><td>1.67</td><td>3</td><td>1</td>" in text  # 30-60 s
@@ -289,7 +289,7 @@ def test_a_log_without_lines_or_zones_reports_as_before(tmp_path: Path) -> None:
     text = (tmp_path / "r.html").read_text()
     assert 'id="lines"' not in text and 'id="zones"' not in text and "Line " not in text
     make_report(path, tmp_path / "r.png")
-    assert png_size((tmp_path / "r.png").read_bytes()) == (1200, 420)
+    assert png_size((tmp_path / "r.png").read_bytes()) == (1200, 360)
     # Empty lines and zones in the run's configuration are no lines and zones either.
     configured = [
         RunStarted(
@@ -385,7 +385,7 @@ def test_report_of_a_real_run_with_a_line_and_a_zone(tmp_path: Path) -> None:
     # The SQLite log of the same run tells the same story, and the chart has its panels.
     from_db = make_report(db, tmp_path / "real.png", period_s=5.0)
     assert from_db["lines"] == summary["lines"] and from_db["zones"] == summary["zones"]
-    assert png_size((tmp_path / "real.png").read_bytes())[1] == 420 + 2 * 280
+    assert png_size((tmp_path / "real.png").read_bytes())[1] == 360 + 2 * 220
     assert 'id="lines"' in (tmp_path / "real.html").read_text()
 
 
@@ -427,7 +427,39 @@ def test_a_line_renamed_and_a_zone_removed_on_the_page_are_reported_as_edited() 
     events.insert(next(i for i, e in enumerate(events) if e.t > 45.0), edit)
     summary = summarize(dicts(events), period_s=30.0)
     assert summary["lines"] == {"entrance": {"in": 3, "out": 2}, "side": {"in": 1, "out": 0}}
-    till = [p["zones"]["till"] for p in summary["periods"]]
-    # 0-30: (0x10 + 2x10 + 1x10)/30; 30-45: 1, then nothing is known of it.
-    assert [z["max"] for z in till] == [2, 1, None, None]
+    till = [p["zones"].get("till") for p in summary["periods"]]
+    # 0-30: (0x10 + 2x10 + 1x10)/30; 30-45: 1; removed at 45 s, it has no rows after.
+    assert [z["max"] if z else "no row" for z in till] == [2, 1, "no row", "no row"]
     assert summary["zones"]["till"]["observed_s"] == 45.0
+
+
+def test_a_line_drawn_and_removed_without_a_crossing_is_no_line_of_the_report(
+    tmp_path: Path,
+) -> None:
+    """The operator drew "spare" at 10 s and removed it at 20 s, nobody crossed it: no
+    rows, no total, no legend entry; both edits are marked on the chart's time axis."""
+    events = list(camera_run())
+    added = SceneChanged(
+        t=10.0, lines={"door": [[0.5, 0.1], [0.5, 0.9]], "spare": [[0, 0], [1, 1]]},
+        zones={}, changes=[{"kind": "line", "name": "spare", "how": "added", "was": "",
+                            "said": "line spare added"}], revision=1,
+    )  # fmt: skip
+    removed = SceneChanged(
+        t=20.0, lines={"door": [[0.5, 0.1], [0.5, 0.9]]}, zones={},
+        changes=[{"kind": "line", "name": "spare", "how": "removed", "was": "",
+                  "said": "line spare removed"}], revision=2,
+    )  # fmt: skip
+    for edit in (added, removed):
+        events.insert(next(i for i, e in enumerate(events) if e.t > edit.t), edit)
+    path = write_jsonl(tmp_path / "events.jsonl", events)
+    summary = make_report(path, tmp_path / "r.html", period_s=30.0)
+    assert "spare" not in summary["lines"]
+    assert all("spare" not in p["lines"] for p in summary["periods"])
+    text = (tmp_path / "r.html").read_text()
+    assert "spare" not in text
+    timeline = build_timeline([e.to_dict() for e in events])
+    scene = build_scene(timeline, 30.0)
+    assert "spare" not in scene.lines and [what for _, what in scene.edits] == [
+        "line spare added",
+        "line spare removed",
+    ]

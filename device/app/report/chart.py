@@ -144,7 +144,7 @@ def chart_figure(
         ) from None
 
     panels = [] if scene is None else [kind for kind in ("lines", "zones") if getattr(scene, kind)]
-    height = 4.2 + 2.8 * len(panels)
+    height = 3.6 + 2.2 * len(panels)  # count and panels within one screen, at 100 dpi
     figure = Figure(figsize=(12 if with_figures else 10, height), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
     rows = 1 + len(panels)
@@ -186,14 +186,22 @@ def chart_figure(
         ax.axvline(t, color="#d62728", ls="--", lw=1, label="stream stopped" if i == 0 else None)
     for i, t in enumerate(timeline.boundaries):
         ax.axvline(t, color="#7f7f7f", ls=":", lw=1.5, label="new run" if i == 0 else None)
+    if scene is not None:
+        for i, (t, _what) in enumerate(scene.edits):
+            ax.axvline(
+                t, color="#ff7f0e", ls="-.", lw=1.2, label="scene edited" if i == 0 else None
+            )
     if timeline.texts:
+        # A thin tick per message along the top: a talkative model (a hundred messages)
+        # makes a band, never a row of markers over the count; the texts are listed below.
         ax.plot(
             [t for t, _ in timeline.texts],
-            [top + 0.4] * len(timeline.texts),
-            "v",
+            [top + 0.55] * len(timeline.texts),
+            "|",
             color="#9467bd",
-            ms=6,
-            label="model message",
+            ms=7,
+            alpha=0.5,
+            label=f"model message ({len(timeline.texts)})",
         )
     ax.set_ylim(-0.2, top + 0.9)
     first = min([0.0] + [t for _, steps, _ in series for t, _ in steps])

@@ -74,16 +74,18 @@ def scene_tables(named: Named) -> str:
     lines = [row for name, s in named if s.get("lines") for row in _line_rows(name, s)]
     if lines:
         parts.append(
-            f'<h2>Lines (per {period})</h2>\n<table id="lines"><tr><th>period</th>{camera}'
-            "<th>line</th><th>in</th><th>out</th></tr>\n" + "\n".join(lines) + "</table>"
+            f"<details><summary>Lines per {period} ({len(lines)} rows)</summary>\n"
+            f'<table id="lines"><tr><th>period</th>{camera}'
+            "<th>line</th><th>in</th><th>out</th></tr>\n" + "\n".join(lines) + "</table></details>"
         )
     zones = [row for name, s in named if s.get("zones") for row in _zone_rows(name, s)]
     if zones:
         parts.append(
-            f'<h2>Zones (per {period})</h2>\n<table id="zones"><tr><th>period</th>{camera}'
+            f"<details><summary>Zones per {period} ({len(zones)} rows)</summary>\n"
+            f'<table id="zones"><tr><th>period</th>{camera}'
             "<th>zone</th><th>mean people</th><th>max people</th><th>dwell events</th></tr>\n"
             + "\n".join(zones)
-            + "</table>"
+            + "</table></details>"
         )
     return "".join(f"{part}\n" for part in parts)
 
@@ -159,23 +161,39 @@ def page(
         for t, what, name, reason in streams
     )
     image = base64.b64encode(chart).decode()
+    # One screen: the chart with the figures beside it; every detail below, folded (each
+    # summary says how much it holds), so a long run's tables never push the chart away.
+    folded = (
+        f"<details><summary>Pictured events</summary>\n{pictures}</details>\n" if pictures else ""
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Lookout report: {esc(source.name)}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; max-width: 1100px; }}
-table {{ border-collapse: collapse; margin-bottom: 1.5rem; }}
-th, td {{ text-align: left; padding: 0.25rem 0.8rem; border-bottom: 1px solid #ddd; }}
-img {{ max-width: 100%; }}
+body {{ font-family: system-ui, sans-serif; margin: 1.2rem 2rem; color: #222; max-width: 1500px; }}
+h1 {{ margin: 0 0 0.3rem; font-size: 1.4rem; }}
+p.source {{ margin: 0 0 0.6rem; }}
+.top {{ display: grid; grid-template-columns: minmax(0, 3fr) minmax(15rem, 1fr); gap: 1rem;
+        align-items: start; }}
+.top img {{ max-width: 100%; max-height: 78vh; }}
+.figures h2 {{ font-size: 1rem; margin: 0 0 0.3rem; }}
+table {{ border-collapse: collapse; margin-bottom: 1rem; }}
+th, td {{ text-align: left; padding: 0.2rem 0.7rem; border-bottom: 1px solid #ddd; }}
+.figures th, .figures td {{ padding: 0.1rem 0.5rem; font-size: 0.9rem; }}
+.figures td {{ white-space: nowrap; }}
+details {{ margin: 0.4rem 0; }}
+summary {{ cursor: pointer; font-weight: 600; }}
 .missing {{ color: #888; font-style: italic; }}
+@media (max-width: 900px) {{ .top {{ grid-template-columns: 1fr; }} }}
 </style></head><body>
 <h1>Lookout report</h1>
-<p>From <code>{esc(str(source))}</code>: {summary["events"]} events{of}.{damaged}</p>
-<img alt="people count over time" src="data:image/png;base64,{image}">
-{figures_html(summary)}{scene_tables(named)}{pictures}<h2>Model messages</h2>
-<table id="messages"><tr><th>t (s)</th><th>text</th></tr>{texts}</table>
-<h2>Streams</h2>
+<p class="source">From <code>{esc(str(source))}</code>: {summary["events"]} events{of}.{damaged}</p>
+<div class="top"><img alt="people count over time" src="data:image/png;base64,{image}">
+<div class="figures">{figures_html(summary)}</div></div>
+{scene_tables(named)}{folded}<details><summary>Model messages ({len(timeline.texts)})</summary>
+<table id="messages"><tr><th>t (s)</th><th>text</th></tr>{texts}</table></details>
+<details><summary>Streams ({len(streams)} starts and stops)</summary>
 <table id="streams"><tr><th>t (s)</th><th></th><th>tool</th><th>reason</th></tr>
-{stream_rows}</table>
+{stream_rows}</table></details>
 </body></html>
 """
 

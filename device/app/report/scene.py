@@ -82,6 +82,14 @@ class SceneTimeline:
     crossings: list[tuple[float, str, str]] = field(default_factory=list)
     zone_steps: dict[str, list[tuple[float, int | None]]] = field(default_factory=dict)
     dwells: list[tuple[float, str]] = field(default_factory=list)
+    # When a line or zone was removed on the page (and not brought back): its rows end there.
+    ended: dict[tuple[str, str], float] = field(default_factory=dict)  # (kind, name) -> t
+    edits: list[tuple[float, str]] = field(default_factory=list)  # scene edits: (t, what)
+
+    def lives(self, kind: str, name: str, start: float) -> bool:
+        """Whether ``name`` (a "line" or "zone") was still there in the period from ``start``."""
+        end = self.ended.get((kind, name))
+        return end is None or start < end
 
     @property
     def empty(self) -> bool:
@@ -152,10 +160,12 @@ def _edited(
     crossings: list[tuple[float, str, str]],
     steps: dict[str, list[tuple[float, int | None]]],
     dwells: list[tuple[float, str]],
+    ended: dict[tuple[str, str], float],
 ) -> None:
     """Lines and zones edited while running (a ``scene`` event): a renamed one is one row
     under its new name (its totals carried over on the device too); a removed or moved
-    zone's count ends there (nobody is known to be in it until it is counted again)."""
+    zone's count ends there (nobody is known to be in it until it is counted again); a
+    removed one's rows end there (``ended``)."""
     changes = event.get("changes")
     for change in changes if isinstance(changes, list) else []:
         if not isinstance(change, dict):
@@ -175,6 +185,10 @@ def _edited(
             old = was or name
             if old in steps and steps[old] and steps[old][-1][1] is not None:
                 steps[old].append((t, None))
+        if how == "removed":
+            ended[(kind, was or name)] = t
+        if how in ("added", "renamed"):
+            ended.pop((kind, name), None)
         if how == "added" and name not in (lines if kind == "line" else zones):
             (lines if kind == "line" else zones).append(name)
 
@@ -186,6 +200,8 @@ def build_scene(timeline: Timeline, period_s: float | None = None) -> SceneTimel
     crossings: list[tuple[float, str, str]] = []
     steps: dict[str, list[tuple[float, int | None]]] = {}
     dwells: list[tuple[float, str]] = []
+    ended: dict[tuple[str, str], float] = {}
+    edits: list[tuple[float, str]] = []
     for run in runs:
         for event in run.events:
             kind = event["type"]
@@ -193,7 +209,10 @@ def build_scene(timeline: Timeline, period_s: float | None = None) -> SceneTimel
                 continue
             t = run.time(event) + run.offset
             if kind == "scene":
-                _edited(event, t, lines, zones, crossings, steps, dwells)
+                _edited(event, t, lines, zones, crossings, steps, dwells, ended)
+                changes = event.get("changes") or []
+                said = [str(c.get("said", "")) for c in changes if isinstance(c, dict)]
+                edits.append((t, "; ".join(x for x in said if x) or "scene edited"))
             elif kind == "crossing":
                 line = str(event.get("line", ""))
                 if line not in lines:
@@ -221,6 +240,15 @@ def build_scene(timeline: Timeline, period_s: float | None = None) -> SceneTimel
                 zone_steps.append((run_end, None))  # a zone's count never carries into the next run
     for zone_steps in steps.values():
         zone_steps.sort(key=lambda step: step[0])
+    # A line or zone drawn and removed again without counting anything is not the scene's.
+    crossed = {line for _, line, _ in crossings}
+    lines = [n for n in lines if ("line", n) not in ended or n in crossed]
+    dwelt = {zone for _, zone in dwells}
+    zones = [
+        n
+        for n in zones
+        if ("zone", n) not in ended or n in dwelt or any(people for _, people in steps.get(n, []))
+    ]
     span = max(timeline.end, 0.0)
     period = period_s if period_s is not None else period_for(span)
     first = _first_period(timeline, period)
@@ -233,7 +261,9 @@ def build_scene(timeline: Timeline, period_s: float | None = None) -> SceneTimel
         periods=count,
         crossings=crossings,
         zone_steps={zone: steps.get(zone, []) for zone in zones},
-        dwells=dwells,
+        dwells=[(t, zone) for t, zone in dwells if zone in zones],
+        ended=ended,
+        edits=edits,
     )
 
 
@@ -266,8 +296,16 @@ def summarize_scene(timeline: Timeline, scene: SceneTimeline) -> dict[str, Any]:
                 "start": round(start, 3),
                 "end": round(end, 3),
                 "label": period_label(timeline, start, end),
-                "lines": {name: dict(rows[i]) for name, rows in lines.items()},
-                "zones": {name: rows[i].to_dict() for name, rows in zones.items()},
+                "lines": {
+                    name: dict(rows[i])
+                    for name, rows in lines.items()
+                    if scene.lives("line", name, start)
+                },
+                "zones": {
+                    name: rows[i].to_dict()
+                    for name, rows in zones.items()
+                    if scene.lives("zone", name, start)
+                },
             }
         )
     return {
