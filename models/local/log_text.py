@@ -55,19 +55,23 @@ def _direction(payload: dict[str, Any], query: Query | None) -> str:
     return query.direction if query is not None and query.direction else ""
 
 
+def lines_said(lines: dict[str, Any], direction: str) -> str:
+    """Each line's entries ("in"), exits ("out") or both (""), as the question asked."""
+    counted = lines.items()
+    if direction == "in":
+        said = "; ".join(f"{c.get('in', 0)} came in at {line}" for line, c in counted)
+    elif direction == "out":
+        said = "; ".join(f"{c.get('out', 0)} went out at {line}" for line, c in counted)
+    else:
+        said = "; ".join(
+            f"{line}: {c.get('in', 0)} in, {c.get('out', 0)} out" for line, c in counted
+        )
+    return said or "no lines"
+
+
 def _said(name: str, payload: dict[str, Any], query: Query | None) -> str:
     if name == CROSSINGS:
-        direction = _direction(payload, query)
-        lines = (payload.get("lines") or {}).items()
-        if direction == "in":
-            said = "; ".join(f"{c.get('in', 0)} came in at {line}" for line, c in lines)
-        elif direction == "out":
-            said = "; ".join(f"{c.get('out', 0)} went out at {line}" for line, c in lines)
-        else:
-            said = "; ".join(
-                f"{line}: {c.get('in', 0)} in, {c.get('out', 0)} out" for line, c in lines
-            )
-        return said or "no lines"
+        return lines_said(payload.get("lines") or {}, _direction(payload, query))
     if name == ZONES:
         zones = "; ".join(
             f"{zone}: {z.get('visits', 0)} came in, {z.get('dwell_events', 0)} stayed past "
@@ -130,4 +134,4 @@ def said_period(period: str) -> str:
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
-__all__ = ["LOG_TOOLS", "log_answer", "people", "what_i_answer"]
+__all__ = ["LOG_TOOLS", "lines_said", "log_answer", "people", "what_i_answer"]

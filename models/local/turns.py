@@ -32,7 +32,15 @@ import anyio
 from live import wire
 from live.model import FunctionCallRequest
 from live.turns.model import TurnReply, TurnRequest
-from models.local.log_text import BUSIEST, CROSSINGS, LOG_TOOLS, ZONES, log_answer, what_i_answer
+from models.local.log_text import (
+    BUSIEST,
+    CROSSINGS,
+    LOG_TOOLS,
+    ZONES,
+    lines_said,
+    log_answer,
+    what_i_answer,
+)
 from models.local.question import Names, Query, Unread, What, read_question
 from models.local.time_spans import said_span
 
@@ -328,17 +336,7 @@ def visitors_text(payload: dict[str, Any], query: Query | None = None) -> str:
 
 
 def _lines_text(payload: dict[str, Any], query: Query | None = None) -> str:
-    lines = (payload.get("lines") or {}).items()
-    direction = query.direction if query is not None else ""
-    if direction == "in":
-        counted = "; ".join(f"{c.get('in', 0)} came in at {name}" for name, c in lines)
-    elif direction == "out":
-        counted = "; ".join(f"{c.get('out', 0)} went out at {name}" for name, c in lines)
-    else:
-        counted = "; ".join(
-            f"{name}: {c.get('in', 0)} in, {c.get('out', 0)} out" for name, c in lines
-        )
-    return counted or "no lines"
+    return lines_said(payload.get("lines") or {}, query.direction if query is not None else "")
 
 
 def _span(start: float, end: float) -> str:
