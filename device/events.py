@@ -60,7 +60,10 @@ class CountChanged(CameraEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class LineCrossed(CameraEvent):
-    """A tracked person crossed a named line (``direction``: in or out; totals after it)."""
+    """A tracked person crossed a named line (``direction``: in or out; totals after it).
+
+    ``t_media``: when the path met the line (between two frames); ``t_counted``: the frame
+    that made it sure (the far side reached by a confirmed track), a few frames later."""
 
     type: ClassVar[str] = "crossing"
     line: str
@@ -69,6 +72,7 @@ class LineCrossed(CameraEvent):
     t_media: float
     total_in: int
     total_out: int
+    t_counted: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,6 +15,11 @@ side, not at every wobble. Positions come from matched boxes only, never
 from the tracker's predictions while someone is hidden: a person who walks
 behind the post and comes out on the far side is counted when they are seen
 there.
+
+A crossing is counted when it is sure (the far side reached, the track confirmed: a few
+frames after the path met the line), and dated when it happened: the time the path from
+the last point on the near side to the first on the far side met the line, interpolated
+between the two (``Crossing.t_crossed``; ``t_media`` is when it was counted).
 """
 
 from __future__ import annotations
@@ -34,15 +39,19 @@ class Crossing:
     line: str
     direction: Direction
     track: int
-    t_media: float
+    t_media: float  # when it was counted (the frame that made it sure)
     totals: LineTotals
+    t_crossed: float  # when the path met the line
 
 
 @dataclass
 class _Side:
     side: int  # -1 or +1
     point: tuple[float, float]
-    pending: list[Direction] = field(default_factory=list)  # crossed while still tentative
+    t: float  # when the track was at ``point``
+    distance: float  # its signed distance from the line there
+    # Crossed while still tentative: each direction with when the path met the line.
+    pending: list[tuple[Direction, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -86,30 +95,40 @@ class LineCounter:
             if abs(distance) < margin:
                 pass  # on the line: no side yet, or the same as before
             elif state is None:
-                self._sides[track.key] = state = _Side(1 if distance > 0 else -1, (px, py))
+                side = 1 if distance > 0 else -1
+                self._sides[track.key] = state = _Side(side, (px, py), t, distance)
             else:
                 side = 1 if distance > 0 else -1
                 if side != state.side:
                     if _meets_segment(state.point, (px, py), (ax, ay), (bx, by)):
-                        state.pending.append("in" if side > 0 else "out")
+                        crossed = _when(state.t, state.distance, t, distance)
+                        state.pending.append(("in" if side > 0 else "out", crossed))
                     state.side = side
-                state.point = (px, py)
+                state.point, state.t, state.distance = (px, py), t, distance
             if state is not None and state.pending and track.confirmed:
-                for direction in state.pending:
-                    crossings.append(self._count(direction, track.id, t))
+                for direction, crossed in state.pending:
+                    crossings.append(self._count(direction, track.id, t, crossed))
                 state.pending.clear()
         for key in [k for k in self._sides if k not in alive]:
             del self._sides[key]  # removed tracks: a tentative one's crossing was no person
         return crossings
 
-    def _count(self, direction: Direction, track: int, t: float) -> Crossing:
+    def _count(self, direction: Direction, track: int, t: float, crossed: float) -> Crossing:
         totals = self.totals
         if direction == "in":
             totals = LineTotals(self.name, totals.entered + 1, totals.exited, "in")
         else:
             totals = LineTotals(self.name, totals.entered, totals.exited + 1, "out")
         self.totals = totals
-        return Crossing(self.name, direction, track, t, totals)
+        return Crossing(self.name, direction, track, t, totals, crossed)
+
+
+def _when(t0: float, d0: float, t1: float, d1: float) -> float:
+    """When a path at signed distance ``d0`` at ``t0`` and ``d1`` (the other side) at
+    ``t1`` met the line, moving evenly between the two."""
+    if d0 == d1:
+        return t1
+    return t0 + (t1 - t0) * d0 / (d0 - d1)
 
 
 def _meets_segment(

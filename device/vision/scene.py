@@ -181,9 +181,10 @@ class Scene:
                         line=c.line,
                         direction=c.direction,
                         track=c.track,
-                        t_media=round(t, 3),
+                        t_media=round(c.t_crossed, 3),
                         total_in=c.totals.entered,
                         total_out=c.totals.exited,
+                        t_counted=round(t, 3),
                     )
                 )
         for zone in self.zones.values():

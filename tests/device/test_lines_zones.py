@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -292,3 +293,18 @@ def test_the_model_may_watch_every_line_and_zone_and_a_few_counts_besides(
         system_config=Path(str(tmp_path)) / "none.toml",
     )
     assert session_config(config).max_streams == SPARE_STREAMS + 31
+
+
+def test_a_crossing_is_dated_where_the_path_met_the_line_not_when_it_was_counted() -> None:
+    """Feet at x = 30, 40, 48, 55 (0.2 s apart) across x = 50: the path from the last point
+    clearly on the near side (40 at 0.2 s: 48 is within the margin) to the first on the far
+    side (55 at 0.6 s) meets the line at 0.2 + 0.4 * 10/15 s; the track, still tentative
+    then, is confirmed two frames later, when it is counted."""
+    counter = vertical_up()
+    found = []
+    for i, x in enumerate([30, 40, 48, 55, 62, 70]):
+        state = "tentative" if i < 5 else "confirmed"
+        found += counter.update((track(x, 50.0, state=state),), SHAPE, i * 0.2)
+    (crossing,) = found
+    assert crossing.direction == "in" and crossing.t_media == pytest.approx(1.0)
+    assert crossing.t_crossed == pytest.approx(0.2 + 0.4 * 10 / 15)

@@ -102,7 +102,19 @@ events = "{tmp_path / "events.jsonl"}"
         for line in done.stdout.splitlines()
     ]
     assert sorted(said[:STARTING]) == sorted(BEFORE[:STARTING])
-    assert said[STARTING:] == BEFORE[STARTING:]
+    # Since issue 36 a crossing is dated where the path met the line, a few frames before
+    # the frame that counted it (65ac779 dated it there): the same lines, in the same
+    # order, each crossing's time that much earlier.
+    crossing = re.compile(r"^(line .*)  at ([0-9.]+)s of the source$")
+
+    def undated(line: str) -> str:
+        found = crossing.match(line)
+        return found.group(1) if found else line
+
+    assert [undated(x) for x in said[STARTING:]] == [undated(x) for x in BEFORE[STARTING:]]
+    for now, then in zip(said[STARTING:], BEFORE[STARTING:], strict=True):
+        if (new := crossing.match(now)) and (old := crossing.match(then)):
+            assert float(old.group(2)) - 2.5 <= float(new.group(2)) <= float(old.group(2))
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     cameras = {e["camera"] for e in events if "camera" in e}
     assert cameras == {"main"}

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import logging
 import os
 import queue
@@ -66,6 +67,9 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 def safe_part(text: str, limit: int = 40) -> str:
     """``text`` in characters every file system takes, bounded (a name is never a path)."""
     return _UNSAFE.sub("_", text).strip(".")[:limit]
+
+
+RECENT_FRAMES = 8  # ~1.6 s at 5 detections a second: more than a crossing takes to count
 
 
 def file_name(run_id: str, t_media: float, of: str, name: str, track: int | None) -> str:
@@ -116,6 +120,9 @@ class Snapshots:
         self.close_wait_s = close_wait_s  # a run ends within 2 s (SIGTERM); a test may wait
         self._now = now
         self._pending: deque[_Pending] = deque(maxlen=PENDING_MAX)
+        # The last frames looked at: a crossing is dated where the path met the line, a
+        # few frames before it is counted, and pictured at the frame nearest that moment.
+        self._recent: deque[Percept] = deque(maxlen=RECENT_FRAMES)
         self._last_change: float | None = None  # t_media of the count's last change
         self._jobs: queue.Queue[_Job | None] = queue.Queue(QUEUE_SIZE)
         self._seq = 0
@@ -188,20 +195,44 @@ class Snapshots:
     def on_percept(self, percept: Perceived) -> None:
         """Bus percept subscriber: the pending events of this frame get its picture."""
         self._drain()
-        if not self._pending or not isinstance(percept, Percept) or percept.error is not None:
+        if not isinstance(percept, Percept) or percept.error is not None:
+            return
+        if not self._pending:
+            self._recent.append(percept)
             return
         t = percept.t_media
-        frame: DisplayFrame | None = None
+        shown: dict[int, DisplayFrame] = {}
         while self._pending and self._pending[0].event.t_media <= t + 1e-6:
-            pending = self._pending.popleft()
-            if pending.event.t_media < t - 1e-6:
-                continue  # its frame's percept never came (unusable): no picture of another
+            event = self._pending.popleft().event
+            source = percept
+            if event.t_media < t - 1e-6:
+                # Dated before this frame (a crossing, where the path met the line): the
+                # recent frame nearest that moment; one counted long after (a person hidden
+                # meanwhile) is pictured where it was counted. Other events are of their
+                # own frame: one whose percept never came (unusable) gets no picture.
+                nearest = self._nearest(event.t_media)
+                if nearest is None and event.of != "crossing":
+                    continue
+                source = nearest or percept
+            frame = shown.get(id(source))
             if frame is None:
-                frame = self._display(percept)
-            event = pending.event
+                frame = shown[id(source)] = self._display(source)
             if event.frame is None:
-                event = _with_frame(event, percept.frame.index)
+                event = _with_frame(event, source.frame.index)
             self._enqueue(event, frame)
+        self._recent.append(percept)
+
+    def _nearest(self, t: float) -> Percept | None:
+        """The recent frame nearest ``t`` (within a frame's spacing of it), if any."""
+        if not self._recent:
+            return None
+        best = min(self._recent, key=lambda p: abs(p.t_media - t))
+        spacing = (
+            1.0
+            if len(self._recent) < 2
+            else max(b.t_media - a.t_media for a, b in itertools.pairwise(self._recent))
+        )
+        return best if abs(best.t_media - t) <= spacing + 1e-6 else None
 
     def _display(self, percept: Percept) -> DisplayFrame:
         self._seq += 1
