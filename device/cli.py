@@ -390,6 +390,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from device.entry import main as entry  # as installed: a signal while starting, said
-
-    sys.exit(entry())
+    sys.exit(main())

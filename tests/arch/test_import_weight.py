@@ -106,7 +106,7 @@ def test_the_probe_sees_a_heavy_import() -> None:
 LOCAL_COMMANDS = {
     "run": (
         "device.cli", "device.app.wiring", "device.app.cost", "device.log_limit",
-        "device.outputs.camera_state", "models.gemini.vertex",
+        "device.outputs.camera_state", "models.gemini.vertex", "device.files.made",
     ),
     "ask": ("device.app.ask.command", "models.gemini.keys", "models.local.turns"),
     "doctor": (
