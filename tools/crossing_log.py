@@ -1,4 +1,5 @@
-"""The crossings a ``lookout run`` with lines counted into a SQLite event log (``--db``).
+"""The crossings a ``lookout run`` with lines counted into its event log (``--db``, SQLite, or
+``--events``, JSON lines: both read the same).
 
 ``read_line_runs`` reads, for ``visitors`` (``tools/visitors.py``), each run that had
 lines: its run event, its lines and their ``crossing`` events, and where a recording
@@ -31,6 +32,40 @@ _MEDIA_ENDS = (
     "SELECT session, MAX(json_extract(data, '$.t_media')) FROM events "
     "WHERE type IN ('count', 'zone', 'crossing', 'dwell') GROUP BY session"
 )
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return file.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return True  # said by SQLite's own error, as before
+
+
+def _jsonl_rows(path: Path) -> tuple[list[tuple[str, str, str]], dict[str, Any]]:
+    """What the two queries give of a SQLite log, from JSON lines: the run, crossing and
+    clock-step events by run, and each run's newest media time."""
+    from device.app.report.data import ReportError, load_events
+
+    try:
+        events = load_events(path)
+    except ReportError as exc:
+        raise CrossingLogError(str(exc)) from None
+    rows: list[tuple[str, str, str]] = []
+    ends: dict[str, Any] = {}
+    session: str | None = None
+    for event in events:
+        kind = event.get("type")
+        if kind == "run":
+            session = str(event.get("run_id", ""))
+        if session is None:
+            continue
+        if kind in ("run", "crossing", "clock_step"):
+            rows.append((session, str(kind), json.dumps(event)))
+        media = event.get("t_media")
+        if kind in ("count", "zone", "crossing", "dwell") and isinstance(media, int | float):
+            ends[session] = max(float(media), ends.get(session, float(media)))
+    return rows, ends
 
 
 @dataclass
@@ -66,8 +101,11 @@ def read_line_runs(path: Path) -> list[LineRun]:
         return rows, dict(conn.execute(_MEDIA_ENDS).fetchall())
 
     try:
-        store = SQLiteStore.lookup(path)
-        rows, ends = store.read(query) if store is not None else read_only(path, query)
+        if _is_sqlite(path):
+            store = SQLiteStore.lookup(path)
+            rows, ends = store.read(query) if store is not None else read_only(path, query)
+        else:
+            rows, ends = _jsonl_rows(path)
     except sqlite3.Error as exc:
         raise CrossingLogError(f"{path}: not a Lookout event database ({exc})") from None
     infos: dict[str, dict[str, Any]] = {}

@@ -86,7 +86,7 @@ class VisitorCounter:
         if self.db is None:
             raise VisitorsUnavailable(
                 "no event log to count visitors in: ask with --db PATH, the database "
-                "that lookout run --line NAME=X1,Y1,X2,Y2 --db PATH writes"
+                "that lookout run --line NAME=X1,Y1,X2,Y2 --db PATH writes (or --events PATH)"
             )
         db = self.db
         try:

@@ -47,6 +47,7 @@ def table_log(tmp_path_factory: pytest.TempPathFactory, detections_folder: Path)
         ran = lookout(
             "run", "--source", str(data_file("vtest.avi")), "--model", "local",
             "--pace", "fast", "--no-http", *RUN_FLAGS, "--db", str(db),
+            "--events", str(where / "day.jsonl"),
             "--config", str(where / "empty.toml"), timeout=180,
         )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -59,8 +60,9 @@ def truth(table_log: Path) -> Truth:
 
 
 def config_for(row: Row, db: Path, **extra: Any) -> Any:
+    log = {"events": db} if db.suffix == ".jsonl" else {"db": db}
     flags: dict[str, Any] = (
-        {"db": db}
+        log
         if row.asked == LOG
         else {"source": str(data_file("vtest.avi")), "pace": "fast", "zones": [ZONE]}
     )
@@ -153,3 +155,16 @@ def test_gemini_through_the_sdk_gets_the_same_answers_from_the_same_tools(
     verdict, why = judge(row, truth, code, [r.response for r in results], "")
     assert verdict == RIGHT, why
     assert json.loads(text) == results[-1].response
+
+
+@pytest.mark.parametrize(
+    "row",
+    [r for r in TABLE if r.asked == LOG],
+    ids=[r.question for r in TABLE if r.asked == LOG],
+)
+def test_the_json_lines_log_answers_as_the_database_does(
+    row: Row, table_log: Path, truth: Truth
+) -> None:
+    code, text, _, results = asked(row, table_log.with_name("day.jsonl"))
+    verdict, why = judge(row, truth, code, [r.response for r in results], text)
+    assert verdict == RIGHT, why

@@ -278,7 +278,7 @@ class AskApp:
             page_size=self.options.page_size,
             zones=tuple(self.config.scene.zones),
         )
-        self.visitors = VisitorCounter(db, tuple(self.config.scene.lines))
+        self.visitors = VisitorCounter(self.log_path, tuple(self.config.scene.lines))
         self.log_tools = LogTools(self.log_path)
         self.log_names = LogNames()
         self.has_reports = False  # --db keeps reports made earlier (their counts are offered)
