@@ -182,7 +182,7 @@ async def test_no_log_no_line_and_not_a_log_are_clear_answers(tmp_path: Path) ->
     assert configured["lines"] == {"door": {"in": 0, "out": 0}} and "note" in configured
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
-    with pytest.raises(Unavailable, match="not a Lookout event database"):
+    with pytest.raises(Unavailable, match="not a Lookout event"):
         await ask_visitors(VisitorCounter(text), 10)
 
 
