@@ -139,8 +139,12 @@ def _check_detector(path: Path | None, precision: str = "fp32") -> str:
 def _check_runtime() -> str:
     import onnxruntime
 
+    from models.cpu import read_cpu
+
     providers = onnxruntime.get_available_providers()
     _line(OK, "onnxruntime", f"{onnxruntime.__version__}, providers: {', '.join(providers)}")
+    cpu = read_cpu()
+    _line(OK, "cpu", f"{cpu.describe().removeprefix('CPU: ')}; {cpu.for_the_detector()}")
     return OK
 
 
