@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from models.local.question import Query, What
+from models.local.times import WEEKDAYS
 
 CROSSINGS = "crossings"
 ZONES = "zone_visits"
@@ -130,8 +131,6 @@ def said_period(period: str) -> str:
         return f"On {words[0].capitalize()}"
     return period[:1].upper() + period[1:]
 
-
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
 __all__ = ["LOG_TOOLS", "lines_said", "log_answer", "people", "what_i_answer"]
