@@ -29,7 +29,7 @@ class UnknownPlace(ToolUnavailable):
 
 
 class LoggedRun(Protocol):
-    """A run of the log (``tools/log_questions.py:LoggedRun``, a dataclass)."""
+    """A run of the log (``tools/log_periods.py:LoggedRun``, a dataclass)."""
 
     info: dict[str, Any]
     events: list[dict[str, Any]]
