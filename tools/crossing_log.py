@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from live.store.database import SQLiteStore, read_only
+from live.store.file import SQLITE_MAGIC
 from live.util.walltime import wall_time
 
 
@@ -37,7 +38,7 @@ _MEDIA_ENDS = (
 def _is_sqlite(path: Path) -> bool:
     try:
         with path.open("rb") as file:
-            return file.read(16) == b"SQLite format 3\x00"
+            return file.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return True  # said by SQLite's own error, as before
 

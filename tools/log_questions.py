@@ -222,7 +222,8 @@ def log_names(runs: list[LoggedRun]) -> LogNames:
                 found_zones.extend(str(n) for n in e.get("zones") or {})
         lines.extend(n for n in found_lines if n not in lines)
         zones.extend(n for n in found_zones if n not in zones)
-    cameras = [c for c in log_cameras(runs) if c != "main" or len(log_cameras(runs)) > 1]
+    found = log_cameras(runs)
+    cameras = [c for c in found if c != "main" or len(found) > 1]
     return LogNames(tuple(cameras), tuple(lines), tuple(zones))
 
 

@@ -132,5 +132,4 @@ def said_period(period: str) -> str:
     return period[:1].upper() + period[1:]
 
 
-
 __all__ = ["LOG_TOOLS", "lines_said", "log_answer", "people", "what_i_answer"]

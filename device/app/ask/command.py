@@ -193,7 +193,7 @@ class AskApp:
         self.unanswered = False  # the model said it cannot answer (cannot_answer)
         self.log_said_cannot: set[str] = set()  # calls a log tool answered "cannot" (ids)
         self.called: dict[str, str] = {}  # call id -> tool name
-        self.log_tool_names = {"visitors", "crossings", "zone_visits", "busiest"}
+        self.log_tool_names: set[str] = set()  # the log's tools offered (``offered``)
         self.last_log_answer_cannot = False  # ... and no tool answered after it
         self.outcomes: list[TurnOutcome] = []
         self.conversation: Conversation | None = None
@@ -288,6 +288,7 @@ class AskApp:
         if not self.looks_now:
             scene = [t for t in scene if t.name == "fetch_counts" and self.has_reports]
         log_tools = [self.visitors.tool(), *self.log_tools.tools(self.log_names)]
+        self.log_tool_names = {t.name for t in log_tools} - {"cannot_answer"}
         return [*scene, *(SaysCannot(tool, self.log_said_cannot) for tool in log_tools)]
 
     async def run(self) -> int:
