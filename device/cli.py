@@ -121,12 +121,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
+    from device.config.detector_choice import config_choice
+
+    # How the detector runs here, and why: the run's first line (measured once a machine;
+    # a model that cannot run at all is the preflight's to say, below).
+    detector = config_choice(config)
+    if detector.runs:
+        print(detector.line())
     if config.perception.profile != "none":
         from device.config.profiles import profile_choice
 
         # What the profile chose (and, for auto, what it measured): said once at start,
         # with what the file or the flags set over it.
-        chosen, why = profile_choice(config.perception.profile, scene=config.has_scene)
+        chosen, why = profile_choice(
+            config.perception.profile, scene=config.has_scene, backend=config.perception.backend
+        )
         effective = {"precision": config.perception.precision, "detect_fps": config.detection_fps()}
         kept = [
             f"{name.replace('_', '-')} {effective[name]:g}"

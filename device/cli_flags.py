@@ -91,7 +91,8 @@ RUN_SETTINGS: tuple[str, ...] = SETTINGS
 # What perception is made of: ask and count take these as run does, so that the three
 # commands count a recording's frames the same way.
 PERCEPTION_SETTINGS = (
-    "threshold", "detector", "precision", "profile", "detector_threads", "detect_fps", "motion",
+    "threshold", "detector", "precision", "backend", "profile", "detector_threads", "detect_fps",
+    "motion",
     "motion_threshold", "motion_heartbeat", "motion_hangover", "motion_pixel_delta",
     "max_side", "folder_fps", "max_image_pixels", "timelapse", "lines", "zones", "dwell",
     "anchor",
@@ -99,7 +100,8 @@ PERCEPTION_SETTINGS = (
 ASK_SETTINGS = ("source", "model", "pace", "loop", "events", "db", *PERCEPTION_SETTINGS)
 COUNT_SETTINGS = PERCEPTION_SETTINGS
 DOCTOR_SETTINGS = (
-    "source", "model", "detector", "precision", "mic", "speaker", "token_file", "token_url",
+    "source", "model", "detector", "precision", "backend", "detector_threads", "mic", "speaker",
+    "token_file", "token_url",
 )  # fmt: skip
 
 

@@ -45,7 +45,7 @@ class InferenceBackend(Protocol):
         ...
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
@@ -68,7 +68,7 @@ class OnnxRuntimeBackend:
                 str(path), opts, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:
-            raise BackendError(f"cannot load ONNX model {path}: {_one_line(exc)}") from None
+            raise BackendError(f"cannot load ONNX model {path}: {one_line(exc)}") from None
         inputs = self._session.get_inputs()
         if len(inputs) != 1:
             got = [(i.name, i.shape, i.type) for i in inputs]
@@ -94,4 +94,4 @@ class OnnxRuntimeBackend:
         return list(self._session.run(self._out_names, {self._input_name: blob}))
 
 
-__all__ = ["BackendError", "InferenceBackend", "OnnxRuntimeBackend"]
+__all__ = ["BackendError", "InferenceBackend", "OnnxRuntimeBackend", "one_line"]

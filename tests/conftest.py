@@ -4,6 +4,9 @@ the session's remembered detections (tests/detection_cache.py)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -11,6 +14,17 @@ import pytest
 
 from tests.detection_cache import DetectionCache, remembered
 from tests.fakelive import FakeLiveServer, TestCerts, make_test_certs
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # How the detector runs on this machine (--backend/--precision auto) is measured once
+    # and remembered under XDG_CACHE_HOME: once per session here (it is inherited by every
+    # ``lookout`` the tests start), never from, or into, the user's own cache.
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="lookout-test-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ.get("XDG_CACHE_HOME", ""), ignore_errors=True)
 
 
 @pytest.fixture

@@ -61,9 +61,12 @@ class DetectionCache:
             model = digest.hexdigest()
             with self.lock:
                 self.models[(str(path), st.st_size, st.st_mtime_ns)] = model
-        threads = detector.backend.intra_op_threads
+        backend = detector.backend
+        threads = backend.intra_op_threads
+        # What runs the network counts too: OpenVINO in bf16 answers a little differently.
+        runs = (type(backend).__name__, getattr(backend, "arithmetic", ""))
         ident = (model, detector.kind, tuple(detector.input_size), detector.threshold,
-                 detector.iou, threads)  # fmt: skip
+                 detector.iou, threads, runs)  # fmt: skip
         return hashlib.sha256(repr(ident).encode()).hexdigest()[:32]
 
     @staticmethod

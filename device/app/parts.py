@@ -9,7 +9,6 @@ for a run.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from device.app.instruction import (
     system_instruction,
 )
 from device.config import Config, ConfigError
+from device.config.detector_choice import config_choice
 from device.feeds.runner import SourceRunner, StateChange
 from device.sources import (
     FrameSource,
@@ -41,7 +41,7 @@ from live.config import BudgetLimits, EmitMode, ReconnectPolicy, SessionConfig
 from live.events import Event
 from live.model import LiveModel
 from live.util.clock import Clock
-from models.detector import DetectorError, PersonDetector, shipped_model
+from models.detector import DetectorError, PersonDetector
 from models.local.model import LocalModel
 from tools.look import Look
 
@@ -108,11 +108,15 @@ def detector_factory(
     ``threshold``: the lowest of the cameras it serves (default: the device's).
     """
     low = tracker_config(config.perception.threshold if threshold is None else threshold).low
-    path = config.perception.detector or shipped_model(
-        config.perception.precision
-    )  # an explicit file wins
-    threads = config.perception.detector_threads or None  # 0: onnxruntime's own choice
-    return functools.partial(PersonDetector, path, threshold=low, threads=threads)
+    threads = config.perception.detector_threads or None  # 0: the runtime's own choice
+
+    def build() -> PersonDetector:
+        # The backend and precision the settings mean here (measured once, remembered):
+        # chosen where the detector loads, a worker thread, not the event loop.
+        variant = config_choice(config).variant
+        return variant.detector(config.perception.detector, threshold=low, threads=threads)
+
+    return build
 
 
 def scene_spec(config: Config) -> SceneSpec:

@@ -27,6 +27,12 @@ def validate(config: Config) -> Config:
     perception, outputs = config.perception, config.outputs
     if perception.detector is not None:
         check_model_file(perception.detector)
+    if perception.backend == "openvino":
+        from models.openvino_backend import openvino_available
+
+        why_not = openvino_available()
+        if why_not:
+            raise ConfigError(f"--backend openvino: {why_not}")
     for name, path, what in (
         ("events", outputs.events, "file"),
         ("db", outputs.db, "database file"),

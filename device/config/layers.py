@@ -313,7 +313,11 @@ def stacked(
     config = _stack(Config(), layers)
     if config.perception.profile != "none":
         # The profile replaces defaults only: the file, variables and flags go over it.
-        preset = profile_defaults(config.perception.profile, scene=config.has_scene)
+        preset = profile_defaults(
+            config.perception.profile,
+            scene=config.has_scene,
+            backend=config.perception.backend,
+        )
         config = _stack(apply(Config(), preset, COMMAND_LINE), layers)
     # Flags over variables over the file: the last layer that set a value names it.
     config.with_given({name: given.where(name) for given in layers for name in given.values})

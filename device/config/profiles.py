@@ -8,20 +8,19 @@ Pi 5, 310-610 ms on a Pi 4; int8 about a fifth less on x86), not measurements on
 Pi (docs/raspberry-pi.md).
 
 ``auto`` reads the board's name from the device tree (or /proc/cpuinfo): a
-Raspberry Pi 4 or 5 gets its profile. Any other board is measured: the shipped
-fp32 detector is timed on a blank frame at start-up (one thread, as it runs),
-and when the default detection rate would cost more than the budget, int8 is
-timed too and chosen, with the rate lowered until it fits (never below one
-detection every two seconds). So an old laptop or a board nobody named gets
-settings that fit it, and a fast one keeps the defaults.
+Raspberry Pi 4 or 5 gets its profile. Any other board is measured: the detector the
+run would choose (``--backend``/``--precision auto``: ``models/choice.py``, one
+thread, as it runs) is timed at start-up, and when the default detection rate
+would cost more than the budget, int8 is timed too and chosen, with the rate
+lowered until it fits (never below one detection every two seconds). So an old
+laptop or a board nobody named gets settings that fit it, and a fast one keeps the
+defaults.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import statistics
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -60,22 +59,24 @@ def detect_board(files: tuple[Path, ...] | None = None) -> Board:
     return "laptop"
 
 
-@functools.cache
-def time_detection(precision: str) -> float:
-    """Median milliseconds of one detection of the shipped model, one thread, blank frame."""
-    import numpy as np
+def time_detection(precision: str, backend: str = "auto") -> float:
+    """Milliseconds of CPU one detection of the shipped model takes here, one thread, as
+    the run would make it (``--backend``: the variant chosen for these settings)."""
+    from device.config.detector_choice import detector_choice
+    from models.detector import DetectorError
 
-    from models.detector import PersonDetector, shipped_model
+    try:
+        choice = detector_choice(backend, precision, None, 1)
+    except ValueError as exc:  # openvino asked for and missing: the run's checks say it
+        raise DetectorError(str(exc)) from None
+    if choice.ms is None:  # one candidate only: nothing was timed yet
+        from models.choice import measure
 
-    detector = PersonDetector(shipped_model(precision), threads=1)
-    frame = np.zeros((576, 768, 3), np.uint8)
-    detector.detect(frame)  # the first run allocates; it is not what a detection costs
-    runs = []
-    for _ in range(TIMED_RUNS):
-        t0 = time.perf_counter()
-        detector.detect(frame)
-        runs.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(runs)
+        row = measure([choice.variant])[0]
+        if row.ms is None:
+            raise DetectorError(row.error)
+        return row.ms
+    return choice.ms
 
 
 def fit_rate(
@@ -96,13 +97,13 @@ def measured_defaults(
 
     rate = SCENE_DETECT_FPS if scene else DETECT_FPS
     try:
-        fp32 = timer("fp32")
+        best = timer("auto")  # the precision auto keeps: fp32 unless another holds the rule
     except DetectorError as exc:  # the run's own preflight then says it as a usage error
         return {}, f"profile auto: the detector could not be timed ({exc}): the defaults"
-    if fp32 * rate / 1000 <= CPU_BUDGET:
+    if best * rate / 1000 <= CPU_BUDGET:
         return {}, (
-            f"profile auto: a detection takes {fp32:.0f} ms here; the defaults ({rate:g} a "
-            f"second, fp32) fit within {CPU_BUDGET:.0%} of a core"
+            f"profile auto: a detection takes {best:.0f} ms here; the defaults ({rate:g} a "
+            f"second) fit within {CPU_BUDGET:.0%} of a core"
         )
     try:
         int8 = timer("int8")
@@ -115,25 +116,28 @@ def measured_defaults(
     cost = int8 * fitted / 1000
     over = "" if cost <= CPU_BUDGET + 1e-9 else f" (over budget: lines need {fitted:g})"
     return chosen, (
-        f"profile auto: a detection takes {fp32:.0f} ms here in fp32, {int8:.0f} ms in int8; "
+        f"profile auto: a detection takes {best:.0f} ms here, {int8:.0f} ms in int8; "
         f"int8 at {fitted:g} a second, about {cost:.0%} of a core{over}"
     )
 
 
 def profile_defaults(
-    profile: str, *, scene: bool, timer: DetectionTimer = time_detection
+    profile: str, *, scene: bool, timer: DetectionTimer | None = None, backend: str = "auto"
 ) -> Mapping[str, Any]:
     """The settings ``profile`` (pi4, pi5, laptop, or auto) puts in place of the defaults.
 
     ``scene``: lines or zones are configured (they need more detections a second).
     """
-    return profile_choice(profile, scene=scene, timer=timer)[0]
+    return profile_choice(profile, scene=scene, timer=timer, backend=backend)[0]
 
 
 def profile_choice(
-    profile: str, *, scene: bool, timer: DetectionTimer = time_detection
+    profile: str, *, scene: bool, timer: DetectionTimer | None = None, backend: str = "auto"
 ) -> tuple[Mapping[str, Any], str]:
-    """``profile_defaults`` and the one line that says what was chosen and why."""
+    """``profile_defaults`` and the one line that says what was chosen and why
+    (``backend``: the one set, which the timing uses)."""
+    if timer is None:
+        timer = functools.partial(time_detection, backend=backend)
     if profile == "auto":
         board = detect_board()
         if board == "laptop":

@@ -28,7 +28,8 @@ Scheduling = Literal["silent", "when_idle", "interrupt"]
 # models/gemini/families.py's FAMILIES, and auto (by model name); a test keeps them equal.
 ModelFamily = Literal["auto", "3.8", "3.1", "2.5", "safe"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
-Precision = Literal["fp32", "int8"]
+Precision = Literal["auto", "fp32", "int8"]
+Backend = Literal["auto", "onnxruntime", "openvino"]
 Profile = Literal["none", "auto", "pi4", "pi5", "laptop"]
 SnapshotPrivacy = Literal["none", "faces", "boxes"]
 PACES: tuple[str, ...] = get_args(Pace)
@@ -186,6 +187,7 @@ __all__ = [
     "SCENE_DETECT_FPS",
     "SCHEDULINGS",
     "Anchor",
+    "Backend",
     "DeviceId",
     "EmitMode",
     "FilePath",

@@ -13,6 +13,7 @@ from device.config.values import (
     MAX_FPS,
     SCENE_DETECT_FPS,
     Anchor,
+    Backend,
     FilePath,
     OnOff,
     Pace,
@@ -117,10 +118,19 @@ class PerceptionSettings(Section):
         "defaults would cost over a quarter of a core); settings given explicitly win",
     )
     precision: Precision = Field(
-        default="fp32",
-        description="which shipped NanoDet-g 416 to run: fp32, or int8 (static int8: about "
-        "a fifth less CPU per detection, but it misses some people fp32 finds at scores "
-        "near the threshold, so fp32 stays the default; docs/benchmarks.md); --detector wins",
+        default="auto",
+        description="which shipped NanoDet-g 416 to run: auto (the fastest here that holds "
+        "the accuracy rule: models/accuracy.py), fp32, or int8 (static int8: about a fifth "
+        "less CPU per detection with onnxruntime, but it misses some people fp32 finds at "
+        "scores near the threshold, so auto never picks it; docs/benchmarks.md); --detector "
+        "wins",
+    )
+    backend: Backend = Field(
+        default="auto",
+        description="what runs the detector: auto (each installed runtime measured on this "
+        "machine once, the fastest that holds the accuracy rule kept; lookout doctor shows "
+        "the table), onnxruntime, or openvino (pip install 'lookout[openvino]': bf16 "
+        "arithmetic on CPUs with AVX-512 BF16 or AMX)",
     )
     detector_threads: int = Field(
         default=1,

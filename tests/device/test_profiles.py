@@ -49,7 +49,7 @@ def test_a_pi4_profile_sets_int8_and_a_lower_rate_but_what_is_given_wins(
 def test_pi5_and_laptop_keep_the_default_rates(tmp_path: Path) -> None:
     assert (config(tmp_path, profile="pi5").perception.precision) == "int8"
     laptop = config(tmp_path, profile="laptop")
-    assert (laptop.perception.precision, laptop.detection_fps()) == ("fp32", 2.0)
+    assert (laptop.perception.precision, laptop.detection_fps()) == ("auto", 2.0)
     assert config(tmp_path).perception.profile == "none"
 
 
@@ -67,9 +67,10 @@ def test_one_detector_thread_by_default_and_the_setting_reaches_onnxruntime(
         detector = detector_factory(cfg)()
         return int(detector.backend.intra_op_threads)
 
-    assert intra_op_threads(config(tmp_path)) == 1  # the least CPU per detection
-    assert intra_op_threads(config(tmp_path, detector_threads="2")) == 2
-    assert intra_op_threads(config(tmp_path, detector_threads="0")) == 0  # onnxruntime's own
+    assert intra_op_threads(config(tmp_path)) == 1  # the least CPU per detection, any backend
+    ort = {"backend": "onnxruntime"}
+    assert intra_op_threads(config(tmp_path, detector_threads="2", **ort)) == 2
+    assert intra_op_threads(config(tmp_path, detector_threads="0", **ort)) == 0  # its own
     with pytest.raises(ConfigError, match=r"^--detector-threads"):
         config(tmp_path, detector_threads="-1")
 
@@ -84,14 +85,14 @@ def test_auto_on_an_unknown_board_keeps_the_defaults_where_a_detection_is_cheap(
         return 50.0  # 2 a second: 10 % of a core
 
     chosen, line = measured_defaults(scene=False, timer=fast)
-    assert chosen == {} and timed == ["fp32"]  # int8 is not even loaded
+    assert chosen == {} and timed == ["auto"]  # int8 is not even loaded
     assert "50 ms" in line and "the defaults" in line
 
 
 def test_auto_on_a_slow_unknown_board_picks_int8_and_a_rate_that_fits_a_quarter_core() -> None:
     from device.config.profiles import measured_defaults
 
-    slow = {"fp32": 600.0, "int8": 400.0}.__getitem__  # a Pi 4 class CPU
+    slow = {"auto": 600.0, "int8": 400.0}.__getitem__  # a Pi 4 class CPU
     chosen, line = measured_defaults(scene=False, timer=slow)
     assert chosen == {"precision": "int8", "detect_fps": 0.5}  # 0.625 fits: half steps down
     assert "400 ms in int8" in line and "20% of a core" in line
@@ -99,7 +100,7 @@ def test_auto_on_a_slow_unknown_board_picks_int8_and_a_rate_that_fits_a_quarter_
     chosen, line = measured_defaults(scene=True, timer=slow)
     assert chosen == {"precision": "int8", "detect_fps": 2.5}
     assert "over budget" in line
-    mid = {"fp32": 150.0, "int8": 100.0}.__getitem__  # fp32 at 2/s would be 30 %
+    mid = {"auto": 150.0, "int8": 100.0}.__getitem__  # fp32 at 2/s would be 30 %
     assert measured_defaults(scene=False, timer=mid)[0] == {"precision": "int8"}
 
 
@@ -109,12 +110,12 @@ def test_auto_times_the_real_detector_here_and_the_run_says_what_it_chose(
     from device.config import profiles
 
     monkeypatch.setattr(profiles, "MODEL_FILES", (tmp_path / "no-such-model",))
-    ms = profiles.time_detection("fp32")
+    ms = profiles.time_detection("auto")  # as the run chooses the detector (backend, precision)
     assert 1 < ms < 10_000  # a real inference, not a constant
     chosen, line = profiles.profile_choice("auto", scene=False)
     assert line.startswith(f"profile auto: a detection takes {ms:.0f} ms here")
     cfg = config(tmp_path, profile="auto")
-    assert cfg.perception.precision == chosen.get("precision", "fp32")
+    assert cfg.perception.precision == chosen.get("precision", "auto")
 
 
 def test_a_detector_that_cannot_be_timed_leaves_the_defaults_and_says_why() -> None:
@@ -134,8 +135,9 @@ def test_the_run_says_what_the_profile_chose_and_what_was_set_over_it() -> None:
     common = ("--duration", "1", "--pace", "fast", "--no-http", "--model", "local")
     result = lookout("run", "--profile", "pi4", "--precision", "fp32", *common)
     assert result.returncode == 0, result.stderr
-    first = result.stdout.splitlines()[0]
-    assert first == (
+    said = result.stdout.splitlines()
+    assert said[0].startswith("detector: ")  # how the detector runs here comes first
+    assert said[1] == (
         "profile pi4: precision int8, detect-fps 1.0 (set explicitly instead: precision fp32)"
     )
 
@@ -171,7 +173,7 @@ def test_at_a_third_of_a_detection_a_second_the_run_still_counts_the_people_in_v
         "--model", "local", "--events", str(events),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0].startswith(
+    assert result.stdout.splitlines()[1].startswith(
         "at 0.3 detections a second people cannot be followed"
     )
     counts = [json.loads(line) for line in events.read_text().splitlines()]

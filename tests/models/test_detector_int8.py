@@ -120,12 +120,14 @@ def test_precision_picks_the_shipped_file_and_an_explicit_detector_wins(tmp_path
     assert shipped_model("int8") == INT8_MODEL_PATH
     with pytest.raises(DetectorError, match="int4"):
         shipped_model("int4")
-    assert Config().perception.precision == "fp32"
-    assert detector_factory(Config()).args == (DEFAULT_MODEL_PATH,)
-    assert detector_factory(Config.of(precision="int8")).args == (INT8_MODEL_PATH,)
+    assert Config().perception.precision == "auto"  # models/choice.py: fp32 unless...
+    ort = {"backend": "onnxruntime"}
+    assert detector_factory(Config.of(precision="fp32", **ort))().path == DEFAULT_MODEL_PATH
+    assert detector_factory(Config.of(precision="int8", **ort))().path == INT8_MODEL_PATH
     own = tmp_path / "own.onnx"
-    own.write_bytes(b"x")
-    assert detector_factory(Config.of(precision="int8", detector=own)).args == (own,)
+    own.write_bytes(DEFAULT_MODEL_PATH.read_bytes())
+    built = detector_factory(Config.of(precision="int8", detector=own, **ort))()
+    assert built.path == own
 
 
 def test_lookout_count_precision_int8_runs_the_int8_model(
@@ -147,7 +149,8 @@ def test_lookout_count_precision_int8_runs_the_int8_model(
     got = lookout("count", str(folder), "--precision", "int8", timeout=120)
     assert got.returncode == 0, got.stderr
     assert got.stdout.splitlines() == lines(int8)
-    default = lookout("count", str(folder), timeout=120)
+    fp32_ort = ("--precision", "fp32", "--backend", "onnxruntime")
+    default = lookout("count", str(folder), *fp32_ort, timeout=120)
     assert default.stdout.splitlines() == lines(fp32)
     one = lookout("count", str(data_file("messi5.jpg")), "--precision", "int8", "--json")
     assert one.returncode == 0, one.stderr

@@ -1,0 +1,118 @@
+"""The detector's network run by OpenVINO on the CPU (the optional ``lookout[openvino]``).
+
+OpenVINO's CPU plugin computes in the lowest float precision the CPU does natively unless
+told otherwise: bf16 on AVX-512 BF16 or AMX, fp16 on Arm cores with fp16 arithmetic, else
+f32. On an AMX Xeon that is ~4x less CPU per NanoDet-g inference than onnxruntime's fp32
+(docs/benchmarks.md); whether its counts are good enough is the accuracy rule's to say
+(``models/accuracy.py``), never assumed.
+
+The shipped ONNX files hold a ScatterND left over from their conversion that OpenVINO's
+ONNX reader refuses; onnxruntime's basic graph optimisation (constant folding, which it
+always applies on load) removes it with bit-identical outputs, so the file is passed through
+that first, into a temporary folder removed once OpenVINO has read it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.backend import BackendError, one_line
+from models.detections import FloatArray
+
+# OpenVINO's element types as ONNX names them (the detector checks for a float input).
+_ONNX_TYPES = {"f32": "tensor(float)", "f16": "tensor(float16)", "u8": "tensor(uint8)"}
+
+
+def openvino_available() -> str | None:
+    """None when OpenVINO can be used here, else why not (one line)."""
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        return "OpenVINO is not installed (pip install 'lookout[openvino]')"
+    except Exception as exc:  # a broken install says so instead of failing the run
+        return f"OpenVINO cannot be imported: {one_line(exc)}"
+    return None
+
+
+def simplified_onnx(path: Path, folder: Path) -> Path:
+    """``path`` re-saved by onnxruntime after its basic (exact) graph optimisation."""
+    import onnxruntime as ort
+
+    out = folder / path.name
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    opts.optimized_model_filepath = str(out)
+    opts.log_severity_level = 3
+    ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    return out
+
+
+class OpenVinoBackend:
+    """The model compiled by OpenVINO for the CPU, ``threads`` per inference (None: its own
+    choice). ``exact``: compute in f32 even where the CPU offers bf16/fp16."""
+
+    def __init__(self, path: Path, *, threads: int | None = None, exact: bool = False) -> None:
+        why_not = openvino_available()
+        if why_not:
+            raise BackendError(why_not)
+        import openvino as ov
+
+        config: dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
+        if threads is not None:
+            config["INFERENCE_NUM_THREADS"] = int(threads)
+        if exact:
+            config["INFERENCE_PRECISION_HINT"] = "f32"
+        core = ov.Core()
+        try:
+            with tempfile.TemporaryDirectory(prefix="lookout-ov-") as folder:
+                if path.suffix.lower() == ".onnx":
+                    model = core.read_model(str(simplified_onnx(path, Path(folder))))
+                else:  # an OpenVINO IR (.xml) or another format it reads itself
+                    model = core.read_model(str(path))
+                self._compiled: Any = core.compile_model(model, "CPU", config)
+        except Exception as exc:
+            raise BackendError(f"OpenVINO cannot load {path}: {one_line(exc)}") from None
+        if len(self._compiled.inputs) != 1:
+            raise BackendError(f"{path}: expected one float input [1,3,H,W]")
+        port = self._compiled.inputs[0]
+        self._dims = tuple(
+            d.get_length() if d.is_static else None for d in port.get_partial_shape()
+        )
+        self._type = _ONNX_TYPES.get(port.get_element_type().get_type_name(), "other")
+        self._request: Any = self._compiled.create_infer_request()
+        self.arithmetic: str = _arithmetic(self._compiled)
+
+    @property
+    def input_dims(self) -> tuple[Any, ...]:
+        return self._dims
+
+    @property
+    def input_type(self) -> str:
+        return self._type
+
+    @property
+    def intra_op_threads(self) -> int:
+        """Threads one inference may use, as compiled."""
+        return int(self._compiled.get_property("INFERENCE_NUM_THREADS"))
+
+    def run(self, blob: FloatArray) -> list[np.ndarray]:
+        # The request's output tensors are reused by the next inference: copies go out.
+        results = self._request.infer({0: blob})
+        return [np.array(results[port]) for port in self._compiled.outputs]
+
+
+def _arithmetic(compiled: Any) -> str:
+    """The float precision the plugin computes in (``bf16``, ``f16`` or ``f32``)."""
+    try:
+        hint = compiled.get_property("INFERENCE_PRECISION_HINT")
+    except Exception:
+        return "f32"
+    name = getattr(hint, "get_type_name", lambda: str(hint))()
+    return {"bf16": "bf16", "f16": "fp16", "f32": "fp32"}.get(name, name)
+
+
+__all__ = ["OpenVinoBackend", "openvino_available", "simplified_onnx"]
