@@ -150,8 +150,10 @@ def measure(
     own: Path | None = None,
     threads: int | None = 1,
     on_progress: Callable[[str], None] | None = None,
+    every: bool = False,
 ) -> list[Measured]:
-    """Time every variant, then hold them to the rule, fastest first, until one passes."""
+    """Time every variant, then hold them to the rule, fastest first, until one passes
+    (``every``: all of them, for the table ``lookout doctor`` shows)."""
     images = [item.image for item in check_set()]
     base = reference_for(variants)
     loaded: dict[Variant, PersonDetector] = {}
@@ -172,6 +174,8 @@ def measure(
         reference = [_boxes(loaded[base].detect(image)) for image in images]
     for variant in sorted(loaded, key=lambda v: rows[v].ms or 0.0):
         if variant == base:
+            if every:
+                continue
             break  # it passes by definition, and every one left is slower
         if base.precision != "fp32" and reference is None:
             row = rows[variant]
@@ -181,7 +185,7 @@ def measure(
             on_progress(f"checking {variant.label}'s accuracy on {len(images)} images")
         verdict = judge(loaded[variant].detect, reference)
         rows[variant] = replace(rows[variant], verdict=verdict)
-        if verdict.passed:
+        if verdict.passed and not every:
             break
     return [rows[v] for v in variants]
 
@@ -281,7 +285,8 @@ def choose(
     fresh: bool = False,
     on_progress: Callable[[str], None] | None = None,
 ) -> Choice:
-    """The fastest of ``variants`` that holds the accuracy rule (measured, or remembered)."""
+    """The fastest of ``variants`` that holds the accuracy rule (measured, or remembered;
+    ``fresh``: measured now, every one of them held to the rule)."""
     if len(variants) == 1:
         return Choice(variants[0], (Measured(variants[0]),), tuple(left_out))
     key = remember_key(variants, own, threads) if remember else ""
@@ -289,7 +294,8 @@ def choose(
     if known is not None:
         rows, measured_on = known
     else:
-        rows, measured_on = measure(variants, own=own, threads=threads, on_progress=on_progress), ""
+        rows = measure(variants, own=own, threads=threads, on_progress=on_progress, every=fresh)
+        measured_on = ""
         if remember is not None:
             _store(remember, key, rows)
     best = pick(rows)

@@ -43,11 +43,13 @@ class Cpu:
         dot = [f for f in INT8_DOT if f in self.flags]
         half = [f for f in HALF_FLOAT if f in self.flags]
         int8 = (
-            f"int8 has dot-product instructions ({', '.join(dot)}): --precision int8 pays most"
+            f"int8 has dot-product instructions ({', '.join(dot)})"
             if dot
             else "no int8 dot-product instructions: int8 gains less here"
         )
-        halves = f"; bf16/fp16 arithmetic ({', '.join(half)})" if half else ""
+        halves = (
+            f"; bf16/fp16 arithmetic ({', '.join(half)}): OpenVINO computes in it" if half else ""
+        )
         return int8 + halves
 
 

@@ -180,13 +180,14 @@ def test_doctor_checks_the_int8_file() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     # The sha256 check against models/README.md ran too: a mismatch is a FAIL.
     line = re.search(
-        rf"\[ *(ok|warn)\] detector +{re.escape(INT8_MODEL_PATH.name)} \(nanodet\) loads; "
+        rf"\[ *(ok|warn)\] detector +{re.escape(INT8_MODEL_PATH.name)} \(nanodet\) loads "
+        r"\((onnxruntime|openvino)[^)]*\); "
         r"a detection takes (\d+) ms here \(one thread\): the default 2 a second is (\d+)% "
         r"of a core",
         result.stdout,
     )
     assert line, result.stdout
     # What a Pi user needs from doctor: the measured cost at the default rate, consistent.
-    ms, share = int(line.group(2)), int(line.group(3))
+    ms, share = int(line.group(3)), int(line.group(4))
     assert ms > 0 and abs(share - ms * 2 / 10) <= 1
     assert (line.group(1) == "warn") == (share > 25)

@@ -87,12 +87,22 @@ def _expected_sha(readme: Path, name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _check_detector(path: Path | None, precision: str = "fp32") -> str:
+def _check_detector(
+    path: Path | None, precision: str = "auto", backend: str = "auto", threads: int = 1
+) -> str:
     import numpy as np
 
-    from models.detector import DetectorError, PersonDetector, sha256_file, shipped_model
+    from device.config.detector_choice import detector_choice
+    from models.detector import DetectorError, sha256_file
 
-    model_path = path or shipped_model(precision)
+    try:
+        # Measured afresh (and remembered for the runs): how the detector runs here.
+        choice = detector_choice(backend, precision, path, threads or None, fresh=True)
+    except ValueError as exc:  # --backend openvino without OpenVINO
+        _line(FAIL, "detector", str(exc))
+        return FAIL
+    variant = choice.variant
+    model_path = variant.model(path)
     status = OK
     if path is None:
         expected = _expected_sha(model_path.parent / "README.md", model_path.name)
@@ -112,7 +122,7 @@ def _check_detector(path: Path | None, precision: str = "fp32") -> str:
 
     frame = np.zeros((480, 640, 3), dtype=np.uint8)
     try:
-        detector = PersonDetector(model_path, threads=1)  # as lookout run detects
+        detector = variant.detector(path, threads=1)  # as lookout run detects
         detector.detect(frame)  # the first run allocates: not what a detection costs
         runs = []
         for _ in range(DOCTOR_TIMED_RUNS):
@@ -124,15 +134,28 @@ def _check_detector(path: Path | None, precision: str = "fp32") -> str:
         return FAIL
     ms = sorted(runs)[len(runs) // 2]
     share = ms * DETECT_FPS / 1000
+    arithmetic = getattr(detector.backend, "arithmetic", "")
+    on = f"{variant.backend}" + (f", {arithmetic} arithmetic" if arithmetic else "")
     detail = (
-        f"{model_path.name} ({detector.kind}) loads; a detection takes {ms:.0f} ms here (one "
-        f"thread): the default {DETECT_FPS:g} a second is {share:.0%} of a core"
+        f"{model_path.name} ({detector.kind}) loads ({on}); a detection takes {ms:.0f} ms "
+        f"here (one thread): the default {DETECT_FPS:g} a second is {share:.0%} of a core"
     )
     if share > CPU_BUDGET:
         # The device still works, but busier than a Pi should be: say what fits.
         status = WARN
         detail += " (over a quarter: --profile auto, --precision int8 or a lower --detect-fps)"
     _line(status, "detector", detail)
+    if len(choice.measured) > 1:
+        # The table auto chose from, this machine's: what each way of running costs here.
+        _line(
+            OK,
+            "backends",
+            f"measured here for --backend {backend} --precision {precision} (* the run's):",
+        )
+        for row in choice.measured:
+            print(f"{'':22}{'* ' if row.variant == variant else '  '}{row.describe()}")
+        for why in choice.left_out:
+            print(f"{'':24}{why}")
     return status
 
 
@@ -143,6 +166,15 @@ def _check_runtime() -> str:
 
     providers = onnxruntime.get_available_providers()
     _line(OK, "onnxruntime", f"{onnxruntime.__version__}, providers: {', '.join(providers)}")
+    from models.openvino_backend import openvino_available
+
+    why_not = openvino_available()
+    if why_not:
+        _line(OK, "openvino", f"not used: {why_not}")
+    else:
+        import openvino
+
+        _line(OK, "openvino", f"{openvino.__version__.split('-')[0]} (--backend openvino)")
     cpu = read_cpu()
     _line(OK, "cpu", f"{cpu.describe().removeprefix('CPU: ')}; {cpu.for_the_detector()}")
     return OK
@@ -361,7 +393,14 @@ def doctor(args: argparse.Namespace, flags: dict[str, object] | None = None) -> 
         results.append(OK)
     setting = functools.partial(value_of, config)
     results.append(_check_source(setting("source")))
-    results.append(_check_detector(setting("detector"), setting("precision")))
+    results.append(
+        _check_detector(
+            setting("detector"),
+            setting("precision"),
+            setting("backend"),
+            setting("detector_threads"),
+        )
+    )
     results.append(_check_runtime())
     results.append(_check_model(setting("model"), config, getattr(args, "spend_token", False)))
     results.extend(_check_audio(setting("mic"), setting("speaker")))
