@@ -83,6 +83,13 @@ class Choice:
     measured_on: str = ""  # the date of a remembered measurement ("": just measured)
 
     @property
+    def fallback(self) -> Variant | None:
+        """What to run if the chosen variant fails to load after all: the reference it was
+        compared with (None: it is the reference, or was set, not chosen)."""
+        reference = next((m.variant for m in self.measured if m.reference), None)
+        return reference if reference is not None and reference != self.variant else None
+
+    @property
     def runs(self) -> bool:
         """The chosen variant ran here (or was set, not measured)."""
         return len(self.measured) < 2 or self.ms is not None
@@ -158,7 +165,11 @@ def measure(
     base = reference_for(variants)
     loaded: dict[Variant, PersonDetector] = {}
     rows: dict[Variant, Measured] = {}
-    for variant in variants:
+    # The reference first: a file it cannot load is no model, and no other runtime is tried.
+    for variant in sorted(variants, key=lambda v: v != base):
+        if base in rows and base not in loaded:
+            rows[variant] = Measured(variant, error=f"not tried: {base.label} cannot load it")
+            continue
         try:
             detector = variant.detector(own, threshold=accuracy.REPORT_SCORE, threads=threads)
             ms = _timed(detector, images[:TIMED_IMAGES])

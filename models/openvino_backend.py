@@ -6,15 +6,18 @@ f32. On an AMX Xeon that is ~4x less CPU per NanoDet-g inference than onnxruntim
 (docs/benchmarks.md); whether its counts are good enough is the accuracy rule's to say
 (``models/accuracy.py``), never assumed.
 
-The shipped ONNX files hold a ScatterND left over from their conversion that OpenVINO's
-ONNX reader refuses; onnxruntime's basic graph optimisation (constant folding, which it
-always applies on load) removes it with bit-identical outputs, so the file is passed through
-that first, into a temporary folder removed once OpenVINO has read it.
+The shipped ONNX files hold a ScatterND left over from their conversion (an empty scatter
+into the constant shape of a Reshape) that OpenVINO's ONNX reader refuses; onnxruntime's
+basic graph optimisation (constant folding, which it always applies on load) removes it with
+bit-identical outputs. So OpenVINO reads a copy re-saved that way, made once per model file
+and kept in Lookout's cache folder (``models/cache.py``) under the file's hash: a run's
+start writes nothing (a full disk does not stop it), and a copy that cannot be made is
+OpenVINO failing to load, which ``auto`` then does not choose.
 """
 
 from __future__ import annotations
 
-import tempfile
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,15 @@ from models.detections import FloatArray
 
 # OpenVINO's element types as ONNX names them (the detector checks for a float input).
 _ONNX_TYPES = {"f32": "tensor(float)", "f16": "tensor(float16)", "u8": "tensor(uint8)"}
+
+
+def openvino_version() -> str | None:
+    """The installed OpenVINO's version (``2026.4.1``), None when it cannot be imported."""
+    if openvino_available() is not None:
+        return None
+    import openvino
+
+    return str(openvino.__version__).split("-")[0]
 
 
 def openvino_available() -> str | None:
@@ -38,24 +50,46 @@ def openvino_available() -> str | None:
     return None
 
 
-def simplified_onnx(path: Path, folder: Path) -> Path:
-    """``path`` re-saved by onnxruntime after its basic (exact) graph optimisation."""
+def simplified_onnx(path: Path, folder: Path | None = None) -> Path:
+    """``path`` re-saved by onnxruntime after its basic (exact) graph optimisation, kept in
+    ``folder`` (default: Lookout's cache) under the file's hash."""
     import onnxruntime as ort
 
-    out = folder / path.name
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    opts.optimized_model_filepath = str(out)
-    opts.log_severity_level = 3
-    ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    from models.cache import cache_dir
+    from models.detector import sha256_file
+
+    folder = cache_dir() / "openvino" if folder is None else folder
+    out = folder / f"{sha256_file(path)[:24]}.onnx"
+    if out.is_file():
+        return out
+    folder.mkdir(parents=True, exist_ok=True)
+    part = folder / f".{out.name}.{os.getpid()}"
+    try:
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        opts.optimized_model_filepath = str(part)
+        opts.log_severity_level = 3
+        ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        part.replace(out)
+    finally:
+        part.unlink(missing_ok=True)
     return out
 
 
 class OpenVinoBackend:
     """The model compiled by OpenVINO for the CPU, ``threads`` per inference (None: its own
-    choice). ``exact``: compute in f32 even where the CPU offers bf16/fp16."""
+    choice). ``exact``: compute in f32 even where the CPU offers bf16/fp16. ``size``: the
+    input's (width, height) instead of the file's, for a fully convolutional model such as
+    NanoDet (multiples of 32; ``scripts/bench/detector.py --sizes`` measures what it buys)."""
 
-    def __init__(self, path: Path, *, threads: int | None = None, exact: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        threads: int | None = None,
+        exact: bool = False,
+        size: tuple[int, int] | None = None,
+    ) -> None:
         why_not = openvino_available()
         if why_not:
             raise BackendError(why_not)
@@ -68,12 +102,14 @@ class OpenVinoBackend:
             config["INFERENCE_PRECISION_HINT"] = "f32"
         core = ov.Core()
         try:
-            with tempfile.TemporaryDirectory(prefix="lookout-ov-") as folder:
-                if path.suffix.lower() == ".onnx":
-                    model = core.read_model(str(simplified_onnx(path, Path(folder))))
-                else:  # an OpenVINO IR (.xml) or another format it reads itself
-                    model = core.read_model(str(path))
-                self._compiled: Any = core.compile_model(model, "CPU", config)
+            if path.suffix.lower() == ".xml":  # OpenVINO's own format
+                model = core.read_model(str(path))
+            else:  # ONNX, read by onnxruntime first: what is not ONNX is refused there,
+                # before OpenVINO's readers try it as every format they know, aloud
+                model = core.read_model(str(simplified_onnx(path)))
+            if size is not None:
+                model.reshape([1, 3, size[1], size[0]])
+            self._compiled: Any = core.compile_model(model, "CPU", config)
         except Exception as exc:
             raise BackendError(f"OpenVINO cannot load {path}: {one_line(exc)}") from None
         if len(self._compiled.inputs) != 1:
@@ -115,4 +151,4 @@ def _arithmetic(compiled: Any) -> str:
     return {"bf16": "bf16", "f16": "fp16", "f32": "fp32"}.get(name, name)
 
 
-__all__ = ["OpenVinoBackend", "openvino_available", "simplified_onnx"]
+__all__ = ["OpenVinoBackend", "openvino_available", "openvino_version", "simplified_onnx"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -43,8 +44,9 @@ def step(message: str) -> None:
     print(f"==> {message}", flush=True)
 
 
-def run(cmd: list[str | Path], *, waiting_for: str = "", **kw: object) -> None:
-    """Run ``cmd``; with ``waiting_for``, say every few seconds that it is still at it."""
+def run(cmd: list[str | Path], *, waiting_for: str = "", check: bool = True, **kw: object) -> int:
+    """Run ``cmd``; with ``waiting_for``, say every few seconds that it is still at it.
+    A failure ends the bootstrap with its code (``check``), else it is returned."""
     process = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, **kw)  # type: ignore[call-overload]
     started = time.monotonic()
     while True:
@@ -55,8 +57,9 @@ def run(cmd: list[str | Path], *, waiting_for: str = "", **kw: object) -> None:
             if waiting_for:
                 elapsed = time.monotonic() - started
                 print(f"    ... still {waiting_for} ({elapsed:.0f} s so far)", flush=True)
-    if code != 0:
+    if code != 0 and check:
         sys.exit(code)
+    return int(code)
 
 
 def wants_system_site_packages() -> bool:
@@ -76,7 +79,30 @@ def installed() -> tuple[str, set[str]]:
     return (words[0] if words else ""), set(words[1:])
 
 
-def ensure_venv(extras: tuple[str, ...]) -> None:
+# Where PyPI has OpenVINO wheels (the optional second detector backend).
+OPENVINO_PLATFORMS = {("Linux", "x86_64"), ("Linux", "aarch64"), ("Darwin", "arm64"),
+                      ("Windows", "AMD64")}  # fmt: skip
+
+
+def optional_extras(command: str) -> tuple[str, ...]:
+    """OpenVINO where it can pay: for ``run`` on a CPU with bf16/fp16 arithmetic (there it
+    computes the detector in a quarter of onnxruntime's CPU; elsewhere it gains nothing);
+    for ``test`` wherever it installs, so that its path is tested. ``--backend auto`` still
+    keeps it only where it holds the accuracy rule. LOOKOUT_OPENVINO=0 leaves it out."""
+    if os.environ.get("LOOKOUT_OPENVINO", "").strip().lower() in {"0", "no", "off", "false"}:
+        return ()
+    if (platform.system(), platform.machine()) not in OPENVINO_PLATFORMS:
+        return ()
+    if command == "test":
+        return ("openvino",)
+    sys.path.insert(0, str(ROOT))
+    from models.cpu import HALF_FLOAT, read_cpu  # the standard library only
+
+    flags = read_cpu().flags
+    return ("openvino",) if any(f in flags for f in HALF_FLOAT) else ()
+
+
+def ensure_venv(extras: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
     system_site = wants_system_site_packages()
     if not PY.exists():
         step(
@@ -89,7 +115,9 @@ def ensure_venv(extras: tuple[str, ...]) -> None:
         venv.EnvBuilder(system_site_packages=True, upgrade=True).create(VENV)
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     digest, had = installed()
-    if digest == wanted and had >= set(extras):
+    # An optional extra that would not install here is not tried at every start.
+    tried = {extra for extra in optional if extra in had or f"no-{extra}" in had}
+    if digest == wanted and had >= set(extras) and tried == set(optional):
         return
     if digest != wanted:
         had = set()  # pyproject.toml changed: what was installed with it is installed again
@@ -103,16 +131,34 @@ def ensure_venv(extras: tuple[str, ...]) -> None:
             "Lookout and what it needs to run: numpy, OpenCV, ONNX Runtime, google-genai, "
             "aiohttp (about 430 MB"
         )
+    if optional:
+        what += f", and {', '.join(optional)} (about 180 MB more: the faster detector here"
+        what += ")" if extras else ""
     step(
         f"[2/3] installing {what}; usually 1 to 3 minutes, more on a slow line or a "
         "Raspberry Pi) into .venv from PyPI"
     )
-    target = "." + (f"[{','.join(sorted(set(extras) | had))}]" if extras or had else "")
-    run(
-        [PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target],
-        waiting_for="installing",
-    )
-    STAMP.write_text(" ".join([wanted, *sorted(set(extras) | had)]))
+    kept = {extra for extra in had if not extra.startswith("no-")}
+    chosen = sorted(set(extras) | kept | set(optional))
+    pip: list[str | Path] = [
+        PY,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "-e",
+    ]
+    target = "." + (f"[{','.join(chosen)}]" if chosen else "")
+    code = run([*pip, target], waiting_for="installing", check=not optional)
+    if code != 0:
+        # Lookout runs without it (onnxruntime alone): installed without, said once.
+        step(f"{', '.join(optional)} would not install here; going on without it")
+        chosen = sorted(set(extras) | kept)
+        target = "." + (f"[{','.join(chosen)}]" if chosen else "")
+        run([*pip, target], waiting_for="installing")
+        chosen += [f"no-{extra}" for extra in optional]
+    STAMP.write_text(" ".join([wanted, *chosen]))
 
 
 def ensure_data() -> None:
@@ -128,7 +174,7 @@ def main() -> None:
         sys.exit(__doc__)
     command, rest = sys.argv[1], sys.argv[2:]
     # Running needs only Lookout's dependencies; the checks add the dev tools.
-    ensure_venv(("dev",) if command == "test" else ())
+    ensure_venv(("dev",) if command == "test" else (), optional_extras(command))
     ensure_data()
     step(f"set up in {time.monotonic() - STARTED:.0f} s")
     if command == "run":

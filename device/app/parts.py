@@ -9,6 +9,7 @@ for a run.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -113,8 +114,20 @@ def detector_factory(
     def build() -> PersonDetector:
         # The backend and precision the settings mean here (measured once, remembered):
         # chosen where the detector loads, a worker thread, not the event loop.
-        variant = config_choice(config).variant
-        return variant.detector(config.perception.detector, threshold=low, threads=threads)
+        choice = config_choice(config)
+        own = config.perception.detector
+        try:
+            return choice.variant.detector(own, threshold=low, threads=threads)
+        except DetectorError as exc:
+            fallback = choice.fallback
+            if fallback is None:
+                raise
+            # Measured fine once, failing now (a full disk for OpenVINO's copy of the model, a
+            # broken update): the reference still counts; said, not hidden.
+            logging.getLogger("lookout.detector").warning(
+                "%s cannot load now (%s): %s instead", choice.variant.label, exc, fallback.label
+            )
+            return fallback.detector(own, threshold=low, threads=threads)
 
     return build
 

@@ -9,7 +9,6 @@ measurement, about a second here, tens of seconds on a Raspberry Pi 4).
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,9 +19,9 @@ if TYPE_CHECKING:  # onnxruntime and OpenVINO load only when a detector is wante
 
 
 def remembered_file(environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lookout" / "detector-choice.json"
+    from models.cache import cache_dir
+
+    return cache_dir(environ) / "detector-choice.json"
 
 
 @functools.cache

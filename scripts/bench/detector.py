@@ -46,6 +46,7 @@ import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COUNTS_FILE = REPO_ROOT / "tests" / "data" / "vtest_counts.json"
+PEOPLE_FILE = REPO_ROOT / "tests" / "data" / "vtest_people.json"
 Frames = dict[int, np.ndarray]
 MEDIAN_EVERY = 16  # as tests/models/test_detector.py: 50 frames for the empty scene
 CLOSEUP_FRAMES = tuple(range(40, 795, 100))  # none of them calibrated the int8 model
@@ -151,24 +152,56 @@ def hog_worker(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------- NanoDet
 
 
+def backend_of(name: str, size: int, threads: int) -> Any:
+    """What runs the network: onnxruntime at the file's size, OpenVINO at any square size."""
+    import functools
+
+    from models.backend import OnnxRuntimeBackend
+    from models.openvino_backend import OpenVinoBackend
+
+    if name == "openvino":
+        shape = None if size == FILE_SIZE else (size, size)
+        return functools.partial(OpenVinoBackend, threads=threads, size=shape)
+    return functools.partial(OnnxRuntimeBackend, threads=threads)
+
+
 def run_nanodet(
     frames: Frames,
     bench_idx: list[int],
     counts: dict[int, int],
     threads: list[int],
     models: list[tuple[str, Path]],
+    backends: list[str],
+    sizes: list[int],
 ) -> list[dict[str, Any]]:
-    """Every (model, threads) pair on each frame in turn, so that what else the machine does
-    meanwhile weighs on all of them alike."""
+    """Every (model, backend, input size, threads) on each frame in turn, so that what else
+    the machine does meanwhile weighs on all of them alike; each also held to the accuracy
+    rule (models/accuracy.py) at the file's size."""
+    from models.accuracy import judge
     from models.detector import PersonDetector
 
     rows = []
     for label, path in models:
-        for n in threads:
-            det = PersonDetector(path, threads=n)
-            for i in bench_idx[:5]:
-                det.detect(frames[i])
-            rows.append({"name": label, "threads": n, "det": det} | {k: [] for k in TIMED})
+        for backend in backends:
+            for size in sizes:
+                if size != FILE_SIZE and backend != "openvino":
+                    continue  # onnxruntime runs the file's own input size
+                for n in threads:
+                    det = PersonDetector(path, threads=n, backend=backend_of(backend, size, n))
+                    for i in bench_idx[:5]:
+                        det.detect(frames[i])
+                    computes = getattr(det.backend, "arithmetic", "fp32")
+                    name = f"{label} {backend} {computes} {size}"
+                    rule = "-"
+                    if size == FILE_SIZE and n == threads[0]:
+                        det.threshold = 0.3  # the rule scores the reference's low boxes too
+                        verdict = judge(det.detect)
+                        det.threshold = THRESHOLD
+                        rule = "pass" if verdict.passed else "fail"
+                    rows.append(
+                        {"name": name, "threads": n, "det": det, "rule": rule}
+                        | {k: [] for k in TIMED}
+                    )
     for i in bench_idx:
         for row in rows:
             det = row["det"]
@@ -184,6 +217,9 @@ def run_nanodet(
         det = row.pop("det")
         row["errors"] = [len(det.detect(frames[i])) - c for i, c in counts.items()]
     return rows
+
+
+FILE_SIZE = 416  # the shipped files' input
 
 
 # ------------------------------------------------------------------------- accuracy
@@ -312,12 +348,13 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         return f"{np.mean(row['cpu']):7.1f}" if "cpu" in row else f"{'-':>7s}"
 
     head = (
-        f"{'detector':34s} {'thr':>3s}  {'preprocess':>15s}  {'inference':>15s}  "
+        f"{'detector':44s} {'thr':>3s}  {'preprocess':>15s}  {'inference':>15s}  "
         f"{'decode':>15s}  {'total':>15s}  {'CPU/det':>7s}  {'count MAE':>9s}  {'bias':>5s}"
+        f"  {'exact':>5s}  {'rule':>4s}"
     )
     print(head)
     print(
-        f"{'':34s} {'':3s}  "
+        f"{'':44s} {'':3s}  "
         + "  ".join(f"{'p50 / p95 ms':>15s}" for _ in range(4))
         + f"  {'mean ms':>7s}"
     )
@@ -325,9 +362,10 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         errors = np.asarray(row["errors"], dtype=float)
         print(
-            f"{row['name']:34s} {row['threads']:3d}  {cell(row, 'preprocess')}  "
+            f"{row['name']:44s} {row['threads']:3d}  {cell(row, 'preprocess')}  "
             f"{cell(row, 'inference')}  {cell(row, 'decode')}  {cell(row, 'total')}  "
             f"{cpu(row)}  {np.mean(np.abs(errors)):9.3f}  {np.mean(errors):+5.2f}"
+            f"  {np.mean(errors == 0):5.2f}  {row.get('rule', '-'):>4s}"
         )
 
 
@@ -343,6 +381,25 @@ def main() -> None:
         help="the shipped NanoDet files to compare (default fp32,int8)",
     )
     ap.add_argument("--model", type=Path, default=None, help="an ONNX file instead of those")
+    ap.add_argument(
+        "--backends",
+        type=lambda s: s.split(","),
+        default=None,
+        help="onnxruntime,openvino (default: those installed)",
+    )
+    ap.add_argument(
+        "--sizes",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[FILE_SIZE],
+        help="square input sizes, multiples of 32 (others than 416: OpenVINO only), "
+        "e.g. 416,512,608",
+    )
+    ap.add_argument(
+        "--truth",
+        type=Path,
+        default=PEOPLE_FILE,
+        help="hand counts to score against (default: tests/data/vtest_people.json, 65 frames)",
+    )
     ap.add_argument("--skip-accuracy", action="store_true", help="timing and count MAE only")
     ap.add_argument("--hog-python", default=None, help="interpreter with cv2.HOGDescriptor")
     ap.add_argument("--skip-hog", action="store_true")
@@ -355,9 +412,10 @@ def main() -> None:
         return
 
     counts = hand_counts()
+    truth = {int(k): int(v) for k, v in json.loads(args.truth.read_text())["counts"].items()}
     n_video = int(cv2.VideoCapture(str(args.video)).get(cv2.CAP_PROP_FRAME_COUNT))
     bench_idx = pick(n_video, args.frames)
-    wanted = set(bench_idx) | set(counts)
+    wanted = set(bench_idx) | set(counts) | set(truth)
     if not args.skip_accuracy:
         wanted |= set(range(0, n_video, MEDIAN_EVERY)) | set(CLOSEUP_FRAMES)
     frames = read_frames(args.video, wanted)
@@ -375,22 +433,38 @@ def main() -> None:
 
     import onnxruntime
 
+    def version(package: str) -> str:
+        from importlib import metadata
+
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
     print(
         f"{args.video.name}: {len(bench_idx)} timed frames of {w}x{h}, count error on "
-        f"{len(counts)} hand-counted frames (tests/data/vtest_counts.json)"
+        f"{len(truth)} hand-counted frames ({args.truth.name})"
     )
     print(
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
         f"Python {platform.python_version()}, numpy {np.__version__}, OpenCV {cv2.__version__},"
-        f" onnxruntime {onnxruntime.__version__}"
+        f" onnxruntime {onnxruntime.__version__}, openvino {version('openvino')}"
     )
-    rows = run_nanodet(frames, bench_idx, counts, args.threads, models)
+    from models.openvino_backend import openvino_available
+
+    backends = args.backends
+    if backends is None:
+        missing = openvino_available()
+        backends = ["onnxruntime"] + ([] if missing else ["openvino"])
+        if missing:
+            print(f"openvino rows left out: {missing}")
+    rows = run_nanodet(frames, bench_idx, truth, args.threads, models, backends, args.sizes)
 
     note = ""
     if args.skip_hog:
         note = "HOG skipped (--skip-hog)"
     elif hog_available():
-        rows += run_hog(frames, bench_idx, counts, args.threads)
+        rows += run_hog(frames, bench_idx, truth, args.threads)
     elif args.hog_python:
         proc = subprocess.run(
             [
@@ -423,7 +497,8 @@ def main() -> None:
     print_table(rows)
     print(
         "CPU/det: process CPU per detection (all threads); count MAE: mean |detected - hand "
-        "count|; bias: mean (detected - hand count)"
+        "count|; bias: mean (detected - hand count); exact: share of frames right; rule: the "
+        "accuracy rule on the check set (models/accuracy.py), at one thread and the file's size"
     )
     if note:
         print(note)

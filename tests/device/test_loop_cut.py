@@ -48,7 +48,11 @@ def test_each_pass_of_a_looped_clip_counts_as_the_first(
 
     first = of_pass("crossing", 0)
     assert first, "the clip should have people crossing the line"
-    assert of_pass("crossing", 1) == first
+    second = of_pass("crossing", 1)
+    # The same crossings, each dated where its path met the line: interpolated, so a time
+    # 79.5 s further on may round to the next hundredth.
+    assert [d for _, d in second] == [d for _, d in first]
+    assert all(abs(a - b) <= 0.011 for (a, _), (b, _) in zip(second, first, strict=True))
     # Visits and dwell start afresh at the wrap: the second pass's first stays are the
     # first pass's (later, times 79.5 s further on round differently in the tracker's
     # sums, and a dwell may differ by one).

@@ -215,3 +215,36 @@ def test_asking_for_openvino_where_it_is_not_installed_is_one_line_and_exit_2(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "--backend openvino" in lines[0], result.stderr
     assert "pip install 'lookout[openvino]'" in lines[0]
+
+
+def test_a_chosen_variant_that_fails_to_load_later_falls_back_to_the_reference_saying_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Measured fine once (remembered), failing now: the reference counts, said once."""
+    from device.app import parts
+    from device.config import Config
+    from models import variants
+    from models.backend import BackendError
+
+    def broken(path: Path, **kwargs: object) -> None:
+        raise BackendError("OpenVINO cannot load it: No space left on device")
+
+    rows = (row("onnxruntime", "fp32", 22.0, None), row("openvino", "fp32", 6.0, True))
+    made = Choice(Variant("openvino", "fp32"), rows)
+    assert made.fallback == Variant("onnxruntime", "fp32")
+    monkeypatch.setattr(parts, "config_choice", lambda config: made)
+    monkeypatch.setattr(variants, "OpenVinoBackend", broken)
+    with caplog.at_level("WARNING", logger="lookout.detector"):
+        detector = parts.detector_factory(Config())()
+    assert type(detector.backend).__name__ == "OnnxRuntimeBackend"
+    assert detector.path == DEFAULT_MODEL_PATH
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        "openvino fp32 cannot load now (OpenVINO cannot load it: No space left on device): "
+        "onnxruntime fp32 instead"
+    ]
+    # Set by name, nothing to fall back to: the load's own error stands.
+    assert (
+        Choice(Variant("openvino", "fp32"), (Measured(Variant("openvino", "fp32")),)).fallback
+        is None
+    )

@@ -27,6 +27,8 @@ PACKAGES = ("device", "models", "tools", "live")
 OPTIONAL = {
     # `lookout report`: the report extra (pip install matplotlib).
     "matplotlib": "report",
+    # The second detector backend: the openvino extra (pip install 'lookout[openvino]').
+    "openvino": "openvino",
     # The Pi camera module: Raspberry Pi OS's python3-picamera2 (apt), never PyPI.
     "picamera2": "apt",
 }

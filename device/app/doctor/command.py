@@ -166,15 +166,13 @@ def _check_runtime() -> str:
 
     providers = onnxruntime.get_available_providers()
     _line(OK, "onnxruntime", f"{onnxruntime.__version__}, providers: {', '.join(providers)}")
-    from models.openvino_backend import openvino_available
+    from models.openvino_backend import openvino_available, openvino_version
 
-    why_not = openvino_available()
-    if why_not:
-        _line(OK, "openvino", f"not used: {why_not}")
+    version = openvino_version()
+    if version is None:
+        _line(OK, "openvino", f"not used: {openvino_available()}")
     else:
-        import openvino
-
-        _line(OK, "openvino", f"{openvino.__version__.split('-')[0]} (--backend openvino)")
+        _line(OK, "openvino", f"{version} (--backend openvino)")
     cpu = read_cpu()
     _line(OK, "cpu", f"{cpu.describe().removeprefix('CPU: ')}; {cpu.for_the_detector()}")
     return OK
