@@ -191,7 +191,9 @@ def run_nanodet(
                     for i in bench_idx[:5]:
                         det.detect(frames[i])
                     computes = getattr(det.backend, "arithmetic", "fp32")
-                    name = f"{label} {backend} {computes} {size}"
+                    if "int8" in label:  # its convolutions are int8 whatever floats remain
+                        computes = "int8"
+                    name = f"{label} {backend} ({computes}) {size}"
                     rule = "-"
                     if size == FILE_SIZE and n == threads[0]:
                         det.threshold = 0.3  # the rule scores the reference's low boxes too
@@ -426,7 +428,7 @@ def main() -> None:
     if args.model is not None:
         models = [(f"{args.model.name}", args.model)]
     else:
-        models = [(f"NanoDet-g 416 {p}", shipped_model(p)) for p in args.precision]
+        models = [(f"NanoDet-g {p}", shipped_model(p)) for p in args.precision]
     for label, path in models:
         shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
         print(f"{label}: {shown} (sha256 {sha256_file(path)[:16]}...)")
