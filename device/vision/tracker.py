@@ -1,21 +1,37 @@
 """A multi-person tracker in the manner of ByteTrack, on numpy alone.
 
 Each sampled frame's person boxes are matched to the tracks the Kalman
-filter (``device/vision/kalman.py``) predicts for that frame's media time:
+filter (``device/vision/kalman.py``) predicts for that frame's media time,
+tightly first, loosely second:
 
 1. confirmed and lost tracks against the confident boxes (score at least
-   ``high``, the detector threshold the user set);
-2. confirmed tracks still unmatched against the doubtful boxes (``low`` up
+   ``high``, the detector threshold the user set) that plainly overlap their
+   predicted box (IoU at least ``tight_iou``);
+2. tentative tracks the same way, against the confident boxes left, when
+   frames are close together (``tight_tentative_s``);
+3. confirmed and lost tracks still unmatched against the confident boxes
+   left, generously (below);
+4. confirmed tracks still unmatched against the doubtful boxes (``low`` up
    to ``high``): a person half hidden by the lamp post scores lower, and this
    pass keeps their id instead of dropping it;
-3. tentative tracks against the confident boxes left;
-4. confident boxes still unmatched start tentative tracks.
+5. tentative tracks against the confident boxes left, generously;
+6. confident boxes still unmatched start tentative tracks.
 
-Matching uses the IoU of *buffered* boxes (each grown by ``buffer`` of its
-size on every side, more for a track that has been lost a while), so a
+The generous passes use the IoU of *buffered* boxes (each grown by ``buffer``
+of its size on every side, more for a track that has been lost a while), so a
 person who moved half a body width between two detections at 2 frames per
 second still overlaps their prediction; the better of the predicted box and
 the last matched one counts (a person who turned or stopped while hidden).
+But a grown box also reaches the people next to it: without the tight passes
+before them, a track whose person is hidden for a frame takes the box of
+someone passing close by (whose own new track then dies), and that person's
+crossing of a line is never counted. A tentative track has no velocity yet: its
+"prediction" is where its person was a frame ago, which at 5 detections a
+second (0.2 s) still overlaps them (a walker moves about half their width), but
+at 2 a second (0.5 s) is as likely where the person beside them is now; so
+tentative tracks take part in the tight passes only when frames are at most
+``tight_tentative_s`` apart.
+
 Pairs are taken greedily, best overlap first: with people apart by more than
 their own width this gives the same pairs as an optimal assignment, and it
 needs neither scipy nor ``lap`` on a Pi.
@@ -49,7 +65,9 @@ F64 = NDArray[np.float64]
 class TrackerConfig:
     high: float = 0.45  # the detector threshold: boxes the device counts
     low: float = 0.2  # doubtful boxes only extend existing tracks
-    match_iou: float = 0.1  # first pass (buffered IoU: boxes grown by half their size)
+    tight_iou: float = 0.3  # the tight passes: plain IoU with the predicted box (0: none)
+    tight_tentative_s: float = 0.25  # tentative tracks join them up to this far apart
+    match_iou: float = 0.1  # the generous passes (buffered IoU: boxes grown by half their size)
     low_match_iou: float = 0.4  # second pass: doubtful boxes must overlap well
     tentative_iou: float = 0.2
     buffer: float = 0.5  # each box grown by this much of its size per side
@@ -64,6 +82,8 @@ class TrackerConfig:
             raise ValueError("need 0 < low <= high < 1")
         if self.min_hits < 1:
             raise ValueError("min_hits must be at least 1")
+        if not 0 <= self.tight_iou < 1:
+            raise ValueError("tight_iou must be at least 0 and less than 1")
         if self.max_lost_s < 0:
             raise ValueError("max_lost_s must not be negative")
 
@@ -158,6 +178,7 @@ class Tracker:
         scores = np.asarray(detections.scores, np.float64).reshape(-1)
         keep = scores >= cfg.low
         boxes, scores = boxes[keep], scores[keep]
+        gap = t - self._last_t if self._last_t is not None else 0.0
         self._predict(t)
 
         high = np.flatnonzero(scores >= cfg.high)
@@ -166,7 +187,18 @@ class Tracker:
         tentative = [i for i, s in enumerate(self._tracks) if not s.id]
         matched_tracks: set[int] = set()
 
-        pairs, rest_tracks, rest_high = self._match(active, high, boxes, cfg.match_iou, t)
+        rest_high = [int(j) for j in high]
+        if cfg.tight_iou > 0:
+            pairs, active, rest_high = self._match(
+                active, rest_high, boxes, cfg.tight_iou, t, plain=True
+            )
+            self._apply(pairs, boxes, scores, t, matched_tracks)
+            if gap <= cfg.tight_tentative_s:
+                pairs, tentative, rest_high = self._match(
+                    tentative, rest_high, boxes, cfg.tight_iou, t, plain=True
+                )
+                self._apply(pairs, boxes, scores, t, matched_tracks)
+        pairs, rest_tracks, rest_high = self._match(active, rest_high, boxes, cfg.match_iou, t)
         self._apply(pairs, boxes, scores, t, matched_tracks)
         recent = [i for i in rest_tracks if not self._tracks[i].lost]
         pairs, _, _ = self._match(recent, low, boxes, cfg.low_match_iou, t)
@@ -253,23 +285,30 @@ class Tracker:
         boxes: F64,
         threshold: float,
         t: float,
+        *,
+        plain: bool = False,
     ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
-        """Greedy pairs (track row, box index) by buffered IoU; and what is left of each."""
+        """Greedy pairs (track row, box index) by buffered IoU (``plain``: the IoU of the
+        predicted boxes as they are); and what is left of each."""
         col_list = [int(c) for c in cols]
         if not rows or not col_list:
             return [], list(rows), col_list
         track_boxes, grow = self._predicted_boxes(rows, t)
         det_boxes = boxes[col_list]
-        # Where the person was last seen counts too: someone who stopped or turned while
-        # hidden is nearer there than where their old velocity would have taken them.
-        last_boxes = np.stack([self._tracks[i].box for i in rows])
-        both = buffered_iou(
-            np.concatenate([track_boxes, last_boxes]),
-            np.concatenate([grow, grow]),
-            det_boxes,
-            self.config.buffer,
-        )
-        iou = np.maximum(both[: len(rows)], both[len(rows) :])
+        if plain:
+            iou = pairwise_iou(track_boxes, det_boxes)
+        else:
+            # Where the person was last seen counts too: someone who stopped or turned
+            # while hidden is nearer there than where their old velocity would have
+            # taken them.
+            last_boxes = np.stack([self._tracks[i].box for i in rows])
+            both = buffered_iou(
+                np.concatenate([track_boxes, last_boxes]),
+                np.concatenate([grow, grow]),
+                det_boxes,
+                self.config.buffer,
+            )
+            iou = np.maximum(both[: len(rows)], both[len(rows) :])
         pairs: list[tuple[int, int]] = []
         used_r: set[int] = set()
         used_c: set[int] = set()

@@ -46,12 +46,15 @@ from motion import empty_plaza, write_still
 from device.app.parts import sample_video
 from tests.truth import TRUTH_FILE, Score, Series, load_truth, score
 
+REPO = Path(__file__).resolve().parents[2]
+LAUNCHER = [sys.executable, "-c", "import sys; from device.cli import main; sys.exit(main())"]
 
-def lookout_command(before: Path | None) -> tuple[list[str], Path | None]:
-    if before is None:
-        return [str(Path(sys.executable).with_name("lookout"))], None
-    launcher = [sys.executable, "-c", "import sys; from device.cli import main; sys.exit(main())"]
-    return launcher, before
+
+def lookout_command(before: Path | None) -> tuple[list[str], Path]:
+    """``lookout`` as run from a checkout (this one, or ``before``): not the installed
+    script, whose editable install may point at another checkout (a git worktree's
+    bench would measure the main one)."""
+    return list(LAUNCHER), before or REPO
 
 
 def run_counts(
@@ -80,8 +83,8 @@ def run_counts(
 
 def count_records(video: Path, flags: list[str]) -> list[dict[str, Any]]:
     """`lookout count --json` over the video: one record per frame perceived."""
-    command = [str(Path(sys.executable).with_name("lookout")), "count", str(video), "--json"]
-    out = subprocess.run(command + flags, check=True, capture_output=True, text=True).stdout
+    command = [*LAUNCHER, "count", str(video), "--json", *flags]
+    out = subprocess.run(command, cwd=REPO, check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines()]
 
 

@@ -1,12 +1,15 @@
-"""The tracker on synthetic scenes: ids through occlusion, crossing paths, flicker, a static
-false positive, and time going back."""
+"""The tracker on synthetic scenes: ids through occlusion, crossing paths, people passing
+close and walking side by side, flicker, a static false positive, and time going back."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
+from device.vision.lines import LineCounter
+from device.vision.percept import LineTotals
 from device.vision.tracker import Tracker, TrackerConfig
 from models.detections import Detections
 
@@ -146,3 +149,80 @@ def test_time_going_back_starts_the_scene_afresh_and_ids_go_on() -> None:
     tracker.update(dets([person(100)]), 5.0)
     tracks = tracker.update(dets([person(300)]), 0.0)  # a loop back to the start
     assert [tr.id for tr in tracks] == [2]
+
+
+def passing_close(config: TrackerConfig) -> tuple[list[tuple[str, int]], LineTotals]:
+    """A walks right at 40 px/s and is hidden behind the post for 0.6 s while B, who
+    has just come in a little further back, walks left past where A was: the (person,
+    id) of every confirmed track seen, and the totals of a line A crosses while hidden
+    (x = 430 px of a 768 px frame)."""
+    tracker = Tracker(config)
+    line = LineCounter("post", (430 / 768, 0.8), (430 / 768, 0.2))
+    seen: list[tuple[str, int]] = []
+    for i in range(16):
+        t = i / FPS
+        boxes = []
+        if not 1.2 <= t < 1.8:
+            boxes.append(person(360 + 40 * t, 260, 30, 80))
+        if t >= 1.0:
+            boxes.append(person(375 - 50 * (t - 1.0), 225, 26, 70))
+        tracks = tracker.update(dets(boxes), t)
+        line.update(tracks, (576, 768, 3), t)
+        seen += [("A" if tr.box[3] > 240 else "B", tr.id) for tr in tracks if tr.seen and tr.id]
+    return seen, line.totals
+
+
+def test_someone_passing_close_to_a_hidden_person_does_not_take_their_track() -> None:
+    """Tightly first: B's new track keeps B's box, which plainly overlaps it, though A's
+    track (lost, its box grown while it coasts) reaches it too; A is picked up where
+    they come out, with their id, and their crossing of the line is counted."""
+    seen, totals = passing_close(TrackerConfig())
+    ids = {who: {i for w, i in seen if w == who} for who in "AB"}
+    assert ids == {"A": {1}, "B": {2}}
+    assert (totals.entered, totals.exited) == (1, 0)
+    # Loosely first (no tight pass), A's track took B, and A came out as someone new.
+    seen, totals = passing_close(TrackerConfig(tight_iou=0))
+    assert ("B", 1) in seen
+    assert (totals.entered, totals.exited) == (0, 0)
+
+
+def side_by_side(config: TrackerConfig, fps: float) -> list[tuple[str, int]]:
+    """A stands at x = 700 px; at 2 s B arrives beside them (35 px to the left, about a
+    body width) and both walk left at 70 px/s: the (person, id) of every confirmed
+    track seen."""
+    tracker = Tracker(config)
+    seen: list[tuple[str, int]] = []
+    for i in range(int(6 * fps)):
+        t = i / fps
+        a = 700 - 70 * max(0.0, t - 2.0)
+        boxes = [person(a, 350, 35, 100)]
+        if t >= 2.0:
+            boxes.append(person(a - 35, 355, 35, 100))
+        for tr in tracker.update(dets(boxes), t):
+            if tr.seen and tr.id:
+                centre = (tr.box[0] + tr.box[2]) / 2
+                seen.append(("A" if abs(centre - a) < abs(centre - a + 35) else "B", tr.id))
+    return seen
+
+
+def test_two_people_walking_side_by_side_keep_their_ids_at_2_and_5_detections_a_second() -> None:
+    for fps in (2.0, 5.0):
+        seen = side_by_side(TrackerConfig(), fps)
+        ids = {who: {i for w, i in seen if w == who} for who in "AB"}
+        assert ids == {"A": {1}, "B": {2}}, fps
+
+
+def test_a_new_track_takes_part_in_the_tight_pass_only_when_frames_are_close() -> None:
+    """Half a second after it started, a new track's box (it has no velocity yet) is where
+    its person was, and now the person beside them is there: taking that box by overlap
+    would swap the two at every frame."""
+    always = TrackerConfig(tight_tentative_s=10.0)
+    assert len({i for _, i in side_by_side(always, 2.0)}) > 2
+    assert len({i for _, i in side_by_side(always, 5.0)}) == 2
+
+
+def test_the_tight_overlap_is_checked() -> None:
+    with pytest.raises(ValueError):
+        TrackerConfig(tight_iou=1.0)
+    with pytest.raises(ValueError):
+        TrackerConfig(tight_iou=-0.1)
