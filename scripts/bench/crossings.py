@@ -159,8 +159,11 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--no-cache", action="store_true")
     parser.add_argument("--detail", action="store_true", help="crossing by crossing")
-    parser.add_argument("flags", nargs="*", help="extra lookout run flags (after --)")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    # Everything after -- goes to lookout run (two open-ended positionals cannot be told apart).
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:cut])
+    args.flags = argv[cut + 1 :]
     paths = args.truth or truth_files()
     if not paths:
         sys.exit("no truth files (tests/data/vtest_crossings_*.json)")
