@@ -122,21 +122,19 @@ def ensure_venv(extras: tuple[str, ...], optional: tuple[str, ...] = ()) -> None
     if digest != wanted:
         had = set()  # pyproject.toml changed: what was installed with it is installed again
     if extras:
-        what = (
-            "the test tools (pytest, ruff, mypy, playwright, onnx, matplotlib...) beside "
-            "Lookout's dependencies (about 820 MB in all"
-        )
+        what = "the test tools (pytest, ruff, mypy, playwright, onnx, matplotlib...) beside "
+        what += "Lookout's dependencies"
+        size = 820
     else:
-        what = (
-            "Lookout and what it needs to run: numpy, OpenCV, ONNX Runtime, google-genai, "
-            "aiohttp (about 430 MB"
-        )
+        what = "Lookout and what it needs to run: numpy, OpenCV, ONNX Runtime, google-genai, "
+        what += "aiohttp"
+        size = 430
     if optional:
-        what += f", and {', '.join(optional)} (about 180 MB more: the faster detector here"
-        what += ")" if extras else ""
+        what += ", and OpenVINO, the second detector backend"
+        size += 180
     step(
-        f"[2/3] installing {what}; usually 1 to 3 minutes, more on a slow line or a "
-        "Raspberry Pi) into .venv from PyPI"
+        f"[2/3] installing {what} (about {size} MB in all; usually 1 to 3 minutes, more on a "
+        "slow line or a Raspberry Pi) into .venv from PyPI"
     )
     kept = {extra for extra in had if not extra.startswith("no-")}
     chosen = sorted(set(extras) | kept | set(optional))

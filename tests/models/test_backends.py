@@ -4,6 +4,7 @@ shipped check set (models/check/) and on this machine's CPU."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -215,6 +216,23 @@ def test_asking_for_openvino_where_it_is_not_installed_is_one_line_and_exit_2(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "--backend openvino" in lines[0], result.stderr
     assert "pip install 'lookout[openvino]'" in lines[0]
+    # At the defaults (auto) the same machine runs on onnxruntime alone, and says so.
+    default = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from device.entry import main; "
+        "sys.argv = ['lookout', 'run', '--duration', '1', '--pace', 'fast', '--no-http', "
+        "'--model', 'local']; sys.exit(main())"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", default, str(tmp_path / "site")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
+    assert ran.returncode == 0, ran.stderr
+    first = ran.stdout.splitlines()[0]
+    assert first.startswith("detector: onnxruntime fp32 (fp32 arithmetic)"), first
+    assert first.endswith("OpenVINO is not installed (pip install 'lookout[openvino]')")
 
 
 def test_a_chosen_variant_that_fails_to_load_later_falls_back_to_the_reference_saying_so(
