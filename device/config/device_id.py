@@ -115,6 +115,33 @@ def hardware_suffix(getnode: Callable[[], int] = uuid.getnode) -> str | None:
     return _hashed(node.to_bytes(6, "big"))
 
 
+def cloned_from(machine: str, hardware: str | None, directory: Path) -> bool:
+    """Whether this machine id was first seen with other hardware: a cloned SD card.
+
+    The first start keeps ``<machine suffix> <hardware suffix>`` in ``directory``; an
+    image copied to another Pi brings the file and the machine id along, but not the
+    network card, so there the pair no longer matches. A machine id made anew (or no
+    network card to tell by) starts over, silently.
+    """
+    if hardware is None:
+        return False
+    path = directory / "machine-hardware"
+    try:
+        kept = _read_id(path).split()
+    except OSError:
+        kept = []
+    if len(kept) == 2 and kept[0] == machine:
+        return kept[1] != hardware
+    try:
+        from device.files.whole_file import write_whole
+
+        directory.mkdir(parents=True, exist_ok=True)
+        write_whole(path, f"{machine} {hardware}\n".encode(), sync=True)
+    except OSError as exc:
+        log.info("cannot keep this machine's identity in %s: %s", directory, exc)
+    return False
+
+
 def default_device_id(
     hostname: str | None = None,
     *,
@@ -124,11 +151,18 @@ def default_device_id(
 ) -> str:
     """``<host>-<suffix>``: unique to this machine, the same at every start."""
     host = host_part(socket.gethostname() if hostname is None else hostname)
-    suffix = (
-        machine_suffix(machine_id_files)
-        or stored_suffix(state_dir() if directory is None else directory)
-        or hardware_suffix(getnode)
-    )
+    folder = state_dir() if directory is None else directory
+    machine = machine_suffix(machine_id_files)
+    if machine is not None and cloned_from(machine, hardware_suffix(getnode), folder):
+        log.warning(
+            "this system's machine id was made on another machine (an SD card cloned from "
+            "another device?): both would be device '%s-%s'. Give this one its own device_id "
+            "(--device-id), or a new machine id (sudo rm /etc/machine-id && sudo "
+            "systemd-machine-id-setup), then restart",
+            host,
+            machine,
+        )
+    suffix = machine or stored_suffix(folder) or hardware_suffix(getnode)
     if suffix is None:
         log.warning(
             "no machine id and nowhere to keep one: the device id is the host name %r "
@@ -139,4 +173,6 @@ def default_device_id(
     return f"{host}-{suffix}"
 
 
-__all__ = ["default_device_id", "host_part", "machine_suffix", "state_dir", "stored_suffix"]
+__all__ = [
+    "cloned_from", "default_device_id", "host_part", "machine_suffix", "state_dir", "stored_suffix",
+]  # fmt: skip

@@ -37,7 +37,10 @@ def test_two_pis_called_raspberrypi_get_two_ids_each_kept_across_restarts(tmp_pa
     # A restart: the same machine, the same id.
     assert default_device_id("raspberrypi", machine_id_files=one, directory=state) == first
     # The machine id itself never shows (it is meant to stay private).
-    assert "3d1219" not in first and not state.exists()
+    assert "3d1219" not in first
+    # What is kept is hashed too (the card's check against cloning: the test below).
+    assert [p.name for p in state.iterdir()] == ["machine-hardware"]
+    assert "3d1219" not in (state / "machine-hardware").read_text()
 
 
 def test_without_a_machine_id_a_suffix_is_made_once_and_kept(tmp_path: Path) -> None:
@@ -88,3 +91,34 @@ def test_the_config_default_is_this_machine_s_unique_id(
     assert re.fullmatch(rf"{re.escape(host)}-[0-9a-f]{{6}}", device_id), device_id
     assert Config().device.device_id == device_id  # the same at every start
     assert Config.of(device_id="hall-1").device.device_id == "hall-1"  # given: used as it is
+
+
+def test_a_card_cloned_to_another_pi_is_said_at_start_with_what_to_do(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two Pis from one image share /etc/machine-id, so they would share an id: the clone
+    is told (its network card differs from the one the machine id was first seen with)."""
+    machine_id = tmp_path / "machine-id"
+    machine_id.write_text("0123456789abcdef0123456789abcdef\n")
+    card = tmp_path / "state"  # on the SD card: it is cloned with it
+    first_pi, second_pi = (lambda: 0x02AB_CD00_0001), (lambda: 0x02AB_CD00_0002)
+    with caplog.at_level("WARNING", logger="lookout.config"):
+        original = default_device_id("raspberrypi", machine_id_files=[machine_id],
+                                     directory=card, getnode=first_pi)  # fmt: skip
+        again = default_device_id("raspberrypi", machine_id_files=[machine_id],
+                                  directory=card, getnode=first_pi)  # fmt: skip
+    assert original == again and caplog.records == []  # the same Pi, restarted: nothing said
+    with caplog.at_level("WARNING", logger="lookout.config"):
+        clone = default_device_id("raspberrypi", machine_id_files=[machine_id],
+                                  directory=card, getnode=second_pi)  # fmt: skip
+    assert clone == original  # the id cannot tell them apart: hence the warning
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert "cloned" in said and f"'{original}'" in said
+    assert "--device-id" in said and "systemd-machine-id-setup" in said
+    # Given a new machine id, the clone starts over, silently, with an id of its own.
+    machine_id.write_text("fedcba9876543210fedcba9876543210\n")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="lookout.config"):
+        renewed = default_device_id("raspberrypi", machine_id_files=[machine_id],
+                                    directory=card, getnode=second_pi)  # fmt: skip
+    assert renewed != original and caplog.records == []
