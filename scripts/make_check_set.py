@@ -27,6 +27,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from quantize_detector import read_video_frames  # noqa: E402
 
 from models.accuracy import CHECK_DIR, REFERENCE_FILE, REPORT_SCORE  # noqa: E402
 from models.detector import DEFAULT_MODEL_PATH, PersonDetector  # noqa: E402
@@ -44,20 +47,7 @@ def shrink(image: np.ndarray) -> np.ndarray:
 
 
 def images(data: Path) -> dict[str, bytes]:
-    wanted = set(FRAMES) | set(QUARTERED)
-    cap = cv2.VideoCapture(str(data / "vtest.avi"))
-    frames: dict[int, np.ndarray] = {}
-    index = 0
-    while True:
-        ok, frame = cap.read()
-        if not ok:
-            break
-        if index in wanted:
-            frames[index] = frame
-        index += 1
-    cap.release()
-    if set(frames) != wanted:
-        raise SystemExit(f"{data / 'vtest.avi'}: cannot read frames {sorted(wanted - set(frames))}")
+    frames = read_video_frames(data / "vtest.avi", set(FRAMES) | set(QUARTERED))
     out: dict[str, np.ndarray] = {f"vtest_{i:03d}.jpg": shrink(frames[i]) for i in FRAMES}
     for i in QUARTERED:
         h, w = frames[i].shape[:2]

@@ -194,41 +194,36 @@ def test_auto_keeps_openvino_only_where_it_holds_the_rule_and_is_faster() -> Non
         assert chosen.verdict is not None and chosen.verdict.passed
 
 
-def test_asking_for_openvino_where_it_is_not_installed_is_one_line_and_exit_2(
-    tmp_path: Path,
-) -> None:
-    # An openvino that cannot be imported, first on the path: as on a machine without it.
-    fake = tmp_path / "site" / "openvino"
-    fake.mkdir(parents=True)
+def without_openvino(site: Path, *args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    """``lookout ARGS`` where ``import openvino`` fails, as on a machine without it."""
+    fake = site / "openvino"
+    fake.mkdir(parents=True, exist_ok=True)
     (fake / "__init__.py").write_text("raise ImportError('No module named openvino')\n")
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); from device.entry import main; "
-        "sys.argv = ['lookout', 'run', '--backend', 'openvino', '--duration', '1']; "
-        "sys.exit(main())"
+        "sys.argv = ['lookout', *sys.argv[2:]]; sys.exit(main())"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "site")],
+    return subprocess.run(
+        [sys.executable, "-c", code, str(site), *args],
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
     )
+
+
+def test_asking_for_openvino_where_it_is_not_installed_is_one_line_and_exit_2(
+    tmp_path: Path,
+) -> None:
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    result = without_openvino(site, "run", "--backend", "openvino", "--duration", "1", cache=cache)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "--backend openvino" in lines[0], result.stderr
     assert "pip install 'lookout[openvino]'" in lines[0]
     # At the defaults (auto) the same machine runs on onnxruntime alone, and says so.
-    default = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from device.entry import main; "
-        "sys.argv = ['lookout', 'run', '--duration', '1', '--pace', 'fast', '--no-http', "
-        "'--model', 'local']; sys.exit(main())"
-    )
-    ran = subprocess.run(
-        [sys.executable, "-c", default, str(tmp_path / "site")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
-    )
+    quick = ("--duration", "1", "--pace", "fast", "--no-http", "--model", "local")
+    ran = without_openvino(site, "run", *quick, cache=cache)
     assert ran.returncode == 0, ran.stderr
     first = ran.stdout.splitlines()[0]
     assert first.startswith("detector: onnxruntime fp32 (fp32 arithmetic)"), first
