@@ -41,7 +41,10 @@ from models.detector import PersonDetector, sha256_file
 from models.variants import Variant, reference_for
 
 TIMED_IMAGES = 5
-FORMAT = 1  # of the remembered file
+FORMAT = 2  # of the remembered file
+# Another runtime must save at least this share of the reference's CPU to be chosen: two
+# runtimes within the timing's noise of each other would otherwise swap from machine to machine.
+WORTH = 0.1
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,8 @@ class Choice:
                 note = " (the reference)" if m.reference else ""
                 if m.verdict is not None and not m.verdict.passed:
                     note = " (fails the accuracy rule)"
+                elif m.usable and chosen.reference and m.ms < chosen.ms:
+                    note = f" (less than {WORTH:.0%} faster)"
                 others.append(f"{m.variant.label}{note} {m.ms:.1f}")
         why = f"; {', '.join(others)}" if others else ""
         if chosen.verdict is not None:
@@ -209,8 +214,15 @@ def _boxes(dets: Detections) -> list[tuple[accuracy.Box, float]]:
 
 
 def pick(measured: Sequence[Measured]) -> Measured | None:
+    """The fastest usable candidate; the reference unless another saves ``WORTH`` of it."""
     usable = [m for m in measured if m.usable]
-    return min(usable, key=lambda m: m.ms or 0.0) if usable else None
+    if not usable:
+        return None
+    best = min(usable, key=lambda m: m.ms or 0.0)
+    reference = next((m for m in usable if m.reference), None)
+    if reference is not None and (best.ms or 0.0) > (1 - WORTH) * (reference.ms or 0.0):
+        return reference
+    return best
 
 
 @cache
@@ -235,7 +247,7 @@ def remember_key(variants: Sequence[Variant], own: Path | None, threads: int | N
         "check": hashlib.sha256(accuracy.REFERENCE_FILE.read_bytes()).hexdigest(),
         "rule": [accuracy.SCORE_SHIFT, accuracy.MOST_IMAGES_CHANGED, accuracy.MOST_CHANGE],
         "threads": threads,
-        "candidates": [v.label for v in variants],
+        "candidates": [[v.label, v.exact] for v in variants],
         "format": FORMAT,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
@@ -249,7 +261,7 @@ def _load(path: Path, key: str) -> tuple[list[Measured], str] | None:
         rows = []
         for row in data["rows"]:
             verdict = Verdict(**row["verdict"]) if row.get("verdict") else None
-            variant = Variant(row["backend"], row["precision"])
+            variant = Variant(row["backend"], row["precision"], bool(row.get("exact")))
             rows.append(
                 Measured(
                     variant, row["ms"], row["arithmetic"], verdict, row["error"], row["reference"]
@@ -268,6 +280,7 @@ def _store(path: Path, key: str, rows: Sequence[Measured]) -> None:
             {
                 "backend": m.variant.backend,
                 "precision": m.variant.precision,
+                "exact": m.variant.exact,
                 "ms": m.ms,
                 "arithmetic": m.arithmetic,
                 "verdict": asdict(m.verdict) if m.verdict else None,

@@ -28,6 +28,9 @@ OWN = "own"  # the precision of a user's own file: whatever it holds
 class Variant:
     backend: BackendName
     precision: str  # fp32 | int8 (a shipped file) | own (--detector)
+    # fp32 asked for by name: computed in fp32 (OpenVINO's own default would be bf16 or
+    # fp16 where the CPU has it: what auto may choose, held to the rule).
+    exact: bool = False
 
     @property
     def label(self) -> str:
@@ -43,7 +46,7 @@ class Variant:
 
     def backend_factory(self, threads: int | None) -> Callable[[Path], InferenceBackend]:
         if self.backend == "openvino":
-            return functools.partial(OpenVinoBackend, threads=threads)
+            return functools.partial(OpenVinoBackend, threads=threads, exact=self.exact)
         return functools.partial(OnnxRuntimeBackend, threads=threads)
 
     def detector(
@@ -62,7 +65,8 @@ def reference_for(variants: Sequence[Variant]) -> Variant:
     precision they share (the shipped int8 when int8 is asked for, the user's own file),
     else the shipped fp32, what Lookout has always counted with."""
     shared = {v.precision for v in variants}
-    return Variant("onnxruntime", shared.pop() if len(shared) == 1 else "fp32")
+    exact = any(v.exact for v in variants)
+    return Variant("onnxruntime", shared.pop() if len(shared) == 1 else "fp32", exact)
 
 
 def candidates(backend: str, precision: str, *, own: bool) -> tuple[list[Variant], list[str]]:
@@ -75,7 +79,8 @@ def candidates(backend: str, precision: str, *, own: bool) -> tuple[list[Variant
         if why_not:
             backends.remove("openvino")
             left_out.append(why_not)
-    found = [Variant(b, p) for b in backends for p in precisions]  # type: ignore[arg-type]
+    exact = precision == "fp32" and not own
+    found = [Variant(b, p, exact) for b in backends for p in precisions]  # type: ignore[arg-type]
     return found, left_out
 
 

@@ -90,6 +90,9 @@ def test_the_reference_is_onnxruntime_at_the_precision_asked_for() -> None:
     assert found == [Variant("onnxruntime", "fp32"), Variant("onnxruntime", "int8")]
     assert not left_out
     assert candidates("auto", "fp32", own=True)[0][0] == Variant("onnxruntime", "own")
+    # fp32 by name is computed in fp32 (OpenVINO would otherwise take bf16 where it can).
+    named, _ = candidates("auto", "fp32", own=False)
+    assert all(v.exact for v in named) and not any(v.exact for v in found)
 
 
 def row(backend: str, precision: str, ms: float | None, passed: bool | None) -> Measured:
@@ -120,6 +123,9 @@ def test_the_fastest_that_holds_the_rule_is_chosen_and_the_line_says_why() -> No
     assert "onnxruntime fp32 (the reference) 22.0" in line
     assert "openvino int8 (fails the accuracy rule) 4.0" in line
     assert "it holds the accuracy rule: scores within 0.002" in line
+    # Faster, but within a tenth of the reference: not worth a second runtime.
+    close = [row("onnxruntime", "fp32", 22.0, None), row("openvino", "fp32", 20.5, True)]
+    assert pick(close).variant == Variant("onnxruntime", "fp32")  # type: ignore[union-attr]
     # Nothing faster passes: the reference, which needs no check.
     only = [row("onnxruntime", "fp32", 22.0, None), row("openvino", "fp32", None, None)]
     assert pick(only).variant == Variant("onnxruntime", "fp32")  # type: ignore[union-attr]
