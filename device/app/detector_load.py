@@ -73,7 +73,7 @@ class DetectorLoad:
         if behind:
             self.say(
                 f"{whose}the detector keeps up with {achieved:.1f} of {due:g} detections a "
-                f"second{shared}: lower --detect-fps, or use the int8 model (--precision int8)"
+                f"second{shared}: lower --detect-fps, or run lookout doctor for a faster backend"
             )
         else:
             self.say(f"{whose}the detector keeps up again ({achieved:.1f} detections a second)")

@@ -57,7 +57,7 @@ async def test_a_camera_short_of_its_rate_is_said_once_and_again_when_it_keeps_u
         group.cancel_scope.cancel()
     assert said == [
         "door: the detector keeps up with 3.1 of 5 detections a second (2 cameras share it): "
-        "lower --detect-fps, or use the int8 model (--precision int8)",
+        "lower --detect-fps, or run lookout doctor for a faster backend",
         "door: the detector keeps up again (5.0 detections a second)",
     ]
 
