@@ -80,7 +80,9 @@ def mqtt_cameras(config: Config) -> dict[str, CameraScene] | None:
     for name in config.camera_names:
         camera = config.camera(name)
         scene = camera.scene
-        cameras[name] = CameraScene(tuple(scene.lines), tuple(scene.zones), camera.device.privacy)
+        cameras[name] = CameraScene(
+            tuple(scene.lines), tuple(scene.zones), camera.device.privacy, camera.device.area
+        )
     return cameras
 
 
@@ -123,6 +125,7 @@ def build_operations(
             pictures=config.outputs.snapshots,
             private=config.device.privacy,
             cameras=mqtt_cameras(config),
+            area=config.device.area,
         )
     telemetry: Telemetry | None = None
     server: StatusServer | None = None

@@ -54,7 +54,7 @@ _PER_CAMERA: dict[type[BaseModel], tuple[str, ...]] = {
         "motion_hangover", "motion_pixel_delta",
     ),
     SceneSettings: tuple(SceneSettings.model_fields),
-    DeviceSettings: ("privacy",),
+    DeviceSettings: ("privacy", "area"),
 }  # fmt: skip
 CAMERA_SETTINGS: tuple[str, ...] = tuple(n for names in _PER_CAMERA.values() for n in names)
 # Sections whose names a camera's table may use to group its settings.

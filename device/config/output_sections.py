@@ -3,7 +3,9 @@ the event logs, the status server, MQTT and the snapshots."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
 
 from device.config.device_id import default_device_id
 from device.config.section import Section, unset
@@ -32,6 +34,12 @@ class DeviceSettings(Section):
         default=False,
         description="no image and no audio ever leaves the device (counts and text only), "
         "whatever else is set",
+    )
+    area: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = Field(
+        default=None,
+        description="the Home Assistant area suggested for this device's entities, e.g. "
+        '"Shop floor" (a camera\'s own table may name its own)',
+        json_schema_extra=unset("none: set areas in Home Assistant"),
     )
     log_level: Level = Field(
         default="warning",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -152,3 +153,51 @@ async def test_home_assistant_logs_nothing_at_start_outage_and_exit(broker: Brok
     assert what_home_assistant_logs(messages) == []
     # The unknown is said by availability; the value only stays readable JSON.
     assert json.loads(states[0])["count"] is None and json.loads(states[-1])["count"] is None
+
+
+def test_each_camera_suggests_its_area_to_home_assistant_and_the_device_its_own() -> None:
+    """``area`` (the device's, or a camera's own table's): every entity's device block says
+    ``suggested_area``, so a fleet's cameras land in their rooms; none set, none said."""
+    from device.outputs.mqtt.camera import CameraScene
+    from device.outputs.mqtt.state import MqttState
+
+    state = MqttState(
+        device_id="shop-door",
+        area="Shop floor",
+        cameras={"door": CameraScene(area="Entrance"), "till": CameraScene()},
+    )
+    areas: dict[str, set[str | None]] = {}
+    for message in state.discovery():
+        if not message.payload:
+            continue
+        device = json.loads(message.payload)["device"]
+        areas.setdefault(device["name"], set()).add(device.get("suggested_area"))
+    assert areas == {
+        "Lookout shop-door": {"Shop floor"},
+        "Lookout shop-door door": {"Entrance"},
+        "Lookout shop-door till": {"Shop floor"},
+    }
+    plain = MqttState(device_id="porch")
+    assert all(
+        "suggested_area" not in json.loads(m.payload)["device"]
+        for m in plain.discovery()
+        if m.payload
+    )
+
+
+def test_the_area_settings_reach_mqtt_a_camera_s_table_over_the_device_s(
+    tmp_path: Path,
+) -> None:
+    from device.app.operations import mqtt_cameras
+    from device.config import build
+
+    config_file = tmp_path / "lookout.toml"
+    config_file.write_text(
+        '[device]\narea = "Shop floor"\n\n'
+        '[cameras.door]\nsource = "0"\narea = "Entrance"\n\n[cameras.till]\nsource = "1"\n'
+    )
+    config = build({}, config_path=config_file, environ={}, system_config=tmp_path / "none")
+    assert config.device.area == "Shop floor"
+    cameras = mqtt_cameras(config)
+    assert cameras is not None
+    assert (cameras["door"].area, cameras["till"].area) == ("Entrance", "Shop floor")

@@ -65,6 +65,7 @@ class CameraScene:
     lines: tuple[str, ...] = ()
     zones: tuple[str, ...] = ()
     private: bool = False
+    area: str | None = None  # the Home Assistant area suggested for it
 
 
 class CameraState:

@@ -104,11 +104,13 @@ class HomeAssistantDiscovery:
         prefix: str = "homeassistant",
         images: bool = False,
         camera: str | None = None,
+        area: str | None = None,
     ) -> None:
         """``images``: the device writes pictures (an image entity for each event kind);
         ``camera``: the entities are this named camera's (None: the unnamed camera's,
-        which are the device's own)."""
+        which are the device's own); ``area``: the Home Assistant area suggested for them."""
         self.topics = topics
+        self.area = area
         self.images = images
         self.device_id = device_id
         self.camera = camera
@@ -129,6 +131,7 @@ class HomeAssistantDiscovery:
             "model": f"Lookout edge vision agent ({self.model})" if self.model else "Lookout",
             "sw_version": self.version or None,
             "via_device": f"lookout_{self.device_id}" if self.camera else None,
+            "suggested_area": self.area,
         }
         return {k: v for k, v in device.items() if v is not None}
 

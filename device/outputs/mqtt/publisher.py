@@ -90,6 +90,7 @@ class MqttPublisher:
         pictures: Path | None = None,
         private: bool = False,
         cameras: Mapping[str, CameraScene] | None = None,
+        area: str | None = None,
     ) -> None:
         """``pictures``: the ``--snapshots`` folder, whose pictures are published (image
         entities); ``private`` (``--privacy``): none is, and an earlier run's are cleared.
@@ -116,6 +117,7 @@ class MqttPublisher:
             images=pictures is not None and not private,
             private=private,
             cameras=cameras,
+            area=area,
         )
         pictured = any(camera.images for camera in self.state.cameras.values())
         self.images = ImageFeed(pictures, self.state) if pictures and pictured else None

@@ -90,6 +90,7 @@ class MqttState:
         images: bool = False,  # pictures are published: an image entity of each kind
         private: bool = False,  # no camera's are (--privacy), and an earlier run's go
         cameras: Mapping[str, CameraScene] | None = None,
+        area: str | None = None,  # the Home Assistant area suggested (a camera's wins)
     ) -> None:
         self.topics = MqttTopics(device_id=device_id, topic_prefix=topic_prefix)
         self.device_id = self.topics.device_id
@@ -105,18 +106,23 @@ class MqttState:
             prefix=discovery_prefix,
         )
         # The Lookout device's own entity, when each camera is a device of its own.
-        self.lookout = self._entities(self.topics.camera(None))
+        self.lookout = self._entities(self.topics.camera(None), area=area)
         self.cameras: dict[str, CameraState] = {}
         for name, scene in (cameras if cameras is not None else {MAIN_CAMERA: None}).items():
             hidden = private or (scene is not None and scene.private)
-            self.cameras[name] = self._camera(name if self.named else None, private=hidden)
+            where = (scene.area if scene is not None else None) or area
+            self.cameras[name] = self._camera(
+                name if self.named else None, private=hidden, area=where
+            )
         self._unknown_cameras: set[str] = set()
 
-    def _camera(self, name: str | None, *, private: bool = False) -> CameraState:
+    def _camera(
+        self, name: str | None, *, private: bool = False, area: str | None = None
+    ) -> CameraState:
         """Camera ``name``'s state (None: the unnamed one, at the device's topics)."""
         topics = self.topics.camera(name)
         images = self._images and not private
-        discovery = self._entities(topics, images=images, camera=name)
+        discovery = self._entities(topics, images=images, camera=name, area=area)
         return CameraState(name or MAIN_CAMERA, topics, discovery, private=private)
 
     # The first camera's (a device of one camera: its only), as before cameras had names.
