@@ -17,7 +17,10 @@ OpenVINO failing to load, which ``auto`` then does not choose.
 
 from __future__ import annotations
 
+import ctypes
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +45,8 @@ def openvino_version() -> str | None:
 def openvino_available() -> str | None:
     """None when OpenVINO can be used here, else why not (one line)."""
     try:
-        import openvino  # noqa: F401
+        with _altstack_kept():
+            import openvino  # noqa: F401
     except ImportError:
         return "OpenVINO is not installed (pip install 'lookout[openvino]')"
     except Exception as exc:  # a broken install says so instead of failing the run
@@ -76,6 +80,41 @@ def simplified_onnx(path: Path, folder: Path | None = None) -> Path:
     return out
 
 
+class _AltStack(ctypes.Structure):
+    _fields_ = [("sp", ctypes.c_void_p), ("flags", ctypes.c_int), ("size", ctypes.c_size_t)]
+
+
+@contextmanager
+def _altstack_kept() -> Iterator[None]:
+    """The thread's alternate signal stack as it was before OpenVINO loaded.
+
+    Loading and compiling with OpenVINO left the main thread an alternate signal stack of
+    its own (20 kB) that did not stay valid: Python's handlers run on it (SA_ONSTACK), and
+    a Ctrl-C soon after crashed the interpreter (SIGSEGV) instead of stopping it.
+    Restoring the previous one (none, for Python) keeps signals on the thread's stack.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        before = _AltStack()
+        known = libc.sigaltstack(None, ctypes.byref(before)) == 0
+    except (OSError, AttributeError):  # not a libc with sigaltstack: nothing to keep
+        known = False
+    try:
+        yield
+    finally:
+        if known:
+            now = _AltStack()
+            if libc.sigaltstack(None, ctypes.byref(now)) == 0 and now.sp != before.sp:
+                if before.sp is None or before.flags & _SS_DISABLE:
+                    off = _AltStack(None, _SS_DISABLE, 0)
+                    libc.sigaltstack(ctypes.byref(off), None)
+                else:
+                    libc.sigaltstack(ctypes.byref(before), None)
+
+
+_SS_DISABLE = 2
+
+
 class OpenVinoBackend:
     """The model compiled by OpenVINO for the CPU, ``threads`` per inference (None: its own
     choice). ``exact``: compute in f32 even where the CPU offers bf16/fp16. ``size``: the
@@ -89,6 +128,12 @@ class OpenVinoBackend:
         threads: int | None = None,
         exact: bool = False,
         size: tuple[int, int] | None = None,
+    ) -> None:
+        with _altstack_kept():
+            self._load(path, threads=threads, exact=exact, size=size)
+
+    def _load(
+        self, path: Path, *, threads: int | None, exact: bool, size: tuple[int, int] | None
     ) -> None:
         why_not = openvino_available()
         if why_not:

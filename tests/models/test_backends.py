@@ -267,3 +267,24 @@ def test_a_chosen_variant_that_fails_to_load_later_falls_back_to_the_reference_s
         Choice(Variant("openvino", "fp32"), (Measured(Variant("openvino", "fp32")),)).fallback
         is None
     )
+
+
+@needs_openvino
+def test_loading_openvino_leaves_the_thread_s_signal_stack_as_it_was() -> None:
+    """OpenVINO left the thread an alternate signal stack that did not stay valid: a
+    Ctrl-C soon after crashed the interpreter (SIGSEGV) instead of stopping the start."""
+    import ctypes
+
+    from models.openvino_backend import OpenVinoBackend, _AltStack
+
+    libc = ctypes.CDLL(None)
+
+    def altstack() -> tuple[int | None, int]:
+        now = _AltStack()
+        assert libc.sigaltstack(None, ctypes.byref(now)) == 0
+        return now.sp, now.flags
+
+    before = altstack()
+    backend = OpenVinoBackend(DEFAULT_MODEL_PATH, threads=1)
+    backend.run(np.zeros((1, 3, 416, 416), np.float32))
+    assert altstack() == before
