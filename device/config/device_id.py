@@ -8,8 +8,8 @@ a short suffix derived from what identifies this machine:
 
 1. ``/etc/machine-id`` (systemd; ``/var/lib/dbus/machine-id`` on older systems),
    hashed with a key of our own (the raw id is meant to stay private);
-2. else an id generated once and kept in ``$XDG_STATE_HOME/lookout/device-suffix``
-   (``~/.local/state/...``);
+2. else an id generated once and kept in ``state_dir()/device-suffix``
+   (``/var/lib/lookout`` under the installed service, else ``~/.local/state/lookout``);
 3. else (no machine id, nowhere to keep one) the network card's address, when it
    is a real one;
 4. else the host name alone (said in the log).
@@ -46,7 +46,13 @@ def host_part(hostname: str) -> str:
 
 
 def state_dir(environ: dict[str, str] | None = None) -> Path:
+    """Where the device's identity is kept: systemd's ``StateDirectory=`` under the
+    installed service (``/var/lib/lookout``: its home is read-only there), else
+    ``$XDG_STATE_HOME/lookout`` (``~/.local/state/lookout``)."""
     env = os.environ if environ is None else environ
+    service = env.get("STATE_DIRECTORY", "").split(":")[0]
+    if service:
+        return Path(service)
     base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "lookout"
 

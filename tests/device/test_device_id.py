@@ -16,6 +16,7 @@ from device.config.device_id import (
     hardware_suffix,
     host_part,
     network_cards,
+    state_dir,
 )
 from device.outputs.mqtt.settings import check_device_id
 
@@ -166,3 +167,11 @@ def test_network_cards_are_the_hardware_ones_hashed(tmp_path: Path) -> None:
     assert cards == [hardware_suffix(lambda: REAL_MAC), hardware_suffix(lambda: 0xB827EB654321)]
     assert "b827eb" not in "".join(cards)  # hashed, as the machine id is
     assert network_cards(tmp_path / "none") == []
+
+
+def test_the_identity_is_kept_where_the_service_may_write() -> None:
+    """The installed service's home is read-only (ProtectHome): systemd's StateDirectory."""
+    assert state_dir({"STATE_DIRECTORY": "/var/lib/lookout", "HOME": "/home/pi"}) == Path(
+        "/var/lib/lookout"
+    )
+    assert state_dir({"XDG_STATE_HOME": "/s"}) == Path("/s/lookout")
