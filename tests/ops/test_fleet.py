@@ -41,8 +41,9 @@ HQ = ("hq", "hq-secret")  # the central broker's own reader
 
 
 class Device:
-    """A ``lookout run`` of two still cameras (a photo each, looped as a time-lapse: the
-    counts hold still, so the fleet's sum can be compared at any moment)."""
+    """A ``lookout run`` of two still cameras (a photo each, looped as a time-lapse at the
+    rate it detects: the counts hold still, so the fleet's sum can be compared at any
+    moment, and the detector keeps up)."""
 
     def __init__(self, name: str, broker: Broker, folder: Path, token: Path) -> None:
         self.name = name
@@ -52,13 +53,16 @@ class Device:
         args = [
             "run", "--device-id", name, "--model", "local", "--mqtt", broker.url,
             "--http", f"127.0.0.1:{self.port}", "--http-token-file", str(token),
-            "--loop", "--timelapse", "--folder-fps", "2",
+            "--loop", "--timelapse", "--folder-fps", "2", "--detect-fps", "2",
             "--line", "door:post=0.5,0.1,0.5,0.9",
             "--zone", "till:queue=0.1,0.1,0.9,0.1,0.9,0.9,0.1,0.9",
         ]  # fmt: skip
         for camera in CAMERAS:
             (folder / name / camera).mkdir(parents=True)
-            shutil.copy(photos[camera], folder / name / camera)
+            # Ten frames of one photo: a pass of 5 s, not a cut at every frame (a cut ends
+            # the tracks, and a rate measured across cuts says nothing).
+            for k in range(10):
+                shutil.copy(photos[camera], folder / name / camera / f"{k:02d}.jpg")
             args += ["--source", f"{camera}={folder / name / camera}"]
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
@@ -238,8 +242,9 @@ def test_three_devices_of_two_cameras_on_one_broker_and_one_prometheus(
     for name in sorted(read):
         assert prom.query(f'count({name}{{job="lookout"}})') != [], name
     # The fleet's devices are each labelled with their own ids: no id alert, false or not.
-    firing = {a["labels"]["alertname"] for a in prom.api("alerts")["alerts"]}
-    assert not firing & {"LookoutDeviceIdShared", "LookoutTargetMislabelled"}, firing
+    # No alert at all while every device is well, pending ones included (a device scraped
+    # before its page answered is pending down until the next evaluation).
+    wait_until(lambda: prom.api("alerts")["alerts"] == [], 15, "no alert in a well fleet")
     for group in prom.api("rules")["groups"]:
         for rule in group["rules"]:
             assert rule["health"] == "ok", rule
