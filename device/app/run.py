@@ -41,6 +41,7 @@ from device.app.voice import Voice
 from device.bus import EventBus
 from device.capture import FrameDriver
 from device.config import Config
+from device.config.device_id import cloned_card
 from device.events import CaptureStatsEvent, ClockStep
 from device.feeds.runner import SourceRunner
 from device.outputs.console import ConsoleSink
@@ -152,6 +153,9 @@ class App:
 
     async def _run(self, signals: AsyncIterator[int]) -> int:
         self.logs.bind_loop(asyncio.get_running_loop())
+        cloned = cloned_card(self.config.device.device_id)
+        if cloned is not None:
+            log.warning("%s", cloned)  # the id it goes by, not one given: an SD card's twin
         described = describe_config(self.config)
         log.info("effective configuration: %s", described)
         self.bus.publish(

@@ -8,8 +8,8 @@ a short suffix derived from what identifies this machine:
 
 1. ``/etc/machine-id`` (systemd; ``/var/lib/dbus/machine-id`` on older systems),
    hashed with a key of our own (the raw id is meant to stay private);
-2. else an id generated once and kept in ``$XDG_STATE_HOME/lookout/device-suffix``
-   (``~/.local/state/...``);
+2. else an id generated once and kept in ``state_dir()/device-suffix``
+   (``/var/lib/lookout`` under the installed service, else ``~/.local/state/lookout``);
 3. else (no machine id, nowhere to keep one) the network card's address, when it
    is a real one;
 4. else the host name alone (said in the log).
@@ -46,7 +46,13 @@ def host_part(hostname: str) -> str:
 
 
 def state_dir(environ: dict[str, str] | None = None) -> Path:
+    """Where the device's identity is kept: systemd's ``StateDirectory=`` under the
+    installed service (``/var/lib/lookout``: its home is read-only there), else
+    ``$XDG_STATE_HOME/lookout`` (``~/.local/state/lookout``)."""
     env = os.environ if environ is None else environ
+    service = env.get("STATE_DIRECTORY", "").split(":")[0]
+    if service:
+        return Path(service)
     base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "lookout"
 
@@ -115,31 +121,71 @@ def hardware_suffix(getnode: Callable[[], int] = uuid.getnode) -> str | None:
     return _hashed(node.to_bytes(6, "big"))
 
 
-def cloned_from(machine: str, hardware: str | None, directory: Path) -> bool:
+SYS_NET = Path("/sys/class/net")
+
+
+def network_cards(sys_net: Path = SYS_NET) -> list[str]:
+    """This machine's network cards, each hashed: every interface with a device behind it
+    (Ethernet, Wi-Fi; not ``lo``, bridges or tunnels), whether or not it is up. All of
+    them, not one: which one ``uuid.getnode()`` reports changes with which has an address
+    (a Pi on Wi-Fi today, on its cable tomorrow), and a warning that came and went with
+    it would be a false alarm."""
+    cards = []
+    try:
+        interfaces = sorted(sys_net.iterdir())
+    except OSError:
+        return []
+    for interface in interfaces:
+        try:
+            if not (interface / "device").exists():
+                continue
+            address = (interface / "address").read_text().strip().lower()
+        except OSError:
+            continue
+        try:
+            mac = bytes.fromhex(address.replace(":", ""))
+        except ValueError:
+            continue
+        if len(mac) == 6 and any(mac):
+            cards.append(_hashed(mac))  # as hardware_suffix hashes uuid.getnode()'s
+    return cards
+
+
+def cloned_from(machine: str, hardware: Sequence[str], directory: Path) -> bool:
     """Whether this machine id was first seen with other hardware: a cloned SD card.
 
-    The first start keeps ``<machine suffix> <hardware suffix>`` in ``directory``; an
+    The first start keeps ``<machine suffix> <card> ...`` (hashed) in ``directory``; an
     image copied to another Pi brings the file and the machine id along, but not the
-    network card, so there the pair no longer matches. A machine id made anew (or no
+    network cards, so there none of them is one kept. A card added since (a USB Wi-Fi
+    stick) while one kept is still there is kept too. A machine id made anew (or no
     network card to tell by) starts over, silently.
     """
-    if hardware is None:
+    if not hardware:
         return False
     path = directory / "machine-hardware"
     try:
         kept = _read_id(path).split()
     except OSError:
         kept = []
-    if len(kept) == 2 and kept[0] == machine:
-        return kept[1] != hardware
+    if len(kept) >= 2 and kept[0] == machine:
+        if not set(kept[1:]) & set(hardware):
+            return True
+        if set(hardware) <= set(kept[1:]):
+            return False
+        hardware = sorted(set(kept[1:]) | set(hardware))
     try:
         from device.files.whole_file import write_whole
 
         directory.mkdir(parents=True, exist_ok=True)
-        write_whole(path, f"{machine} {hardware}\n".encode(), sync=True)
+        write_whole(path, (" ".join([machine, *hardware]) + "\n").encode(), sync=True)
     except OSError as exc:
         log.info("cannot keep this machine's identity in %s: %s", directory, exc)
     return False
+
+
+# The default ids this process derived from a machine id found cloned (said at start by
+# ``cloned_card``, only when the run goes by that id: one given by --device-id is fine).
+_CLONED: dict[str, Path] = {}
 
 
 def default_device_id(
@@ -148,20 +194,18 @@ def default_device_id(
     machine_id_files: Sequence[Path] = MACHINE_ID_FILES,
     directory: Path | None = None,
     getnode: Callable[[], int] = uuid.getnode,
+    cards: Callable[[], list[str]] = network_cards,
 ) -> str:
     """``<host>-<suffix>``: unique to this machine, the same at every start."""
     host = host_part(socket.gethostname() if hostname is None else hostname)
     folder = state_dir() if directory is None else directory
     machine = machine_suffix(machine_id_files)
-    if machine is not None and cloned_from(machine, hardware_suffix(getnode), folder):
-        log.warning(
-            "this system's machine id was made on another machine (an SD card cloned from "
-            "another device?): both would be device '%s-%s'. Give this one its own device_id "
-            "(--device-id), or a new machine id (sudo rm /etc/machine-id && sudo "
-            "systemd-machine-id-setup), then restart",
-            host,
-            machine,
-        )
+    if machine is not None:
+        hardware = cards() or [h for h in [hardware_suffix(getnode)] if h is not None]
+        if cloned_from(machine, hardware, folder):
+            _CLONED[f"{host}-{machine}"] = folder / "machine-hardware"
+        else:
+            _CLONED.pop(f"{host}-{machine}", None)
     suffix = machine or stored_suffix(folder) or hardware_suffix(getnode)
     if suffix is None:
         log.warning(
@@ -173,6 +217,23 @@ def default_device_id(
     return f"{host}-{suffix}"
 
 
+def cloned_card(device_id: str) -> str | None:
+    """What to say at start when ``device_id`` (the one the run goes by) was derived from a
+    machine id first seen on other network cards: an SD card cloned from another device,
+    whose twin would publish as the same device."""
+    kept = _CLONED.get(device_id)
+    if kept is None:
+        return None
+    return (
+        f"this system's machine id was made on another machine (an SD card cloned from "
+        f"another device?): both would be device '{device_id}'. Give this one its own "
+        f"device_id (--device-id, or device_id in [device]), or a new machine id (sudo rm "
+        f"/etc/machine-id && sudo systemd-machine-id-setup), then restart. (Only the "
+        f"network card was replaced? Remove {kept} and restart.)"
+    )
+
+
 __all__ = [
-    "cloned_from", "default_device_id", "host_part", "machine_suffix", "state_dir", "stored_suffix",
+    "cloned_card", "cloned_from", "default_device_id", "host_part", "machine_suffix",
+    "network_cards", "state_dir", "stored_suffix",
 ]  # fmt: skip

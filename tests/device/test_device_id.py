@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from device.config import Config
-from device.config.device_id import default_device_id, host_part
+from device.config.device_id import (
+    cloned_card,
+    default_device_id,
+    hardware_suffix,
+    host_part,
+    network_cards,
+    state_dir,
+)
 from device.outputs.mqtt.settings import check_device_id
 
 REAL_MAC = 0x_B8_27_EB_12_34_56  # a Raspberry Pi's
@@ -93,32 +101,77 @@ def test_the_config_default_is_this_machine_s_unique_id(
     assert Config.of(device_id="hall-1").device.device_id == "hall-1"  # given: used as it is
 
 
-def test_a_card_cloned_to_another_pi_is_said_at_start_with_what_to_do(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_a_card_cloned_to_another_pi_is_said_at_start_with_what_to_do(tmp_path: Path) -> None:
     """Two Pis from one image share /etc/machine-id, so they would share an id: the clone
-    is told (its network card differs from the one the machine id was first seen with)."""
+    is told (none of its network cards is one the machine id was first seen with), when it
+    starts under that id; not when it is given one of its own."""
     machine_id = tmp_path / "machine-id"
     machine_id.write_text("0123456789abcdef0123456789abcdef\n")
     card = tmp_path / "state"  # on the SD card: it is cloned with it
-    first_pi, second_pi = (lambda: 0x02AB_CD00_0001), (lambda: 0x02AB_CD00_0002)
-    with caplog.at_level("WARNING", logger="lookout.config"):
-        original = default_device_id("raspberrypi", machine_id_files=[machine_id],
-                                     directory=card, getnode=first_pi)  # fmt: skip
-        again = default_device_id("raspberrypi", machine_id_files=[machine_id],
-                                  directory=card, getnode=first_pi)  # fmt: skip
-    assert original == again and caplog.records == []  # the same Pi, restarted: nothing said
-    with caplog.at_level("WARNING", logger="lookout.config"):
-        clone = default_device_id("raspberrypi", machine_id_files=[machine_id],
-                                  directory=card, getnode=second_pi)  # fmt: skip
-    assert clone == original  # the id cannot tell them apart: hence the warning
-    (said,) = [r.getMessage() for r in caplog.records]
-    assert "cloned" in said and f"'{original}'" in said
+    first_pi, second_pi = (lambda: ["eth-1", "wlan-1"]), (lambda: ["eth-2", "wlan-2"])
+
+    def start(cards: Callable[[], list[str]]) -> str:
+        return default_device_id(
+            "raspberrypi", machine_id_files=[machine_id], directory=card, cards=cards
+        )
+
+    original = start(first_pi)
+    assert start(first_pi) == original and cloned_card(original) is None  # restarted: quiet
+    clone = start(second_pi)
+    assert clone == original  # the id cannot tell them apart: hence what is said
+    said = cloned_card(clone)
+    assert said is not None and "cloned" in said and f"'{original}'" in said
     assert "--device-id" in said and "systemd-machine-id-setup" in said
+    assert str(card / "machine-hardware") in said  # a replaced network card: what to remove
+    assert cloned_card("hall-1") is None  # the clone given its own id: nothing to say
     # Given a new machine id, the clone starts over, silently, with an id of its own.
     machine_id.write_text("fedcba9876543210fedcba9876543210\n")
-    caplog.clear()
-    with caplog.at_level("WARNING", logger="lookout.config"):
-        renewed = default_device_id("raspberrypi", machine_id_files=[machine_id],
-                                    directory=card, getnode=second_pi)  # fmt: skip
-    assert renewed != original and caplog.records == []
+    renewed = start(second_pi)
+    assert renewed != original and cloned_card(renewed) is None
+
+
+def test_a_network_card_coming_and_going_is_no_clone(tmp_path: Path) -> None:
+    """Every card is kept, not the one uuid.getnode() happens to report: a Pi on Wi-Fi one
+    day and on its cable the next, or given a USB Wi-Fi stick, is the same Pi."""
+    machine_id = tmp_path / "machine-id"
+    machine_id.write_text("0123456789abcdef0123456789abcdef\n")
+    card = tmp_path / "state"
+    found = {"cards": ["eth", "wlan"]}
+
+    def start() -> str:
+        return default_device_id(
+            "raspberrypi", machine_id_files=[machine_id], directory=card,
+            cards=lambda: found["cards"],
+        )  # fmt: skip
+
+    first = start()
+    for cards in (["wlan"], ["eth", "wlan", "usb-wifi"], ["usb-wifi"], ["eth"]):
+        found["cards"] = cards
+        assert start() == first and cloned_card(first) is None, cards
+
+
+def test_network_cards_are_the_hardware_ones_hashed(tmp_path: Path) -> None:
+    net = tmp_path / "net"
+    for name, address, hardware in (
+        ("eth0", "B8:27:EB:12:34:56", True),
+        ("wlan0", "b8:27:eb:65:43:21", True),
+        ("lo", "00:00:00:00:00:00", False),
+        ("docker0", "02:42:ac:11:00:02", False),  # virtual: no device behind it
+        ("usb0", "00:00:00:00:00:00", True),  # no address of its own
+    ):
+        (net / name).mkdir(parents=True)
+        (net / name / "address").write_text(address + "\n")
+        if hardware:
+            (net / name / "device").mkdir()
+    cards = network_cards(net)
+    assert cards == [hardware_suffix(lambda: REAL_MAC), hardware_suffix(lambda: 0xB827EB654321)]
+    assert "b827eb" not in "".join(cards)  # hashed, as the machine id is
+    assert network_cards(tmp_path / "none") == []
+
+
+def test_the_identity_is_kept_where_the_service_may_write() -> None:
+    """The installed service's home is read-only (ProtectHome): systemd's StateDirectory."""
+    assert state_dir({"STATE_DIRECTORY": "/var/lib/lookout", "HOME": "/home/pi"}) == Path(
+        "/var/lib/lookout"
+    )
+    assert state_dir({"XDG_STATE_HOME": "/s"}) == Path("/s/lookout")

@@ -6,6 +6,7 @@ Mosquitto processes."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -40,8 +41,9 @@ HQ = ("hq", "hq-secret")  # the central broker's own reader
 
 
 class Device:
-    """A ``lookout run`` of two still cameras (a photo each, looped as a time-lapse: the
-    counts hold still, so the fleet's sum can be compared at any moment)."""
+    """A ``lookout run`` of two still cameras (a photo each, looped as a time-lapse at the
+    rate it detects: the counts hold still, so the fleet's sum can be compared at any
+    moment, and the detector keeps up)."""
 
     def __init__(self, name: str, broker: Broker, folder: Path, token: Path) -> None:
         self.name = name
@@ -51,13 +53,16 @@ class Device:
         args = [
             "run", "--device-id", name, "--model", "local", "--mqtt", broker.url,
             "--http", f"127.0.0.1:{self.port}", "--http-token-file", str(token),
-            "--loop", "--timelapse", "--folder-fps", "2",
+            "--loop", "--timelapse", "--folder-fps", "2", "--detect-fps", "2",
             "--line", "door:post=0.5,0.1,0.5,0.9",
             "--zone", "till:queue=0.1,0.1,0.9,0.1,0.9,0.9,0.1,0.9",
         ]  # fmt: skip
         for camera in CAMERAS:
             (folder / name / camera).mkdir(parents=True)
-            shutil.copy(photos[camera], folder / name / camera)
+            # Ten frames of one photo: a pass of 5 s, not a cut at every frame (a cut ends
+            # the tracks, and a rate measured across cuts says nothing).
+            for k in range(10):
+                shutil.copy(photos[camera], folder / name / camera / f"{k:02d}.jpg")
             args += ["--source", f"{camera}={folder / name / camera}"]
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
@@ -141,8 +146,12 @@ def test_the_shipped_prometheus_files_check(tools: tuple[Path, Path, Path], tmp_
     for args in (
         ["check", "config", str(config)],
         ["check", "rules", str(FLEET / "lookout-rules.yml")],
+        # Each alert at its shipped `for:`, over a device's series minute by minute.
+        ["test", "rules", str(FLEET / "lookout-rules.test.yml")],
     ):
-        done = subprocess.run([str(promtool), *args], capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [str(promtool), *args], capture_output=True, text=True, check=False, cwd=FLEET
+        )
         assert done.returncode == 0, done.stdout + done.stderr
     # The shipped file as it stands refers only to /etc/prometheus (the paths the test made local).
     shipped = (FLEET / "prometheus.yml").read_text()
@@ -204,6 +213,9 @@ def test_three_devices_of_two_cameras_on_one_broker_and_one_prometheus(
     wait_until(lambda: prom.query("sum(lookout_people)") != [], 10, "the sum")
     assert float(prom.query("sum(lookout_people)")[0]["value"][1]) == by_api
 
+    # The counts held still all along (still photos), so the two reads were of one moment.
+    assert prom.query("changes(lookout_people[1h]) > 0") == []
+
     def per_site() -> dict[str, float]:
         found = prom.query("site:lookout_people:sum")
         return {s["metric"]["site"]: float(s["value"][1]) for s in found}
@@ -216,9 +228,23 @@ def test_three_devices_of_two_cameras_on_one_broker_and_one_prometheus(
     def rules_ran() -> bool:
         groups = prom.api("rules")["groups"]
         rules = [r for g in groups for r in g["rules"]]
-        return len(rules) == 11 and all(r.get("lastEvaluation", "").startswith("20") for r in rules)
+        return len(rules) == shipped_rules and all(
+            r.get("lastEvaluation", "").startswith("20") for r in rules
+        )
 
+    rules_text = (FLEET / "lookout-rules.yml").read_text()
+    shipped_rules = len(re.findall(r"^\s*- (?:record|alert):", rules_text, re.M))
     wait_until(rules_ran, 30, "every rule evaluated")
+    # An alert's expression answers nothing while all is well: each series it reads must
+    # exist all the same (a misspelt metric would never fire).
+    exprs = " ".join(re.findall(r"^\s*expr: (.*)$", rules_text, re.M))
+    read = set(re.findall(r"(?<![\w:])(lookout_[a-z_]+|up)(?![\w:])", exprs))
+    for name in sorted(read):
+        assert prom.query(f'count({name}{{job="lookout"}})') != [], name
+    # The fleet's devices are each labelled with their own ids: no id alert, false or not.
+    # No alert at all while every device is well, pending ones included (a device scraped
+    # before its page answered is pending down until the next evaluation).
+    wait_until(lambda: prom.api("alerts")["alerts"] == [], 15, "no alert in a well fleet")
     for group in prom.api("rules")["groups"]:
         for rule in group["rules"]:
             assert rule["health"] == "ok", rule
@@ -237,26 +263,36 @@ def test_three_devices_of_two_cameras_on_one_broker_and_one_prometheus(
     )
     assert set(prom.label_values(cameras_of)) == set(CAMERAS)
     answered = 0
-    for values in ({"site": ".*", "device": ".*", "camera": ".*"},
-                   {"site": "shop", "device": "shop-till", "camera": ".*"}):  # fmt: skip
+    settings = (
+        {"site": ".*", "device": ".*", "camera": ".*"},  # All (the variables' allValue)
+        {"site": "shop", "device": "shop-till", "camera": ".*"},  # one device
+        # several ticked: Grafana sends a multi-value variable as (a|b)
+        {"site": "(shop|depot)", "device": "(shop-door|depot-gate)", "camera": "(door|till)"},
+    )
+    for values in settings:
         for expr in dashboard_queries(dashboard, values):
             wait_until(lambda e=expr: prom.query(e) != [], 30, f"data for {expr}")
             answered += 1
-    assert answered == 2 * 15  # every target of the 10 panels, under both settings
+    assert answered == len(settings) * 15  # every target of the 10 panels, each setting
 
     # kill -9 one device: only its sensors go unavailable on MQTT (the broker's last will),
     # its `up` goes to 0 and its alert is pending; the others carry on.
-    states = Retained(broker.port, ["lookout/+/state"])
-    wait_until(lambda: len(states.messages) == 3, 10, "three devices online on the broker")
-    assert set(states.messages.values()) == {b"online"}
-    gone = devices["shop-till"]
-    gone.process.send_signal(signal.SIGKILL)
-    gone.process.wait(10)
-    wait_until(lambda: states.messages.get("lookout/shop-till/state") == b"offline", 60, "its will")
-    assert all(
-        states.messages[f"lookout/{d}/state"] == b"online" for d in ("shop-door", "depot-gate")
-    )
-    states.close()
+    seen = Retained(broker.port, ["lookout/#", "homeassistant/#"])
+    try:
+        entities = home_assistant_entities(seen)
+        everyone = {d: "available" for d in DEVICES}
+        wait_until(lambda: availability(seen, entities) == everyone, 10, "all available")
+        gone = devices["shop-till"]
+        gone.process.send_signal(signal.SIGKILL)
+        gone.process.wait(10)
+        wait_until(
+            lambda: seen.messages.get("lookout/shop-till/state") == b"offline", 60, "its will"
+        )
+        assert availability(seen, entities) == {
+            "shop-door": "available", "shop-till": "unavailable", "depot-gate": "available"
+        }  # fmt: skip
+    finally:
+        seen.close()
 
     def up(device: str) -> float | None:
         found = prom.query(f'up{{job="lookout",device="{device}"}}')
@@ -278,8 +314,55 @@ def test_three_devices_of_two_cameras_on_one_broker_and_one_prometheus(
     series_count = len(prom.query('{job="lookout"}'))
     print(
         f"fleet: {len(DEVICES)} devices x {len(CAMERAS)} cameras, {series_count} series, "
-        f"{answered} dashboard queries answered, {time.monotonic() - started:.0f} s"
+        f"{answered} dashboard queries answered, {shipped_rules} rules evaluated ok, "
+        f"{len(entities)} Home Assistant entities, {time.monotonic() - started:.0f} s"
     )
+
+
+def home_assistant_entities(seen: Retained) -> dict[str, dict[str, Any]]:
+    """Every device's discovery configs on the broker (by unique id), once each device has
+    the entities of both its cameras: unique ids, names and availability per device."""
+
+    def configs() -> list[dict[str, Any]]:
+        found = [
+            json.loads(payload)
+            for topic, payload in list(seen.messages.items())
+            if topic.startswith("homeassistant/") and topic.endswith("/config") and payload
+        ]
+        return found
+
+    def complete() -> bool:
+        names = {c["device"]["name"] for c in configs() if c.get("name") == "People"}
+        return names == {f"Lookout {d} {c}" for d in DEVICES for c in CAMERAS}
+
+    wait_until(complete, 30, "every camera's Home Assistant entities")
+    found = configs()
+    unique_ids = [c["unique_id"] for c in found]
+    assert len(set(unique_ids)) == len(unique_ids)  # never two entities with one id
+    entities = {}
+    for config in found:
+        device = config["device"]
+        owner = next(d for d in DEVICES if config["unique_id"].startswith(f"lookout_{d}_"))
+        # A camera is a Home Assistant device of its own, linked to its Lookout device.
+        assert device["name"] in {f"Lookout {owner}", *(f"Lookout {owner} {c}" for c in CAMERAS)}
+        topics = [a["topic"] for a in config.get("availability", [])]
+        assert all(t.startswith(f"lookout/{owner}/") for t in topics), config
+        entities[config["unique_id"]] = {**config, "owner": owner, "availability": topics}
+    return entities
+
+
+def availability(seen: Retained, entities: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Per device, what Home Assistant shows its entities as (by their availability topics,
+    every one of which must say online): all available, all unavailable, or mixed."""
+    shown: dict[str, set[bool]] = {}
+    for entity in entities.values():
+        topics = entity["availability"]
+        if not topics:  # the device's own Online entity: never unavailable, it reads state
+            continue
+        ok = all(seen.messages.get(t) == entity["payload_available"].encode() for t in topics)
+        shown.setdefault(entity["owner"], set()).add(ok)
+    names = {frozenset({True}): "available", frozenset({False}): "unavailable"}
+    return {d: names.get(frozenset(v), "mixed") for d, v in shown.items()}
 
 
 def bridge_config(central_port: int, user: str, password: str) -> str:
