@@ -121,7 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = build(flags, config_path=args.config)
     except ConfigError as exc:
         return _fail(str(exc))
-    from device.config.detector_choice import config_choice
+    from device.config.detector.choice import config_choice
 
     # How the detector runs here, and why: the run's first line (measured once a machine;
     # a model that cannot run at all is the preflight's to say, below).
@@ -129,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if detector.runs:
         print(detector.line())
     if config.perception.profile != "none":
-        from device.config.profiles import profile_choice
+        from device.config.detector.profiles import profile_choice
 
         # What the profile chose (and, for auto, what it measured): said once at start,
         # with what the file or the flags set over it.

@@ -2,7 +2,7 @@
 
     python scripts/example_config.py > scripts/lookout.example.toml
 
-It is made from the settings' own descriptions (``device.config.*_sections``; a test
+It is made from the settings' own descriptions (``device.config.sections``; a test
 checks that the checked-in file is what this prints), so no setting is ever missing
 from it. Settings are shown in their sections; a flat file (``detect_fps = 5`` at the
 top, or under ``[lookout]``) still means the same.

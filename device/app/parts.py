@@ -23,7 +23,7 @@ from device.app.instruction import (
     system_instruction,
 )
 from device.config import Config, ConfigError
-from device.config.detector_choice import config_choice
+from device.config.detector.choice import config_choice
 from device.feeds.runner import SourceRunner, StateChange
 from device.sources import (
     FrameSource,

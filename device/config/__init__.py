@@ -1,15 +1,17 @@
 """Lookout's configuration, by concern.
 
-- ``section``, ``vision_sections``, ``model_sections``, ``output_sections``: every
+- ``sections/`` (``base``, ``vision``, ``model``, ``outputs``): every
   setting, one pydantic model per concern (source, perception, scene; model, audio;
   device, outputs): type, default, bounds and description, once.
 - ``model``: ``Config``, the sections composed; flat names routed to their section.
 - ``layers``: defaults < profile < TOML < ``LOOKOUT_`` variables < flags; ``build``.
 - ``checks``: what the values need from the world (files, token, API key).
 - ``explain``: a validation error as one line naming the setting as the user wrote it.
-- ``values``, ``scene``: the kinds of value, and lines and zones; ``urls``, ``text``: the
+- ``values``, ``scene/``: the kinds of value, and lines and zones (their specs, and their
+  write-back into the file: ``scene/file``, ``scene/layout``); ``urls``, ``text``: the
   rules of what uses a URL, a host name or a name (paho, getaddrinfo, urllib, a terminal).
-- ``profiles``, ``paths``, ``device_id``: presets for a CPU, the files a run writes,
+- ``detector/`` (``choice``, ``profiles``): the backend and precision the settings mean on
+  this machine, and presets for a CPU; ``paths``, ``device_id``: the files a run writes,
   the default device id.
 
 A leaf of ``device``: perception, outputs and the app read it; it imports none of them
@@ -28,7 +30,7 @@ from device.config.layers import (
     parse_flags,
 )
 from device.config.model import FIELDS, SECTION_OF, SECTIONS, SETTINGS, Config, value_of
-from device.config.scene import LineSpec, ZoneSpec
+from device.config.scene.specs import LineSpec, ZoneSpec
 
 __all__ = [
     "COMMAND_LINE",

@@ -38,10 +38,10 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
 from device.config.errors import ConfigError
-from device.config.output_sections import DeviceSettings
-from device.config.scene import PARSERS
+from device.config.scene.specs import PARSERS
+from device.config.sections.outputs import DeviceSettings
+from device.config.sections.vision import PerceptionSettings, SceneSettings, SourceSettings
 from device.config.values import shown
-from device.config.vision_sections import PerceptionSettings, SceneSettings, SourceSettings
 
 MAIN = "main"  # the camera of a device that names none
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")

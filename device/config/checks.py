@@ -13,8 +13,8 @@ from pathlib import Path
 
 from device.config.errors import ConfigError
 from device.config.model import Config
-from device.config.model_sections import VertexPlace
 from device.config.paths import check_writable_file
+from device.config.sections.model import VertexPlace
 from device.config.text import TOPIC_SAFE, describe
 from device.config.values import no_empty_token, shown
 

@@ -31,6 +31,7 @@ from device.config.checks import (
     validate,
     vertex_from_env,
 )
+from device.config.detector.profiles import profile_defaults
 from device.config.errors import COMMAND_LINE, ENVIRONMENT, ConfigError
 from device.config.model import (
     ENV_ONLY,
@@ -43,8 +44,7 @@ from device.config.model import (
     merged,
     validated,
 )
-from device.config.profiles import profile_defaults
-from device.config.scene import PARSERS
+from device.config.scene.specs import PARSERS
 
 log = logging.getLogger("lookout.config")
 

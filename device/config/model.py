@@ -17,11 +17,11 @@ from pydantic.fields import FieldInfo
 from device.config.cameras import MAIN, CameraSettings, merge_cameras
 from device.config.errors import ConfigError
 from device.config.explain import explain
-from device.config.model_sections import AudioSettings, ModelSettings
-from device.config.output_sections import DeviceSettings, OutputSettings
-from device.config.section import Section
+from device.config.sections.base import Section
+from device.config.sections.model import AudioSettings, ModelSettings
+from device.config.sections.outputs import DeviceSettings, OutputSettings
+from device.config.sections.vision import PerceptionSettings, SceneSettings, SourceSettings
 from device.config.values import DETECT_FPS, SCENE_DETECT_FPS
-from device.config.vision_sections import PerceptionSettings, SceneSettings, SourceSettings
 
 DEFAULT_GEMINI_MODEL = "gemini-3.8-live"
 

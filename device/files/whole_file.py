@@ -9,7 +9,7 @@ pictures, ``lookout token --out``, the device id suffix) goes through here:
   share a temporary, and a reader never meets half a file.
 - a symbolic link at the name is refused (never written through, never replaced: the
   link is someone's choice of where the data goes, and that is not ours to make). The
-  configuration editor follows its own file's link on purpose (``scene_file.py``).
+  configuration editor follows its own file's link on purpose (``device/config/scene/file.py``).
 - a file with other hard links is refused: renaming over one name leaves the others
   with the old content, and writing in place would give up whole-or-nothing.
 - the new file keeps the old one's owner, group and mode (a device running as root

@@ -184,7 +184,7 @@ def test_files_read_while_running_refuse_a_pipe_at_once(tmp_path: Path) -> None:
     """The configuration read again to save the scene, a snapshot read back for the page,
     the device id kept between starts: each swapped for a named pipe."""
     from device.config.device_id import stored_suffix
-    from device.config.scene_file import write_scene
+    from device.config.scene.file import write_scene
     from device.outputs.pictures.files import read_picture
 
     config = tmp_path / "lookout.toml"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from device.config import Config, ConfigError, build
-from device.config.profiles import board_from_text, detect_board
+from device.config.detector.profiles import board_from_text, detect_board
 
 
 def config(tmp_path: Path, file_text: str | None = None, **flags: object) -> Config:
@@ -76,7 +76,7 @@ def test_one_detector_thread_by_default_and_the_setting_reaches_onnxruntime(
 
 
 def test_auto_on_an_unknown_board_keeps_the_defaults_where_a_detection_is_cheap() -> None:
-    from device.config.profiles import measured_defaults
+    from device.config.detector.profiles import measured_defaults
 
     timed: list[str] = []
 
@@ -90,7 +90,7 @@ def test_auto_on_an_unknown_board_keeps_the_defaults_where_a_detection_is_cheap(
 
 
 def test_auto_on_a_slow_unknown_board_picks_int8_and_a_rate_that_fits_a_quarter_core() -> None:
-    from device.config.profiles import measured_defaults
+    from device.config.detector.profiles import measured_defaults
 
     slow = {"auto": 600.0, "int8": 400.0}.__getitem__  # a Pi 4 class CPU
     chosen, line = measured_defaults(scene=False, timer=slow)
@@ -107,7 +107,7 @@ def test_auto_on_a_slow_unknown_board_picks_int8_and_a_rate_that_fits_a_quarter_
 def test_auto_times_the_real_detector_here_and_the_run_says_what_it_chose(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from device.config import profiles
+    from device.config.detector import profiles
 
     monkeypatch.setattr(profiles, "MODEL_FILES", (tmp_path / "no-such-model",))
     ms = profiles.time_detection("auto")  # as the run chooses the detector (backend, precision)
@@ -119,7 +119,7 @@ def test_auto_times_the_real_detector_here_and_the_run_says_what_it_chose(
 
 
 def test_a_detector_that_cannot_be_timed_leaves_the_defaults_and_says_why() -> None:
-    from device.config.profiles import measured_defaults
+    from device.config.detector.profiles import measured_defaults
     from models.detector import DetectorError
 
     def broken(precision: str) -> float:

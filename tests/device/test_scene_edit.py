@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from device.config import build
-from device.config.scene import parse_lines, parse_zones
-from device.config.scene_file import scene_toml, with_scene, write_scene
+from device.config.scene.file import scene_toml, with_scene, write_scene
+from device.config.scene.specs import parse_lines, parse_zones
 from device.events import SceneChanged
 from device.vision.scene import Scene, SceneSpec
 from tests.device.test_lines_zones import SHAPE, track

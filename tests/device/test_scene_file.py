@@ -1,5 +1,5 @@
 """The scene written back into a configuration file, in every layout the reader accepts,
-and read by the next start as it was saved (device/config/scene_file.py, scene_layout.py).
+and read by the next start as it was saved (device/config/scene/file.py, layout.py).
 
 Real files, and ``build`` (what ``lookout run --config`` reads) as the judge: an edit
 goes where the file keeps its lines and zones, a removed one is gone at the next start,
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from device.config import build
-from device.config.scene import LineSpec, ZoneSpec, parse_lines, parse_zones
-from device.config.scene_file import with_scene, write_scene
+from device.config.scene.file import with_scene, write_scene
+from device.config.scene.specs import LineSpec, ZoneSpec, parse_lines, parse_zones
 
 A = "points = [[0.1, 0.1], [0.9, 0.9]]\n"
 DOOR = parse_lines({"door": {"points": [[0.25, 0.5], [0.75, 0.5]]}})

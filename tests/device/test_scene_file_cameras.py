@@ -1,6 +1,6 @@
 """A named camera's lines and zones written back into its own table of the configuration
 file, in the layouts the reader accepts, and read by the next start as that camera's
-(device/config/scene_file.py with ``camera=``).
+(device/config/scene/file.py with ``camera=``).
 
 Real files, and ``build`` (what ``lookout run --config`` reads) as the judge: the other
 camera's scene and the device's own stay as they were.
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from device.config import build
-from device.config.scene import LineSpec, ZoneSpec, parse_lines, parse_zones
-from device.config.scene_file import write_scene
+from device.config.scene.file import write_scene
+from device.config.scene.specs import LineSpec, ZoneSpec, parse_lines, parse_zones
 
 POST = parse_lines({"post": {"points": [[0.5, 0.9], [0.5, 0.1]]}})
 QUEUE = parse_zones({"queue": {"points": [[0.1, 0.1], [0.4, 0.1], [0.4, 0.4]], "dwell": 20}})

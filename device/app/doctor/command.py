@@ -92,7 +92,7 @@ def _check_detector(
 ) -> str:
     import numpy as np
 
-    from device.config.detector_choice import detector_choice
+    from device.config.detector.choice import detector_choice
     from models.detector import DetectorError, sha256_file
 
     try:
@@ -117,7 +117,7 @@ def _check_detector(
                 f"{model_path.name}: sha256 {actual[:12]}… does not match models/README.md",
             )
             return FAIL
-    from device.config.profiles import CPU_BUDGET
+    from device.config.detector.profiles import CPU_BUDGET
     from device.config.values import DETECT_FPS
 
     frame = np.zeros((480, 640, 3), dtype=np.uint8)

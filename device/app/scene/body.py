@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from device.config.scene import LineSpec, ZoneSpec, parse_lines, parse_zones
-from device.config.scene_layout import DIGITS
+from device.config.scene.layout import DIGITS
+from device.config.scene.specs import LineSpec, ZoneSpec, parse_lines, parse_zones
 
 MAX_ITEMS = 32  # lines, and zones: each is MQTT topics, sensors and a row on the page
 MAX_ZONE_POINTS = 64

@@ -14,7 +14,7 @@ the device's (another operator's edit came first) is refused (409), never merged
 silently. A body of the wrong shape or types is the client's mistake (400, naming the
 field: ``scene/body.py``). What is written into the file is what the edit changed (by
 name), over the file as it is then: another device started with the same file keeps
-its own edits there (``device/config/scene_file.py``). Edits may add at most
+its own edits there (``device/config/scene/file.py``). Edits may add at most
 ``scene_allowance.PER_HOUR_BYTES`` an hour to the event logs (429 past it).
 """
 
@@ -31,8 +31,8 @@ from device.app.scene.allowance import Allowance
 from device.app.scene.body import MAX_ITEMS, MAX_ZONE_POINTS, EditError, read_edit
 from device.capture import FrameDriver
 from device.config import Config
-from device.config.scene import LineSpec, ZoneSpec
-from device.config.scene_file import Saved, scene_toml, write_scene
+from device.config.scene.file import Saved, scene_toml, write_scene
+from device.config.scene.specs import LineSpec, ZoneSpec
 from device.config.values import SCENE_DETECT_FPS
 from device.events import SceneChanged
 from device.vision.perception import Perception

@@ -2,7 +2,7 @@
 
 The status page edits the scene of a running device; the edit must outlive the run.
 ``write_scene`` changes, by name, the lines and zones of the file the device was
-started with, in the file's own layout (``scene_layout.py``), and leaves everything
+started with, in the file's own layout (``scene/layout.py``), and leaves everything
 else as the user wrote it. How, and why:
 
 - under an advisory lock on the file, from its read to its replacement
@@ -38,8 +38,8 @@ from typing import TypeVar
 from device.config.errors import ConfigError
 from device.config.layers import apply, load_file, read
 from device.config.model import Config
-from device.config.scene import LineSpec, ZoneSpec
-from device.config.scene_layout import DIGITS, camera_root, edited, place, scene_toml
+from device.config.scene.layout import DIGITS, camera_root, edited, place, scene_toml
+from device.config.scene.specs import LineSpec, ZoneSpec
 
 S = TypeVar("S", LineSpec, ZoneSpec)
 Lines = Mapping[str, LineSpec]

@@ -62,7 +62,7 @@ def detect_board(files: tuple[Path, ...] | None = None) -> Board:
 def time_detection(precision: str, backend: str = "auto") -> float:
     """Milliseconds of CPU one detection of the shipped model takes here, one thread, as
     the run would make it (``--backend``: the variant chosen for these settings)."""
-    from device.config.detector_choice import detector_choice
+    from device.config.detector.choice import detector_choice
     from models.detector import DetectorError
 
     try:

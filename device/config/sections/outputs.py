@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from device.config.device_id import default_device_id
-from device.config.section import Section, unset
+from device.config.sections.base import Section, unset
 from device.config.values import (
     DeviceId,
     FilePath,

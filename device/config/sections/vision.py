@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from device.config.scene import Lines, Zones
-from device.config.section import Section, unset
+from device.config.scene.specs import Lines, Zones
+from device.config.sections.base import Section, unset
 from device.config.values import (
     DETECT_FPS,
     MAX_DURATION_S,

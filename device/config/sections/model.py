@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from device.config.section import Section, unset
+from device.config.sections.base import Section, unset
 from device.config.values import (
     MAX_FPS,
     EmitMode,

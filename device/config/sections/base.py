@@ -5,8 +5,8 @@ A field's type, default, bounds and one-line description are the setting: its fl
 ``[perception]``), its variable (``LOOKOUT_DETECT_FPS``), its --help line and its
 error messages all come from it. A setting's name is unique across sections, so a flat
 key still says which setting it is (a test checks it). The sections, by concern:
-``vision_sections`` (source, perception, scene), ``model_sections`` (model, audio),
-``output_sections`` (device, outputs). A new concern (one camera of several) is one
+``sections.vision`` (source, perception, scene), ``sections.model`` (model, audio),
+``sections.outputs`` (device, outputs). A new concern (one camera of several) is one
 more section and one more field of ``device.config.model.Config``.
 """
 

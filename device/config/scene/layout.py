@@ -24,7 +24,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import Comment, InlineTable, Table, Whitespace
 
-from device.config.scene import LineSpec, ZoneSpec
+from device.config.scene.specs import LineSpec, ZoneSpec
 
 DIGITS = 4  # a ten-thousandth of the frame: under a pixel at 4K
 KINDS = ("lines", "zones")
