@@ -363,6 +363,7 @@ class Subscriber:
         *,
         client_id: str | None = None,
         persistent: bool = False,
+        login: tuple[str, str] | None = None,
     ) -> None:
         self.topics = list(topics)
         self.messages: list[Received] = []
@@ -373,6 +374,8 @@ class Subscriber:
             client_id=client_id or f"test-{uuid.uuid4().hex[:8]}",
             clean_session=not persistent,
         )
+        if login is not None:
+            self.client.username_pw_set(*login)
         self.client.on_connect = self._on_connect
         self.client.on_subscribe = self._on_subscribe
         self.client.on_message = self._on_message
@@ -401,6 +404,11 @@ class Subscriber:
         with self._cond:
             self.messages.append(Received(message.topic, bytes(message.payload), message.retain))
             self._cond.notify_all()
+
+    def latest(self) -> dict[str, bytes]:
+        """Each topic's newest payload (a retained topic: what the broker holds)."""
+        with self._cond:
+            return {m.topic: m.payload for m in self.messages}
 
     def on(self, topic: str) -> list[Received]:
         with self._cond:

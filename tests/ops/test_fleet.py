@@ -29,7 +29,14 @@ from tests.ops.prometheus import (
     prometheus_path,
     promtool_path,
 )
-from tests.ops.support import Broker, free_port, mosquitto_path, need_tool, wait_until
+from tests.ops.support import (
+    Broker,
+    Subscriber,
+    free_port,
+    mosquitto_path,
+    need_tool,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -92,40 +99,6 @@ class Device:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5)
-
-
-class Retained:
-    """What a broker holds retained (and sends on) under some topics, read by paho."""
-
-    def __init__(
-        self,
-        port: int,
-        topics: list[str],
-        client_id: str = "",
-        clean: bool = True,
-        login: tuple[str, str] | None = None,
-    ) -> None:
-        self.messages: dict[str, bytes] = {}
-        self.received: list[tuple[str, bytes]] = []
-        self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
-            client_id=client_id,
-            clean_session=clean if client_id else True,
-        )
-        if login is not None:
-            self.client.username_pw_set(*login)
-        self.client.on_message = self._message
-        self.client.on_connect = lambda c, u, f, rc, p: [c.subscribe(t, qos=1) for t in topics]
-        self.client.connect("127.0.0.1", port)
-        self.client.loop_start()
-
-    def _message(self, client: Any, userdata: Any, message: mqtt.MQTTMessage) -> None:
-        self.messages[message.topic] = message.payload
-        self.received.append((message.topic, message.payload))
-
-    def close(self) -> None:
-        self.client.loop_stop()
-        self.client.disconnect()
 
 
 @pytest.fixture
@@ -277,7 +250,7 @@ def test_three_devices_of_two_cameras_on_one_broker_and_one_prometheus(
 
     # kill -9 one device: only its sensors go unavailable on MQTT (the broker's last will),
     # its `up` goes to 0 and its alert is pending; the others carry on.
-    seen = Retained(broker.port, ["lookout/#", "homeassistant/#"])
+    seen = Subscriber(broker.port, ["lookout/#", "homeassistant/#"])
     try:
         entities = home_assistant_entities(seen)
         everyone = {d: "available" for d in DEVICES}
@@ -286,7 +259,7 @@ def test_three_devices_of_two_cameras_on_one_broker_and_one_prometheus(
         gone.process.send_signal(signal.SIGKILL)
         gone.process.wait(10)
         wait_until(
-            lambda: seen.messages.get("lookout/shop-till/state") == b"offline", 60, "its will"
+            lambda: seen.latest().get("lookout/shop-till/state") == b"offline", 60, "its will"
         )
         assert availability(seen, entities) == {
             "shop-door": "available", "shop-till": "unavailable", "depot-gate": "available"
@@ -319,14 +292,14 @@ def test_three_devices_of_two_cameras_on_one_broker_and_one_prometheus(
     )
 
 
-def home_assistant_entities(seen: Retained) -> dict[str, dict[str, Any]]:
+def home_assistant_entities(seen: Subscriber) -> dict[str, dict[str, Any]]:
     """Every device's discovery configs on the broker (by unique id), once each device has
     the entities of both its cameras: unique ids, names and availability per device."""
 
     def configs() -> list[dict[str, Any]]:
         found = [
             json.loads(payload)
-            for topic, payload in list(seen.messages.items())
+            for topic, payload in list(seen.latest().items())
             if topic.startswith("homeassistant/") and topic.endswith("/config") and payload
         ]
         return found
@@ -351,7 +324,7 @@ def home_assistant_entities(seen: Retained) -> dict[str, dict[str, Any]]:
     return entities
 
 
-def availability(seen: Retained, entities: dict[str, dict[str, Any]]) -> dict[str, str]:
+def availability(seen: Subscriber, entities: dict[str, dict[str, Any]]) -> dict[str, str]:
     """Per device, what Home Assistant shows its entities as (by their availability topics,
     every one of which must say online): all available, all unavailable, or mixed."""
     shown: dict[str, set[bool]] = {}
@@ -359,7 +332,7 @@ def availability(seen: Retained, entities: dict[str, dict[str, Any]]) -> dict[st
         topics = entity["availability"]
         if not topics:  # the device's own Online entity: never unavailable, it reads state
             continue
-        ok = all(seen.messages.get(t) == entity["payload_available"].encode() for t in topics)
+        ok = all(seen.latest().get(t) == entity["payload_available"].encode() for t in topics)
         shown.setdefault(entity["owner"], set()).add(ok)
     names = {frozenset({True}): "available", frozenset({False}): "unavailable"}
     return {d: names.get(frozenset(v), "mixed") for d, v in shown.items()}
@@ -395,19 +368,19 @@ def test_a_site_bridged_to_the_central_broker_loses_nothing_qos_1_promised(
     token = tmp_path / "token"
     token.write_text(TOKEN)
     device: Device | None = None
-    watcher = Retained(
-        central.port, ["lookout/#"], client_id="central-watcher", clean=False, login=HQ
+    watcher = Subscriber(
+        central.port, ["lookout/#"], client_id="central-watcher", persistent=True, login=HQ
     )
     try:
         wait_until(
-            lambda: watcher.messages.get("lookout/bridge/shop/state") == b"1", 20, "the bridge"
+            lambda: watcher.latest().get("lookout/bridge/shop/state") == b"1", 20, "the bridge"
         )
         device = Device("shop-door", site, tmp_path, token)
         wait_until(
-            lambda: watcher.messages.get("lookout/shop-door/state") == b"online", 60,
+            lambda: watcher.latest().get("lookout/shop-door/state") == b"online", 60,
             "the site's device seen on the central broker",
         )  # fmt: skip
-        wait_until(lambda: "lookout/shop-door/door/count" in watcher.messages, 30, "its count")
+        wait_until(lambda: "lookout/shop-door/door/count" in watcher.latest(), 30, "its count")
         # While the central broker is away, the site goes on publishing at QoS 1; once it is
         # back, everything reaches the central broker's persistent subscriber.
         watcher.close()
@@ -419,14 +392,14 @@ def test_a_site_bridged_to_the_central_broker_loses_nothing_qos_1_promised(
         for info in sent:
             info.wait_for_publish(10)
         central.start()
-        again = Retained(
-            central.port, ["lookout/#"], client_id="central-watcher", clean=False, login=HQ
+        again = Subscriber(
+            central.port, ["lookout/#"], client_id="central-watcher", persistent=True, login=HQ
         )
         wait_until(
-            lambda: sum(t == "lookout/shop-door/test/seq" for t, _ in again.received) >= 50, 60,
+            lambda: len(again.on("lookout/shop-door/test/seq")) >= 50, 60,
             "the 50 messages sent while the central broker was away",
         )  # fmt: skip
-        got = [int(p) for t, p in again.received if t == "lookout/shop-door/test/seq"]
+        got = [int(m.payload) for m in again.on("lookout/shop-door/test/seq")]
         assert sorted(set(got)) == list(range(50))
         again.close()
         publisher.loop_stop()
